@@ -1,0 +1,51 @@
+"""bayespriv: protect global properties of datasets.
+
+Public names only; see DESIGN.md for the data flow
+(Θ + secrets + query → calibrate → Calibration → mechanism → Release).
+"""
+
+from . import mechanisms
+from .calibration import Calibration, calibrate
+from .datamodels import DataModel, FunctionDataModel, GaussianDataModel
+from .errors import (
+    BayesPrivError,
+    BayesPrivWarning,
+    BudgetExceededError,
+    ParameterTypeError,
+    PrivacyAssumptionWarning,
+    UnsupportedSecretError,
+    ValidationError,
+)
+from .mechanisms import Guarantee, Release
+from .queries import Query, count, mean, proportion, stack
+from .secrets import DatasetSecret, DistributionSecret, SecretPair, all_pairs, pairs_between
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "mechanisms",
+    "Calibration",
+    "calibrate",
+    "DataModel",
+    "FunctionDataModel",
+    "GaussianDataModel",
+    "BayesPrivError",
+    "BayesPrivWarning",
+    "BudgetExceededError",
+    "ParameterTypeError",
+    "PrivacyAssumptionWarning",
+    "UnsupportedSecretError",
+    "ValidationError",
+    "Guarantee",
+    "Release",
+    "Query",
+    "count",
+    "mean",
+    "proportion",
+    "stack",
+    "DatasetSecret",
+    "DistributionSecret",
+    "SecretPair",
+    "all_pairs",
+    "pairs_between",
+]

@@ -1,0 +1,6 @@
+"""Calibration: sample F(X) | secret and estimate what the mechanisms need."""
+
+from .engine import calibrate, calibration_from_samples, draw_query_samples
+from .result import Calibration
+
+__all__ = ["calibrate", "calibration_from_samples", "draw_query_samples", "Calibration"]

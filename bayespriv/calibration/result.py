@@ -1,0 +1,265 @@
+"""The frozen result of a calibration: what the mechanisms need, with its error."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .._validation import check_covariance, check_finite_array, fail
+from ..errors import ParameterTypeError, ValidationError
+from ..queries import Query
+from ..secrets import Secret, SecretPair, as_pairs
+from .moments import bonferroni_z, loewner_lower
+
+__all__ = ["Calibration"]
+
+_ORDS = {1: 1, 2: 2, "inf": np.inf, np.inf: np.inf}
+
+
+def _ord(ord_: Any) -> float:
+    if ord_ not in _ORDS:
+        raise fail("ord", "1, 2 or inf", ord_)
+    return _ORDS[ord_]
+
+
+@dataclass(frozen=True, eq=False)
+class Calibration:
+    """Moments of F(X) per secret, their Monte-Carlo error and conservative bounds.
+
+    Built by :func:`bayespriv.calibrate` (sampling) or :meth:`from_moments`
+    (moments known exactly). Mechanisms read it; it never sees data.
+
+    Attributes
+    ----------
+    secrets : tuple of Secret
+        Every secret appearing in ``pairs``, in order of first appearance.
+    pairs : tuple of SecretPair
+    mean_array : ndarray (S, k)
+    cov_array : ndarray (S, k, k)
+    mean_se, cov_se : ndarray
+        Monte-Carlo standard errors (zeros when exact).
+    confidence : float or None
+        Probability, over the calibration's own randomness, that every bound
+        holds: 1.0 for exact moments, ``None`` for a plug-in calibration (bounds
+        equal estimates, as in the papers).
+    z : float
+        Multiplier of the standard errors in the bounds (Bonferroni over all
+        mean and covariance-entry intervals).
+    query : Query or None
+    n_draws : int or None
+    n_records : int or None
+    samples : xarray.DataArray or None
+        Dims ``(secret, draw, component)``.
+    component_names : tuple of str
+    theta : dict or None
+        Parameters of the data model (the worst θ for families).
+    diagnostics : dict
+    """
+
+    secrets: tuple[Secret, ...]
+    pairs: tuple[SecretPair, ...]
+    mean_array: np.ndarray
+    cov_array: np.ndarray
+    mean_se: np.ndarray
+    cov_se: np.ndarray
+    confidence: float | None
+    z: float
+    query: Query | None = None
+    n_draws: int | None = None
+    n_records: int | None = None
+    samples: xr.DataArray | None = field(default=None, repr=False)
+    component_names: tuple[str, ...] = ()
+    theta: Mapping[str, Any] | None = None
+    diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("mean_array", "cov_array", "mean_se", "cov_se"):
+            arr = np.array(getattr(self, name), dtype=float)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        if not self.component_names:
+            object.__setattr__(self, "component_names", tuple(f"F[{i}]" for i in range(self.k)))
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def from_moments(
+        cls,
+        means: Mapping[Secret, Sequence[float]],
+        covs: Mapping[Secret, Any],
+        pairs: SecretPair | Sequence[SecretPair],
+        query: Query | None = None,
+        *,
+        n_records: int | None = None,
+    ) -> "Calibration":
+        """A calibration from moments known exactly (closed forms, a paper's table).
+
+        ``means`` maps each secret to an array ``(k,)``, ``covs`` to ``(k, k)``
+        (a scalar is accepted for k = 1). The bounds equal the values given and
+        ``confidence`` is 1.0: whatever guarantee is built on it is as exact as
+        the moments you supplied.
+        """
+        pairs = as_pairs(pairs)
+        if not isinstance(means, Mapping) or not isinstance(covs, Mapping):
+            raise ParameterTypeError("means and covs must be mappings from secret to array")
+        secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
+        for s in secrets:
+            if s not in means or s not in covs:
+                raise ValidationError(f"means and covs must give a value for every secret of the pairs; missing {s.label!r}")
+        mean_list = [np.atleast_1d(check_finite_array(means[s], f"means[{s.label}]")) for s in secrets]
+        k = mean_list[0].shape[0]
+        for s, m in zip(secrets, mean_list):
+            if m.shape != (k,):
+                raise fail(f"means[{s.label}]", f"of shape ({k},) like the first secret's", f"shape {m.shape}")
+        cov_list = [check_covariance(np.reshape(covs[s], (k, k)) if np.size(covs[s]) == k * k else covs[s],
+                                     f"covs[{s.label}]", k) for s in secrets]
+        names = ()
+        if query is not None:
+            names = query.component_names(k)
+        return cls(
+            secrets=secrets,
+            pairs=pairs,
+            mean_array=np.stack(mean_list),
+            cov_array=np.stack(cov_list),
+            mean_se=np.zeros((len(secrets), k)),
+            cov_se=np.zeros((len(secrets), k, k)),
+            confidence=1.0,
+            z=0.0,
+            query=query,
+            n_records=n_records,
+            component_names=names,
+        )
+
+    # -- shape and lookup ------------------------------------------------------------------
+    @property
+    def k(self) -> int:
+        return int(self.mean_array.shape[1])
+
+    @property
+    def exact(self) -> bool:
+        return self.confidence == 1.0 and self.n_draws is None
+
+    @property
+    def plug_in(self) -> bool:
+        return self.confidence is None
+
+    def index(self, secret: Secret) -> int:
+        try:
+            return self.secrets.index(secret)
+        except ValueError:
+            raise ValidationError(f"secret must be one of the calibration's secrets; got {getattr(secret, 'label', secret)!r}") from None
+
+    @property
+    def means(self) -> dict[Secret, np.ndarray]:
+        """Estimated E[F(X) | secret] per secret."""
+        return {s: self.mean_array[i] for i, s in enumerate(self.secrets)}
+
+    @property
+    def covs(self) -> dict[Secret, np.ndarray]:
+        """Estimated Cov(F(X) | secret) per secret."""
+        return {s: self.cov_array[i] for i, s in enumerate(self.secrets)}
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """Assumptions every guarantee built on this calibration inherits."""
+        if self.plug_in:
+            return ("estimated_moments",)
+        if self.n_draws is not None:
+            return ("monte_carlo_clt",)
+        return ()
+
+    # -- bounds ------------------------------------------------------------------------------
+    def mean_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """Simultaneous lower and upper bounds ``(S, k)`` of the true means."""
+        half = self.z * self.mean_se
+        return self.mean_array - half, self.mean_array + half
+
+    def difference(self, pair: SecretPair, *, bound: bool = False) -> np.ndarray:
+        """Mean difference of a pair: the estimate ``μ̂_a − μ̂_b``, or with
+        ``bound=True`` the componentwise upper bound ``u`` of ``|μ_a − μ_b|``
+        (so ``‖μ_a − μ_b‖_p ≤ ‖u‖_p`` for every p on the calibration's event)."""
+        ia, ib = self.index(pair.a), self.index(pair.b)
+        d = self.mean_array[ia] - self.mean_array[ib]
+        if not bound:
+            return d
+        return np.abs(d) + self.z * (self.mean_se[ia] + self.mean_se[ib])
+
+    def pair_sensitivities(self, ord: Any = 2, *, bound: bool = False) -> np.ndarray:
+        """‖mean difference‖_ord for every pair, in the order of ``pairs``."""
+        o = _ord(ord)
+        return np.array([np.linalg.norm(self.difference(p, bound=bound), o) for p in self.pairs])
+
+    def sensitivity(self, ord: Any = 2, *, bound: bool = False) -> float:
+        """Largest distance between the means of a pair, Δ_{E,ord}.
+
+        With ``bound=True``: an upper bound holding with probability ``confidence``.
+        """
+        return float(self.pair_sensitivities(ord, bound=bound).max())
+
+    @property
+    def worst_pair(self) -> SecretPair:
+        """The pair with the largest (bounded) L2 mean difference."""
+        return self.pairs[int(np.argmax(self.pair_sensitivities(2, bound=True)))]
+
+    @property
+    def worst_theta(self) -> Mapping[str, Any] | None:
+        return self.theta
+
+    def cov_lower(self, secret: Secret) -> np.ndarray:
+        """A matrix below Cov(F | secret) in the Loewner order (on the calibration's event)."""
+        i = self.index(secret)
+        return loewner_lower(self.cov_array[i : i + 1], self.cov_se[i : i + 1], self.z)[0]
+
+    def variance(self, *, bound: bool = False) -> np.ndarray:
+        """Smallest conditional variance of each component over the secrets;
+        with ``bound=True`` a lower bound (diagonal of the Loewner bounds)."""
+        if bound:
+            lows = loewner_lower(self.cov_array, self.cov_se, self.z)
+        else:
+            lows = self.cov_array
+        return np.diagonal(lows, axis1=1, axis2=2).min(axis=0)
+
+    # -- presentation ------------------------------------------------------------------
+    def summary(self) -> pd.DataFrame:
+        """One row per pair: L1/L2 sensitivities (estimate and bound)."""
+        rows = []
+        for p, e1, b1, e2, b2 in zip(
+            self.pairs,
+            self.pair_sensitivities(1),
+            self.pair_sensitivities(1, bound=True),
+            self.pair_sensitivities(2),
+            self.pair_sensitivities(2, bound=True),
+        ):
+            rows.append({"pair": p.label, "L1": e1, "L1 bound": b1, "L2": e2, "L2 bound": b2})
+        return pd.DataFrame(rows).set_index("pair")
+
+    def moments_table(self) -> pd.DataFrame:
+        """One row per (secret, component): mean, its s.e., variance, its lower bound."""
+        rows = []
+        for i, s in enumerate(self.secrets):
+            low = np.diag(self.cov_lower(s))
+            for c, name in enumerate(self.component_names):
+                rows.append({
+                    "secret": s.label, "component": name, "mean": self.mean_array[i, c],
+                    "mean s.e.": self.mean_se[i, c], "variance": self.cov_array[i, c, c], "variance lower": low[c],
+                })
+        return pd.DataFrame(rows).set_index(["secret", "component"])
+
+    def __repr__(self) -> str:
+        how = "exact" if self.exact else ("plug-in" if self.plug_in else f"confidence={self.confidence}")
+        q = self.query.name if self.query is not None else "-"
+        return (f"Calibration(query={q!r}, secrets={len(self.secrets)}, pairs={len(self.pairs)}, k={self.k}, "
+                f"n_draws={self.n_draws}, {how}, sensitivity L2={self.sensitivity(2):.4g} "
+                f"(bound {self.sensitivity(2, bound=True):.4g}))")
+
+    def _repr_html_(self) -> str:
+        head = html.escape(repr(self))
+        diag = ""
+        if self.diagnostics:
+            diag = "<p><b>diagnostics</b>: " + html.escape(", ".join(f"{k}={v}" for k, v in self.diagnostics.items())) + "</p>"
+        return f"<div><p><code>{head}</code></p>{self.summary().to_html(float_format='%.4g')}{diag}</div>"

@@ -1,0 +1,7 @@
+"""Θ adapters: the only place that imports pymc / pgmpy."""
+
+from .base import DataModel
+from .function import FunctionDataModel
+from .gaussian import GaussianDataModel
+
+__all__ = ["DataModel", "FunctionDataModel", "GaussianDataModel"]

@@ -1,0 +1,112 @@
+"""The data-model protocol: Θ as something that draws batches of datasets.
+
+A data model draws ``n_draws`` datasets of ``n_records`` records, each
+conditioned on a secret, as a batch (column -> array ``(n_draws, n_records)``).
+That is all calibration needs. Models that know more (closed-form moments of
+linear queries) offer :meth:`DataModel.moments`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_positive_int
+from ..errors import UnsupportedSecretError, ValidationError
+from ..queries import Batch, Query
+from ..random import RNGLike, as_generator
+from ..secrets import DatasetSecret, DistributionSecret, Secret
+
+__all__ = ["DataModel"]
+
+
+class DataModel(abc.ABC):
+    """Θ: a distribution over datasets of ``n_records`` records.
+
+    Subclasses implement :meth:`_sample` and, when they can condition on a kind
+    of secret, say so in :meth:`check_secret`. Conditioning never mutates the
+    model: every call draws afresh from the conditional distribution.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The record columns the model draws.
+    n_records : int
+        Records per dataset.
+    theta : dict
+        Parameters naming this member of a family (empty for a single model).
+    """
+
+    columns: tuple[str, ...]
+    n_records: int
+    theta: Mapping[str, Any]
+
+    def __init__(self, columns: Sequence[str], n_records: int, theta: Mapping[str, Any] | None = None) -> None:
+        cols = tuple(columns)
+        if not cols or len(set(cols)) != len(cols) or not all(isinstance(c, str) for c in cols):
+            raise ValidationError(f"columns must be distinct column names; got {columns!r}")
+        self.columns = cols
+        self.n_records = check_positive_int(n_records, "n_records")
+        self.theta = dict(theta or {})
+
+    # -- secrets -------------------------------------------------------------------
+    def check_secret(self, secret: Secret | None) -> None:
+        """Raise a clear error when this model cannot condition on ``secret``."""
+        if secret is None:
+            return
+        if isinstance(secret, DatasetSecret):
+            if secret.column not in self.columns:
+                raise ValidationError(
+                    f"secret column must be a column of the data model; got {secret.column!r}, columns are {list(self.columns)!r}"
+                )
+        elif isinstance(secret, DistributionSecret):
+            raise UnsupportedSecretError(
+                f"{type(self).__name__} cannot condition on distribution secrets; got {secret.label!r}. "
+                "Use a PyMC, Bayesian-network or family data model, where the parameter is part of the model."
+            )
+        else:
+            raise UnsupportedSecretError(f"secret must be a DatasetSecret or DistributionSecret; got {type(secret).__name__}")
+
+    # -- sampling ----------------------------------------------------------------------
+    def sample(
+        self, secret: Secret | None, n_draws: int, rng: RNGLike = None, *, columns: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Draw ``n_draws`` datasets given ``secret`` (None: unconditionally).
+
+        Returns a batch restricted to ``columns`` (default: all), each array of
+        shape ``(n_draws, n_records)``.
+        """
+        self.check_secret(secret)
+        n_draws = check_positive_int(n_draws, "n_draws")
+        cols = self.columns if columns is None else tuple(columns)
+        unknown = [c for c in cols if c not in self.columns]
+        if unknown:
+            raise ValidationError(f"columns must be columns of the data model {list(self.columns)!r}; got {unknown!r}")
+        batch = self._sample(secret, n_draws, as_generator(rng), cols)
+        for c in cols:
+            if c not in batch:
+                raise ValidationError(f"{type(self).__name__} must return column {c!r}; it is missing from the batch")
+            if np.shape(batch[c]) != (n_draws, self.n_records):
+                raise ValidationError(
+                    f"{type(self).__name__} must return column {c!r} with shape (n_draws, n_records) = "
+                    f"({n_draws}, {self.n_records}); got {np.shape(batch[c])}"
+                )
+        return {c: batch[c] for c in cols}
+
+    @abc.abstractmethod
+    def _sample(self, secret: Secret | None, n_draws: int, rng: np.random.Generator, columns: tuple[str, ...]) -> Batch:
+        """Draw the batch; arguments are already validated."""
+
+    def moments(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray]:
+        """Exact mean ``(k,)`` and covariance ``(k, k)`` of F(X) given ``secret``.
+
+        Only models with a closed form implement it.
+        """
+        raise UnsupportedSecretError(f"{type(self).__name__} has no closed-form moments; calibrate by sampling instead")
+
+    def __repr__(self) -> str:
+        extra = f", theta={self.theta}" if self.theta else ""
+        return f"{type(self).__name__}(columns={list(self.columns)}, n_records={self.n_records}{extra})"

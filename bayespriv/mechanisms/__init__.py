@@ -1,0 +1,24 @@
+"""Mechanisms, by the papers' shorthands.
+
+Each takes a :class:`~bayespriv.Calibration` and (ε, δ), and exposes its
+``guarantee`` and noise before any data is seen.
+"""
+
+from .apgm import APGM
+from .base import Guarantee, Mechanism, Release
+from .expected_value import ExpM
+from .groupdp import GroupDP
+from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radius, gaussian_sigma
+
+__all__ = [
+    "APGM",
+    "ExpM",
+    "GroupDP",
+    "Mechanism",
+    "Guarantee",
+    "Release",
+    "gaussian_radius",
+    "gaussian_sigma",
+    "classic_constant",
+    "analytic_gaussian_log_delta",
+]

@@ -1,0 +1,286 @@
+"""Queries F(X), vectorized over draws.
+
+A *batch* maps each column name to an array of shape ``(draws, n_records)``:
+``draws`` datasets of ``n_records`` records each. A :class:`Query` maps a batch
+to an array ``(draws, k)``. Applied to one dataset (a pandas DataFrame) it
+returns an array ``(k,)``.
+
+Ready-made queries (:func:`mean`, :func:`count`, :func:`proportion`) are
+*additive*: each component is ``scale * sum_r h(x_r)`` over records, with
+``scale`` 1 (sums, counts) or ``1/n`` (means, shares). Additive queries carry
+what other stages need without seeing data: the per-record change bound used
+by group differential privacy, and (for means of raw columns) the linear form
+used by closed-form moments of Gaussian data models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_real, fail
+from .errors import ParameterTypeError, ValidationError
+
+__all__ = ["Batch", "Query", "Component", "mean", "count", "proportion", "stack", "batch_from_frame"]
+
+Batch = Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Component:
+    """One additive component ``F_c(X) = scale * sum_r h(x_r)``.
+
+    Attributes
+    ----------
+    h : callable
+        Per-record contribution: batch -> array ``(draws, n_records)``.
+    per_mean : bool
+        ``scale = 1/n`` when true (means, shares), 1 otherwise (sums, counts).
+    record_range : float or None
+        ``sup h - inf h``: how much one record can move ``sum_r h``; None when
+        unbounded (then group DP is not available).
+    linear : mapping or None
+        ``{column: weight}`` when ``h(x) = sum_j weight_j * x_j`` exactly.
+    name : str
+    columns : tuple of str
+        The columns ``h`` reads.
+    """
+
+    h: Callable[[Batch], np.ndarray]
+    per_mean: bool
+    record_range: float | None
+    linear: Mapping[str, float] | None
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Query:
+    """A statistic F of a dataset, evaluated on whole batches of datasets.
+
+    Parameters
+    ----------
+    fn : callable
+        Maps a batch (column -> array ``(draws, n_records)``) to ``(draws, k)``.
+    columns : sequence of str
+        The columns ``fn`` reads; data models draw only these.
+    name : str
+        Shown in reports, plots and the ledger.
+    output_names : sequence of str, optional
+        One name per component (defaults to ``name[0]``, ``name[1]``, ...).
+    components : tuple of Component, optional
+        Set by the ready-made additive queries; user queries leave it empty.
+
+    Examples
+    --------
+    >>> import bayespriv as bp, numpy as np
+    >>> q = bp.Query(lambda b: np.stack([b["w"].mean(1), b["w"].max(1)], axis=1), ["w"], "w-stats")
+    """
+
+    fn: Callable[[Batch], np.ndarray]
+    columns: tuple[str, ...]
+    name: str
+    output_names: tuple[str, ...] | None = None
+    components: tuple[Component, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise ParameterTypeError(f"fn must be callable; got {type(self.fn).__name__}")
+        cols = (self.columns,) if isinstance(self.columns, str) else tuple(self.columns)
+        if not cols or not all(isinstance(c, str) for c in cols):
+            raise fail("columns", "a non-empty sequence of column names", self.columns)
+        object.__setattr__(self, "columns", tuple(dict.fromkeys(cols)))
+        if not isinstance(self.name, str) or not self.name:
+            raise fail("name", "a non-empty string", self.name)
+        if self.output_names is not None:
+            object.__setattr__(self, "output_names", tuple(str(n) for n in self.output_names))
+
+    # -- shape -----------------------------------------------------------------
+    @property
+    def k(self) -> int | None:
+        """Number of components, when known without evaluating."""
+        if self.components:
+            return len(self.components)
+        return None if self.output_names is None else len(self.output_names)
+
+    def component_names(self, k: int) -> tuple[str, ...]:
+        if self.output_names is not None:
+            if len(self.output_names) != k:
+                raise ValidationError(
+                    f"query {self.name!r} must return as many components as output_names ({len(self.output_names)}); got {k}"
+                )
+            return self.output_names
+        return (self.name,) if k == 1 else tuple(f"{self.name}[{i}]" for i in range(k))
+
+    @property
+    def additive(self) -> bool:
+        return bool(self.components)
+
+    # -- evaluation --------------------------------------------------------------
+    def evaluate(self, batch: Batch) -> np.ndarray:
+        """F on a batch: returns a finite float array ``(draws, k)``."""
+        missing = [c for c in self.columns if c not in batch]
+        if missing:
+            raise ValidationError(f"the batch must hold the query's columns {list(self.columns)!r}; missing {missing!r}")
+        draws = int(np.shape(batch[self.columns[0]])[0])
+        out = np.asarray(self.fn(batch), dtype=float)
+        if out.ndim != 2 or out.shape[0] != draws:
+            raise ValidationError(
+                f"query {self.name!r} must return an array of shape (draws, k) = ({draws}, k); got shape {out.shape}"
+            )
+        if self.k is not None and out.shape[1] != self.k:
+            raise ValidationError(f"query {self.name!r} must return {self.k} components; got {out.shape[1]}")
+        if not np.all(np.isfinite(out)):
+            raise ValidationError(f"query {self.name!r} must return finite values; got NaN or infinity")
+        return out
+
+    def __call__(self, data: pd.DataFrame | Batch) -> np.ndarray:
+        """F on one dataset (DataFrame -> ``(k,)``) or on a batch (-> ``(draws, k)``)."""
+        if isinstance(data, pd.DataFrame):
+            return self.evaluate(batch_from_frame(data, self.columns))[0]
+        if isinstance(data, Mapping):
+            return self.evaluate(data)
+        raise ParameterTypeError(f"data must be a pandas DataFrame or a batch mapping; got {type(data).__name__}")
+
+    # -- what other stages need -----------------------------------------------------
+    def record_sensitivity(self, n_records: int) -> np.ndarray:
+        """Largest change of each component when one record is replaced.
+
+        Available for additive queries whose per-record contribution is bounded
+        (counts, shares, means with ``bounds``).
+        """
+        if not self.components or any(c.record_range is None for c in self.components):
+            raise ValidationError(
+                f"query {self.name!r} must declare per-record bounds for a per-record sensitivity "
+                "(use count/proportion, or mean(column, bounds=(low, high))); got a query without them"
+            )
+        return np.array([c.record_range / (n_records if c.per_mean else 1) for c in self.components], dtype=float)
+
+    def linear_form(self, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(W, per_mean)`` with ``h_c(x) = W[c] @ x`` over ``columns``; None if not linear."""
+        if not self.components or any(c.linear is None for c in self.components):
+            return None
+        cols = list(columns)
+        W = np.zeros((len(self.components), len(cols)))
+        for i, comp in enumerate(self.components):
+            for col, w in comp.linear.items():
+                if col not in cols:
+                    return None
+                W[i, cols.index(col)] = w
+        return W, np.array([c.per_mean for c in self.components])
+
+
+def batch_from_frame(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """A batch of one dataset from a DataFrame, refusing missing columns and NaN."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ParameterTypeError(f"dataset must be a pandas DataFrame; got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValidationError(f"dataset must have the columns {list(columns)!r}; missing {missing!r}")
+    if len(frame) == 0:
+        raise fail("dataset", "non-empty", "0 rows")
+    out = {}
+    for c in columns:
+        col = frame[c]
+        if col.isna().any():
+            raise ValidationError(f"dataset column {c!r} must have no missing values; got {int(col.isna().sum())} NaN")
+        values = col.to_numpy()
+        if values.dtype == object or not np.issubdtype(values.dtype, np.number) and values.dtype != bool:
+            values = col.astype(str).to_numpy(dtype=str)
+        out[c] = values[None, :]
+    return out
+
+
+def _additive(components: Sequence[Component], name: str) -> Query:
+    comps = tuple(components)
+
+    def fn(batch: Batch) -> np.ndarray:
+        cols = []
+        for c in comps:
+            h = np.asarray(c.h(batch), dtype=float)
+            cols.append(h.mean(axis=1) if c.per_mean else h.sum(axis=1))
+        return np.stack(cols, axis=1)
+
+    columns = [col for c in comps for col in c.columns]
+    return Query(fn, tuple(columns), name, tuple(c.name for c in comps), comps)
+
+
+def mean(column: str, *, bounds: tuple[float, float] | None = None, name: str | None = None) -> Query:
+    """The mean of a numeric column.
+
+    Parameters
+    ----------
+    column : str
+    bounds : (low, high), optional
+        Declared range of the column. Values are clipped into it, so the
+        per-record sensitivity ``(high - low) / n`` holds for any data (needed by
+        :class:`~bayespriv.mechanisms.GroupDP`). Without bounds the mean is
+        exactly linear, which Gaussian data models use for closed-form moments.
+    """
+    if not isinstance(column, str):
+        raise ParameterTypeError(f"column must be a string; got {type(column).__name__}")
+    label = name or f"mean({column})"
+    if bounds is None:
+        return _additive([Component(lambda b: b[column], True, None, {column: 1.0}, label, (column,))], label)
+    try:
+        lo, hi = (check_real("bounds", v) for v in bounds)
+    except TypeError:
+        raise ParameterTypeError(f"bounds must be a pair (low, high); got {bounds!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise fail("bounds", "finite with low < high", bounds)
+    h = lambda b: np.clip(b[column], lo, hi)  # noqa: E731
+    return _additive([Component(h, True, hi - lo, None, label, (column,))], label)
+
+
+def _predicate_component(predicate, columns, per_mean, name) -> Component:
+    if not callable(predicate):
+        raise ParameterTypeError(f"predicate must be callable; got {type(predicate).__name__}")
+    cols = (columns,) if isinstance(columns, str) else tuple(columns)
+
+    def h(batch: Batch) -> np.ndarray:
+        mask = np.asarray(predicate(batch))
+        ref = np.shape(batch[cols[0]])
+        if mask.shape != ref or mask.dtype != bool:
+            raise ValidationError(
+                f"predicate of {name!r} must return a boolean array of shape (draws, n_records) = {ref}; "
+                f"got dtype {mask.dtype} and shape {mask.shape}"
+            )
+        return mask
+
+    return Component(h, per_mean, 1.0, None, name, cols)
+
+
+def count(predicate: Callable[[Batch], np.ndarray], columns: str | Sequence[str], *, name: str | None = None) -> Query:
+    """Number of records satisfying ``predicate`` (batch -> bool ``(draws, n_records)``)."""
+    label = name or "count"
+    return _additive([_predicate_component(predicate, columns, False, label)], label)
+
+
+def proportion(predicate: Callable[[Batch], np.ndarray], columns: str | Sequence[str], *, name: str | None = None) -> Query:
+    """Share of records satisfying ``predicate``."""
+    label = name or "proportion"
+    return _additive([_predicate_component(predicate, columns, True, label)], label)
+
+
+def stack(*queries: Query, name: str | None = None) -> Query:
+    """Concatenate queries into one vector-valued query."""
+    if not queries:
+        raise fail("queries", "at least one Query", queries)
+    for q in queries:
+        if not isinstance(q, Query):
+            raise ParameterTypeError(f"stack takes Query objects; got {type(q).__name__}")
+    label = name or "stack(" + ", ".join(q.name for q in queries) + ")"
+    if all(q.additive for q in queries):
+        return _additive([c for q in queries for c in q.components], label)
+    columns = tuple(dict.fromkeys(c for q in queries for c in q.columns))
+    names = None
+    if all(q.output_names is not None for q in queries):
+        names = tuple(n for q in queries for n in q.output_names)
+
+    def fn(batch: Batch) -> np.ndarray:
+        return np.concatenate([q.evaluate(batch) for q in queries], axis=1)
+
+    return Query(fn, columns, label, names)

@@ -1,0 +1,209 @@
+"""Secrets (facts to hide) and secret pairs (what must stay indistinguishable).
+
+A *dataset secret* is an event on a statistic g_i(X_i) of a sensitive column
+(Definition 4 of the attribute-privacy paper): "the share of women among the
+50 patients is 0.25", "the mean height is 66". A *distribution secret* is an
+event on a parameter φ_i of the distribution the records come from
+(Definition 5; distribution privacy's θ): "p_female = 0.5".
+
+Secrets are frozen and hashable; they are the keys of a calibration's moments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+from ._validation import check_real, fail
+from .errors import ParameterTypeError, ValidationError
+
+__all__ = ["DatasetSecret", "DistributionSecret", "Secret", "SecretPair", "pairs_between", "all_pairs", "as_pairs"]
+
+
+def _check_name(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ParameterTypeError(f"{name} must be a non-empty string; got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class DatasetSecret:
+    """The event that a statistic of a sensitive column takes a value.
+
+    Build it with :meth:`proportion` or :meth:`mean`.
+
+    Attributes
+    ----------
+    column : str
+        The sensitive column X_i.
+    statistic : {"proportion", "mean"}
+        g_i: share of records in ``category``, or the column mean.
+    value : float
+        The value g_i(X_i) takes under this secret.
+    category : object, optional
+        For proportions: the category whose share is fixed.
+    """
+
+    column: str
+    statistic: Literal["proportion", "mean"]
+    value: float
+    category: Any = None
+
+    def __post_init__(self) -> None:
+        _check_name(self.column, "column")
+        if self.statistic not in ("proportion", "mean"):
+            raise fail("statistic", "'proportion' or 'mean'", self.statistic)
+        value = check_real("value", self.value)
+        if not math.isfinite(value):
+            raise fail("value", "finite", self.value)
+        if self.statistic == "proportion":
+            if not 0.0 <= value <= 1.0:
+                raise fail("p", "a proportion in [0, 1]", self.value)
+            if self.category is None:
+                raise ValidationError("category must be given for a proportion secret; got None")
+        object.__setattr__(self, "value", value)
+
+    @classmethod
+    def proportion(cls, column: str, category: Any, p: float) -> "DatasetSecret":
+        """Secret "the share of records with ``column == category`` is ``p``"."""
+        return cls(column, "proportion", p, category)
+
+    @classmethod
+    def mean(cls, column: str, a: float) -> "DatasetSecret":
+        """Secret "the mean of ``column`` over the dataset is ``a``"."""
+        return cls(column, "mean", a)
+
+    @property
+    def attribute(self) -> str:
+        """The sensitive attribute this secret is about (pairs must share it)."""
+        return self.column
+
+    @property
+    def label(self) -> str:
+        if self.statistic == "proportion":
+            return f"share({self.column}={self.category})={self.value:g}"
+        return f"mean({self.column})={self.value:g}"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True)
+class DistributionSecret:
+    """The event that a parameter φ_i of the data distribution equals ``value``.
+
+    Attributes
+    ----------
+    parameter : str
+        Name of the parameter (a hyperparameter of a PyMC model, a CPD
+        parameter of a Bayesian network, a column of a family's grid).
+    value : float
+        The value φ_i takes under this secret.
+    """
+
+    parameter: str
+    value: float
+
+    def __post_init__(self) -> None:
+        _check_name(self.parameter, "parameter")
+        value = check_real("value", self.value)
+        if not math.isfinite(value):
+            raise fail("value", "finite", self.value)
+        object.__setattr__(self, "value", value)
+
+    @property
+    def attribute(self) -> str:
+        return self.parameter
+
+    @property
+    def label(self) -> str:
+        return f"{self.parameter}={self.value:g}"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+Secret = Union[DatasetSecret, DistributionSecret]
+
+
+@dataclass(frozen=True)
+class SecretPair:
+    """A discriminative pair (s_a, s_b): the release must not tell them apart.
+
+    Both secrets must be of the same kind, about the same attribute, and differ.
+    """
+
+    a: Secret
+    b: Secret
+
+    def __post_init__(self) -> None:
+        for name, s in (("a", self.a), ("b", self.b)):
+            if not isinstance(s, (DatasetSecret, DistributionSecret)):
+                raise ParameterTypeError(
+                    f"SecretPair.{name} must be a DatasetSecret or DistributionSecret; got {type(s).__name__}"
+                )
+        if type(self.a) is not type(self.b):
+            raise ValidationError(
+                f"a secret pair must join secrets of one kind; got {type(self.a).__name__} and {type(self.b).__name__}"
+            )
+        if self.a.attribute != self.b.attribute:
+            raise ValidationError(
+                "a secret pair must be about one attribute (Definition 4/5: pairs (s_a^i, s_b^i)); "
+                f"got {self.a.attribute!r} and {self.b.attribute!r}"
+            )
+        if isinstance(self.a, DatasetSecret) and (self.a.statistic, self.a.category) != (self.b.statistic, self.b.category):
+            raise ValidationError(
+                f"a secret pair must be about one statistic; got {self.a.label!r} and {self.b.label!r}"
+            )
+        if self.a == self.b:
+            raise ValidationError(f"the two secrets of a pair must differ; got {self.a.label!r} twice")
+
+    @property
+    def secrets(self) -> tuple[Secret, Secret]:
+        return (self.a, self.b)
+
+    @property
+    def label(self) -> str:
+        return f"{self.a.label} vs {self.b.label}"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def pairs_between(first: Iterable[Secret], second: Iterable[Secret]) -> tuple[SecretPair, ...]:
+    """Every secret of ``first`` against every secret of ``second``.
+
+    This is the pair set of the papers' experiments, e.g. the share of women
+    ``a in (0.25, 0.5)`` against ``b in (0.5, 0.75)``.
+    """
+    first, second = list(first), list(second)
+    if not first or not second:
+        raise fail("first and second", "non-empty collections of secrets", (len(first), len(second)))
+    return tuple(SecretPair(a, b) for a, b in itertools.product(first, second))
+
+
+def all_pairs(secrets: Iterable[Secret]) -> tuple[SecretPair, ...]:
+    """Every unordered pair of distinct secrets (needs at least two)."""
+    secrets = list(dict.fromkeys(secrets))
+    if len(secrets) < 2:
+        raise fail("secrets", "at least two distinct secrets", secrets)
+    return tuple(SecretPair(a, b) for a, b in itertools.combinations(secrets, 2))
+
+
+def as_pairs(pairs: SecretPair | Iterable[SecretPair]) -> tuple[SecretPair, ...]:
+    """Normalise one pair or an iterable of pairs to a non-empty tuple."""
+    if isinstance(pairs, SecretPair):
+        return (pairs,)
+    try:
+        out = tuple(pairs)
+    except TypeError:
+        raise ParameterTypeError(f"pairs must be a SecretPair or an iterable of them; got {type(pairs).__name__}") from None
+    if not out:
+        raise fail("pairs", "a non-empty collection of SecretPair", out)
+    for p in out:
+        if not isinstance(p, SecretPair):
+            raise ParameterTypeError(f"pairs must contain only SecretPair objects; got {type(p).__name__}")
+    return tuple(dict.fromkeys(out))
