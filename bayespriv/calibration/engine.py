@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor
@@ -72,7 +73,7 @@ def draw_query_samples(
     for secret, secret_seed in zip(secrets, root.spawn(len(secrets))):
         for size, seed in zip(sizes, secret_seed.spawn(len(sizes))):
             tasks.append(_Task(model, secret, query, size, seed))
-    show = progress if progress is not None else False
+    show = progress if progress is not None else (len(tasks) >= 20 and sys.stderr.isatty() and not os.environ.get("CI"))
     if executor is None:
         results = []
         for i, t in enumerate(tasks):
@@ -128,7 +129,8 @@ def calibrate(
     chunk_size : int, optional
         Draws per task; bounds memory to ``chunk_size × n_records × columns``.
     progress : bool, optional
-        Print task progress to stderr.
+        Print task progress to stderr. Default: on for 20 tasks or more when
+        stderr is a terminal and the ``CI`` environment variable is unset.
 
     Returns
     -------

@@ -1,0 +1,110 @@
+"""calibrate(): reproducibility, executors, chunking, samples layout, from_moments."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import bayespriv as bp
+
+V = np.array([[1.0, 0.5], [0.5, 2.0]])
+
+
+def _setup(n_records=20):
+    model = bp.GaussianDataModel([0.0, 1.0], V, ["s", "y"], n_records)
+    pairs = bp.pairs_between([bp.DatasetSecret.mean("s", -1.0)], [bp.DatasetSecret.mean("s", 0.0), bp.DatasetSecret.mean("s", 1.0)])
+    return model, pairs, bp.stack(bp.mean("y"), bp.mean("s"))
+
+
+def test_same_seed_same_calibration_and_different_seed_differs():
+    model, pairs, q = _setup()
+    a = bp.calibrate(model, pairs, q, n_draws=500, rng=7)
+    b = bp.calibrate(model, pairs, q, n_draws=500, rng=7)
+    c = bp.calibrate(model, pairs, q, n_draws=500, rng=8)
+    np.testing.assert_array_equal(a.samples.values, b.samples.values)
+    assert not np.array_equal(a.samples.values, c.samples.values)
+
+
+def test_executor_gives_identical_numbers():
+    model, pairs, q = _setup()
+    serial = bp.calibrate(model, pairs, q, n_draws=900, rng=3, chunk_size=100)
+    with ThreadPoolExecutor(2) as pool:
+        threaded = bp.calibrate(model, pairs, q, n_draws=900, rng=3, chunk_size=100, executor=pool)
+    np.testing.assert_array_equal(serial.samples.values, threaded.samples.values)
+    np.testing.assert_array_equal(serial.mean_array, threaded.mean_array)
+
+
+def test_samples_layout_and_summaries():
+    model, pairs, q = _setup()
+    cal = bp.calibrate(model, pairs, q, n_draws=250, chunk_size=60, rng=1)
+    assert cal.samples.dims == ("secret", "draw", "component")
+    assert cal.samples.shape == (3, 250, 2)
+    assert list(cal.samples.component.values) == ["mean(y)", "mean(s)"]
+    assert set(cal.means) == set(cal.secrets) and len(cal.secrets) == 3
+    # the secret column's mean is fixed exactly by the conditioning
+    assert cal.means[bp.DatasetSecret.mean("s", 1.0)][1] == pytest.approx(1.0)
+    assert cal.worst_pair == bp.SecretPair(bp.DatasetSecret.mean("s", -1.0), bp.DatasetSecret.mean("s", 1.0))
+    assert cal.sensitivity(2, bound=True) >= cal.sensitivity(2)
+    assert np.all(cal.variance(bound=True) <= cal.variance())
+    assert cal.summary().shape == (2, 4)
+    assert "<table" in cal._repr_html_()
+    assert cal.assumptions == ("monte_carlo_clt",)
+
+
+def test_plug_in_calibration_bounds_equal_estimates():
+    model, pairs, q = _setup()
+    cal = bp.calibrate(model, pairs, q, n_draws=300, rng=1, confidence=None)
+    assert cal.z == 0 and cal.plug_in
+    assert cal.sensitivity(2, bound=True) == pytest.approx(cal.sensitivity(2))
+    assert cal.assumptions == ("estimated_moments",)
+
+
+def test_from_moments_is_exact():
+    a, b = bp.DatasetSecret.mean("s", 0.0), bp.DatasetSecret.mean("s", 1.0)
+    cal = bp.Calibration.from_moments({a: [1.0, 2.0], b: [4.0, 6.0]}, {a: np.eye(2), b: np.eye(2)}, bp.SecretPair(a, b))
+    assert cal.exact and cal.confidence == 1.0 and cal.assumptions == ()
+    assert cal.sensitivity(1) == 7.0 and cal.sensitivity(2) == 5.0 and cal.sensitivity("inf") == 4.0
+    assert cal.sensitivity(2, bound=True) == 5.0
+    with pytest.raises(bp.ValidationError, match="ord"):
+        cal.sensitivity(3)
+    with pytest.raises(bp.ValidationError, match="every secret"):
+        bp.Calibration.from_moments({a: [1.0]}, {a: 1.0}, bp.SecretPair(a, b))
+    scalar = bp.Calibration.from_moments({a: 1.0, b: 2.0}, {a: 0.5, b: 0.5}, bp.SecretPair(a, b))
+    assert scalar.k == 1 and scalar.covs[a].shape == (1, 1)
+
+
+def test_calibrate_argument_checks():
+    model, pairs, q = _setup()
+    with pytest.raises(bp.ValidationError, match="n_draws"):
+        bp.calibrate(model, pairs, q, n_draws=1)
+    with pytest.raises(bp.ValidationError, match="confidence"):
+        bp.calibrate(model, pairs, q, n_draws=10, confidence=1.5)
+    with pytest.raises(bp.ValidationError, match="query columns"):
+        bp.calibrate(model, pairs, bp.mean("nope"), n_draws=10)
+    with pytest.raises(bp.ParameterTypeError, match="model"):
+        bp.calibrate(object(), pairs, q, n_draws=10)
+    with pytest.raises(bp.ParameterTypeError, match="rng"):
+        bp.calibrate(model, pairs, q, n_draws=10, rng="seed")
+
+
+def test_chunking_bounds_the_batch_size():
+    seen = []
+
+    def draw(secret, n, rng):
+        seen.append(n)
+        return {"x": rng.normal(secret.value, 1.0, (n, 5))}
+
+    model = bp.FunctionDataModel(draw, columns=["x"], n_records=5)
+    pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 1.0))
+    cal = bp.calibrate(model, pair, bp.mean("x"), n_draws=1000, chunk_size=300, rng=0)
+    assert max(seen) == 300 and sum(seen) == 2000
+    assert cal.n_draws == 1000
+
+
+def test_function_model_shape_errors_are_clear():
+    model = bp.FunctionDataModel(lambda s, n, rng: {"x": np.zeros((n, 4))}, columns=["x"], n_records=5)
+    pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 1.0))
+    with pytest.raises(bp.ValidationError, match=r"shape \(n_draws, n_records\)"):
+        bp.calibrate(model, pair, bp.mean("x"), n_draws=10, rng=0)

@@ -1,0 +1,120 @@
+"""GaussianDataModel: exact conditioning and the closed form of §4.2.
+
+F = mean(j) given mean(i) = a is exactly Gaussian, so the tolerances below are
+exact (no CLT): Δ̂ − Δ ~ N(0, 2σ²/N) and (N−1)s²/σ² ~ χ²_{N−1}, with N draws.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import bayespriv as bp
+
+N_RECORDS = 40
+N_DRAWS = 3000
+
+
+def _spd(seed: int, m: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(m, m))
+    return A @ A.T + 0.5 * np.eye(m)
+
+
+COVS = [_spd(s) for s in (1, 2, 3)] + [np.array([[4.0, -1.9, 0.0], [-1.9, 1.0, 0.2], [0.0, 0.2, 2.0]])]
+COLS = ["x0", "x1", "x2"]
+
+
+class ShiftOnlySecretColumn(bp.GaussianDataModel):
+    """Broken twin: forces the column mean but forgets to shift correlated columns."""
+
+    def _sample(self, secret, n_draws, rng, columns):
+        z = rng.standard_normal((n_draws, self.n_records, len(self.columns)))
+        x = self.mean + z @ self._factor.T
+        i = self.columns.index(secret.column)
+        x[:, :, i] += (secret.value - x[:, :, i].mean(axis=1))[:, None]
+        return {c: x[:, :, self.columns.index(c)] for c in columns}
+
+
+def _closed_form(V, i, j, a, b, n):
+    return abs(V[i, j] / V[i, i]) * abs(a - b), (V[j, j] - V[i, j] ** 2 / V[i, i]) / n
+
+
+def _checks(model_cls, V, rng):
+    """Return (sensitivity ok, variance ok) for mean(j) under mean(i)=a vs b.
+
+    False-failure probability α = 1e-4 per call, split (Bonferroni) over one
+    normal check of Δ̂ and two exact χ² checks of the two variances.
+    """
+    i, j, a, b = 0, 1, -1.0, 2.0
+    model = model_cls(np.arange(3.0), V, COLS, N_RECORDS)
+    pair = bp.SecretPair(bp.DatasetSecret.mean(COLS[i], a), bp.DatasetSecret.mean(COLS[i], b))
+    cal = bp.calibrate(model, pair, bp.mean(COLS[j]), n_draws=N_DRAWS, rng=rng)
+    delta, var = _closed_form(V, i, j, a, b, N_RECORDS)
+    alpha = 1e-4 / 3
+    z = stats.norm.isf(alpha / 2)
+    sens_ok = abs(cal.sensitivity(1) - delta) <= z * np.sqrt(2 * var / N_DRAWS)
+    lo, hi = stats.chi2.ppf([alpha / 4, 1 - alpha / 4], N_DRAWS - 1) / (N_DRAWS - 1)
+    var_ok = all(lo <= c[0, 0] / var <= hi for c in cal.covs.values())
+    return sens_ok, var_ok
+
+
+@pytest.mark.parametrize("idx", range(len(COVS)))
+def test_calibrated_sensitivity_and_variance_match_closed_form(idx):
+    assert _checks(bp.GaussianDataModel, COVS[idx], rng=100 + idx) == (True, True)
+
+
+@pytest.mark.parametrize("idx", range(len(COVS)))
+def test_broken_conditioning_is_caught(idx):
+    sens_ok, _ = _checks(ShiftOnlySecretColumn, COVS[idx], rng=100 + idx)
+    assert not sens_ok
+
+
+def test_every_drawn_dataset_has_the_secret_mean_exactly():
+    model = bp.GaussianDataModel([1, 2, 3], COVS[0], COLS, 25)
+    batch = model.sample(bp.DatasetSecret.mean("x2", 7.5), 100, rng=0)
+    np.testing.assert_allclose(batch["x2"].mean(axis=1), 7.5, atol=1e-10)
+
+
+def test_moments_closed_form_matches_section_4_2():
+    V = COVS[3]
+    model = bp.GaussianDataModel([0.0, 1.0, 2.0], V, COLS, N_RECORDS)
+    m, c = model.moments(bp.DatasetSecret.mean("x0", 2.0), bp.mean("x1"))
+    assert m[0] == pytest.approx(1.0 + V[0, 1] / V[0, 0] * 2.0)
+    assert c[0, 0] == pytest.approx((V[1, 1] - V[0, 1] ** 2 / V[0, 0]) / N_RECORDS)
+
+
+def test_moments_of_a_stacked_linear_query_match_sampling():
+    """Vector query: sample mean within 5 s.e. per component (α ≈ 6e-7 each, CLT exact here)."""
+    V = COVS[1]
+    model = bp.GaussianDataModel([0.0, 1.0, 2.0], V, COLS, 10)
+    q = bp.stack(bp.mean("x1"), bp.mean("x2"))
+    secret = bp.DatasetSecret.mean("x0", 1.0)
+    m, c = model.moments(secret, q)
+    draws = q(model.sample(secret, 20000, rng=5))
+    se = np.sqrt(np.diag(c) / 20000)
+    assert np.all(np.abs(draws.mean(0) - m) <= 5 * se)
+
+
+def test_unsupported_secrets_are_refused():
+    model = bp.GaussianDataModel([0, 0, 0], COVS[0], COLS, 10)
+    with pytest.raises(bp.UnsupportedSecretError, match="column means"):
+        model.sample(bp.DatasetSecret.proportion("x0", 1, 0.5), 5, rng=0)
+    with pytest.raises(bp.UnsupportedSecretError, match="distribution secrets"):
+        model.sample(bp.DistributionSecret("p", 0.5), 5, rng=0)
+    with pytest.raises(bp.ValidationError, match="secret column"):
+        model.sample(bp.DatasetSecret.mean("nope", 1.0), 5, rng=0)
+    with pytest.raises(bp.UnsupportedSecretError, match="linear query"):
+        model.moments(None, bp.mean("x0", bounds=(0, 1)))
+
+
+def test_constructor_validation():
+    with pytest.raises(bp.ValidationError, match="mean must be of length 3"):
+        bp.GaussianDataModel([0, 0], COVS[0], COLS, 10)
+    with pytest.raises(bp.ValidationError, match="symmetric"):
+        bp.GaussianDataModel([0, 0, 0], np.triu(COVS[0]), COLS, 10)
+    with pytest.raises(bp.ValidationError, match="semi-definite"):
+        bp.GaussianDataModel([0, 0, 0], -np.eye(3), COLS, 10)
+    with pytest.raises(bp.ValidationError, match="n_records"):
+        bp.GaussianDataModel([0, 0, 0], COVS[0], COLS, 0)
