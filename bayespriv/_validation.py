@@ -16,6 +16,13 @@ import numpy as np
 from .errors import ParameterTypeError, ValidationError
 
 
+class described(str):
+    """Text that describes a value (``"shape (3,)"``), shown without quotes in errors."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -73,7 +80,7 @@ def check_finite_array(value: Any, name: str, *, ndim: int | None = None) -> np.
     except (TypeError, ValueError) as exc:
         raise ParameterTypeError(f"{name} must be numeric; got {_show(value)}") from exc
     if ndim is not None and arr.ndim != ndim:
-        raise fail(name, f"a {ndim}-dimensional array", f"shape {arr.shape}")
+        raise fail(name, f"a {ndim}-dimensional array", described(f"shape {arr.shape}"))
     if not np.all(np.isfinite(arr)):
         raise fail(name, "finite (no NaN or infinity)", value)
     return arr
@@ -85,17 +92,17 @@ def check_covariance(value: Any, name: str, k: int | None = None, *, strict: boo
     if cov.ndim == 0:
         cov = cov.reshape(1, 1)
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
-        raise fail(name, "a square matrix", f"shape {cov.shape}")
+        raise fail(name, "a square matrix", described(f"shape {cov.shape}"))
     if k is not None and cov.shape != (k, k):
-        raise fail(name, f"of shape ({k}, {k})", f"shape {cov.shape}")
+        raise fail(name, f"of shape ({k}, {k})", described(f"shape {cov.shape}"))
     if not np.allclose(cov, cov.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(cov).max(initial=0)))):
         raise fail(name, "symmetric", cov)
     eig_min = float(np.linalg.eigvalsh(cov).min()) if cov.size else 0.0
     scale = max(1.0, float(np.abs(cov).max(initial=0)))
     if strict and eig_min <= 1e-12 * scale:
-        raise fail(name, "positive definite", f"smallest eigenvalue {eig_min:.3g}")
+        raise fail(name, "positive definite", described(f"smallest eigenvalue {eig_min:.3g}"))
     if eig_min < -1e-9 * scale:
-        raise fail(name, "positive semi-definite", f"smallest eigenvalue {eig_min:.3g}")
+        raise fail(name, "positive semi-definite", described(f"smallest eigenvalue {eig_min:.3g}"))
     return 0.5 * (cov + cov.T)
 
 

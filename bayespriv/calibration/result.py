@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._validation import check_covariance, check_finite_array, fail
+from .._validation import described, check_covariance, check_finite_array, fail
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from ..secrets import Secret, SecretPair, as_pairs
@@ -115,7 +115,7 @@ class Calibration:
         k = mean_list[0].shape[0]
         for s, m in zip(secrets, mean_list):
             if m.shape != (k,):
-                raise fail(f"means[{s.label}]", f"of shape ({k},) like the first secret's", f"shape {m.shape}")
+                raise fail(f"means[{s.label}]", f"of shape ({k},) like the first secret's", described(f"shape {m.shape}"))
         cov_list = [check_covariance(np.reshape(covs[s], (k, k)) if np.size(covs[s]) == k * k else covs[s],
                                      f"covs[{s.label}]", k) for s in secrets]
         names = ()

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_covariance, check_finite_array, fail
+from .._validation import described, check_covariance, check_finite_array, fail
 from ..errors import UnsupportedSecretError
 from ..queries import Batch, Query
 from ..secrets import DatasetSecret, Secret
@@ -49,7 +49,7 @@ class GaussianDataModel(DataModel):
         m = len(self.columns)
         self.mean = check_finite_array(mean, "mean", ndim=1)
         if self.mean.shape != (m,):
-            raise fail("mean", f"of length {m} (one entry per column)", f"length {self.mean.shape[0]}")
+            raise fail("mean", f"of length {m} (one entry per column)", described(f"length {self.mean.shape[0]}"))
         self.cov = check_covariance(cov, "cov", m)
         w, U = np.linalg.eigh(self.cov)
         self._factor = U * np.sqrt(np.clip(w, 0.0, None))

@@ -68,6 +68,7 @@ class APGM(Mechanism):
         for pair in calibration.pairs:
             delta_ab = float(np.linalg.norm(calibration.difference(pair, bound=True)))
             v_ab = min(float(np.linalg.eigvalsh(calibration.cov_lower(s)).min()) for s in pair.secrets)
+            v_ab = max(0.0, v_ab)  # a covariance is PSD: a negative lower bound only means "no credit"
             sigma2 = 0.0 if delta_ab == 0 else max(0.0, (delta_ab / self.radius) ** 2 - v_ab)
             rows.append((pair.label, delta_ab, v_ab, sigma2))
         self.pair_table = pd.DataFrame(rows, columns=["pair", "sensitivity", "variance", "sigma2"]).set_index("pair")

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_delta, check_epsilon, check_finite_array, fail
+from .._validation import described, check_choice, check_delta, check_epsilon, check_finite_array, fail
 from ..calibration import Calibration
 from ..errors import ParameterTypeError, ValidationError
 from ..random import RNGLike, release_generator
@@ -190,7 +190,7 @@ class Mechanism(abc.ABC):
         """Add the noise to an answer F(X) of shape ``(k,)`` computed elsewhere."""
         value = np.atleast_1d(check_finite_array(answer, "answer"))
         if value.shape != (self.k,):
-            raise fail("answer", f"of shape ({self.k},) like the calibrated query", f"shape {value.shape}")
+            raise fail("answer", f"of shape ({self.k},) like the calibrated query", described(f"shape {value.shape}"))
         if ledger is not None:
             ledger.charge(self)  # raises before any noise is drawn
         gen, seeded = release_generator(rng)

@@ -7,9 +7,10 @@ exactly when ``r ≤ r*(ε, δ)``. :func:`gaussian_radius` computes r* once.
 
 * ``"analytic"`` (default; Balle & Wang 2018, Theorem 8): the privacy profile
   of the pair is ``δ(r) = Φ(r/2 − ε/r) − e^ε Φ(−r/2 − ε/r)``, increasing in r;
-  r* solves δ(r) = δ. We evaluate it in log space (``log_ndtr``) and return the
-  *lower* end of the final bisection bracket, so δ(r*) ≤ δ always. Valid for
-  every ε > 0.
+  r* solves δ(r) = δ. We evaluate it in log space (``log_ndtr``), bisect on an
+  upper bound of it that allows for rounding, and return the *lower* end of the
+  final bracket, so δ(r*) ≤ δ always (checked against 50-digit mpmath). Valid
+  for every ε > 0.
 * ``"classic"`` (Dwork & Roth 2014, Theorem A.1): r* = ε / c with
   c = sqrt(2 ln(1.25/δ)); its proof needs ε < 1, so ε ≥ 1 warns
   (:class:`~bayespriv.errors.PrivacyAssumptionWarning`). It reproduces the
@@ -42,7 +43,10 @@ def analytic_gaussian_log_delta(epsilon: float, r: float) -> float:
     """log δ achieved at ε by two unit-variance Gaussians whose means are r apart.
 
     ``log(Φ(a) − e^ε Φ(b))`` with ``a = r/2 − ε/r``, ``b = −r/2 − ε/r``, computed
-    as ``logΦ(a) + log1p(−exp(ε + logΦ(b) − logΦ(a)))`` (no cancellation).
+    as ``logΦ(a) + log(−expm1(ε + logΦ(b) − logΦ(a)))``. When the two terms
+    nearly cancel (small ε), the rounding of ``logΦ`` is amplified by
+    ``Φ(a)/δ``; :func:`gaussian_radius` therefore bisects on an upper bound of
+    this value that accounts for that rounding.
     """
     if r <= 0:
         return -math.inf
@@ -52,14 +56,40 @@ def analytic_gaussian_log_delta(epsilon: float, r: float) -> float:
     t = epsilon + lb - la
     if t >= 0:  # cannot happen mathematically (Φ(a) > e^ε Φ(b)); guard rounding
         return -math.inf
-    return la + math.log1p(-math.exp(t))
+    return la + math.log(-math.expm1(t))
+
+
+#: Relative rounding error allowed for each ``log_ndtr`` value (generous: ~64 ulp).
+_LOG_NDTR_ROUNDING = 64 * 2.0**-52
+
+
+def _log_delta_upper(epsilon: float, r: float) -> float:
+    """An upper bound of the exact log δ(r), allowing for floating-point rounding.
+
+    ``t = ε + logΦ(b) − logΦ(a)`` is close to 0 when the terms nearly cancel, and
+    an absolute error e in t is a relative error ≈ e/|t| in δ. We move t down by
+    a bound of its rounding error (and logΦ(a) up by its own), so that the bisection
+    below never accepts an r whose exact δ exceeds the target (measured with
+    50-digit mpmath: without this, δ(r*) overshot the target by up to 1e-11
+    relative for small ε).
+    """
+    if r <= 0:
+        return -math.inf
+    a = r / 2.0 - epsilon / r
+    b = -r / 2.0 - epsilon / r
+    la, lb = float(log_ndtr(a)), float(log_ndtr(b))
+    err_t = _LOG_NDTR_ROUNDING * (abs(la) + abs(lb) + epsilon + 2.0)
+    t = epsilon + lb - la - err_t  # the exact t is at least this, and δ decreases in t
+    if t >= 0:  # impossible for exact values (Φ(a) > e^ε Φ(b)): refuse to certify
+        return math.inf
+    return la + _LOG_NDTR_ROUNDING * (abs(la) + 1.0) + math.log(-math.expm1(t))
 
 
 @lru_cache(maxsize=4096)
 def _analytic_radius(epsilon: float, delta: float) -> float:
     log_target = math.log(delta)
     lo, hi = 0.0, 1.0
-    while analytic_gaussian_log_delta(epsilon, hi) <= log_target:
+    while _log_delta_upper(epsilon, hi) <= log_target:
         lo, hi = hi, 2.0 * hi
         if hi > 1e8:  # pragma: no cover - delta < 1 keeps r* finite
             break
@@ -67,7 +97,7 @@ def _analytic_radius(epsilon: float, delta: float) -> float:
         mid = 0.5 * (lo + hi)
         if mid in (lo, hi):
             break
-        if analytic_gaussian_log_delta(epsilon, mid) <= log_target:
+        if _log_delta_upper(epsilon, mid) <= log_target:
             lo = mid
         else:
             hi = mid
