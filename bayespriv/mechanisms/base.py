@@ -70,6 +70,10 @@ class Release:
         True when the caller seeded the noise (replayable: for testing only).
     query : str or None
     component_names : tuple of str
+    variables : tuple of str
+        Columns the released value depends on (for per-variable ε accounting).
+    protected : tuple of str
+        Attributes whose secrets the guarantee protects (budget names).
     """
 
     value: np.ndarray
@@ -78,6 +82,8 @@ class Release:
     seeded: bool
     query: str | None = None
     component_names: tuple[str, ...] = field(default=())
+    variables: tuple[str, ...] = field(default=())
+    protected: tuple[str, ...] = field(default=())
 
     def to_series(self) -> pd.Series:
         return pd.Series(self.value, index=list(self.component_names) or None, name=self.query)
@@ -127,6 +133,17 @@ class Mechanism(abc.ABC):
     @property
     def k(self) -> int:
         return self.calibration.k
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        """Attributes whose secrets this mechanism protects (a ledger charges these budgets)."""
+        return tuple(dict.fromkeys(s.attribute for p in self.calibration.pairs for s in p.secrets))
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Columns the released value depends on (empty when the query is unknown)."""
+        q = self.calibration.query
+        return q.columns if q is not None else ()
 
     @property
     def noise(self) -> str:
@@ -202,7 +219,7 @@ class Mechanism(abc.ABC):
         out = value + noise
         out.setflags(write=False)
         return Release(out, self.guarantee, type(self).__name__, seeded, q.name if q else None,
-                       self.calibration.component_names)
+                       self.calibration.component_names, self.variables, self.protected)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(epsilon={self.epsilon:g}, delta={self.delta:g}, noise={self.noise}, k={self.k})"
