@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(PY) benchmarks/run_all.py
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

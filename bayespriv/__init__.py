@@ -6,7 +6,7 @@ Public names only; see DESIGN.md for the data flow
 
 from . import mechanisms
 from .calibration import Calibration, calibrate
-from .datamodels import DataModel, FunctionDataModel, GaussianDataModel
+from .datamodels import DataModel, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
 from .errors import (
     BayesPrivError,
     BayesPrivWarning,
@@ -27,6 +27,7 @@ __all__ = [
     "Calibration",
     "calibrate",
     "DataModel",
+    "EmpiricalDataModel",
     "FunctionDataModel",
     "GaussianDataModel",
     "BayesPrivError",

@@ -7,6 +7,10 @@ Every error a user can trigger by passing a bad argument is a subclass of
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 __all__ = [
     "BayesPrivError",
     "ValidationError",
@@ -15,6 +19,7 @@ __all__ = [
     "BudgetExceededError",
     "BayesPrivWarning",
     "PrivacyAssumptionWarning",
+    "warn",
 ]
 
 
@@ -44,3 +49,19 @@ class BayesPrivWarning(UserWarning):
 
 class PrivacyAssumptionWarning(BayesPrivWarning):
     """A guarantee rests on an assumption whose proof does not cover the inputs."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def warn(message: str, category: type[Warning] = BayesPrivWarning) -> None:
+    """Warn, attributing the warning to the first caller outside bayespriv.
+
+    So the user sees the line of *their* code, and once-per-location filters
+    treat each of their calls separately.
+    """
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the caller of warn()
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

@@ -194,18 +194,75 @@ def batch_from_frame(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, n
     return out
 
 
-def _additive(components: Sequence[Component], name: str) -> Query:
-    comps = tuple(components)
+@dataclass(frozen=True)
+class _Column:
+    """h(x) = x[column] (picklable, unlike a lambda: process executors need it)."""
 
-    def fn(batch: Batch) -> np.ndarray:
+    column: str
+
+    def __call__(self, batch: Batch) -> np.ndarray:
+        return batch[self.column]
+
+
+@dataclass(frozen=True)
+class _Clipped:
+    """h(x) = clip(x[column], low, high)."""
+
+    column: str
+    low: float
+    high: float
+
+    def __call__(self, batch: Batch) -> np.ndarray:
+        return np.clip(batch[self.column], self.low, self.high)
+
+
+@dataclass(frozen=True)
+class _Indicator:
+    """h(x) = predicate(x), checked to be boolean of shape (draws, n_records)."""
+
+    predicate: Callable[[Batch], np.ndarray]
+    reference: str
+    name: str
+
+    def __call__(self, batch: Batch) -> np.ndarray:
+        mask = np.asarray(self.predicate(batch))
+        ref = np.shape(batch[self.reference])
+        if mask.shape != ref or mask.dtype != bool:
+            raise ValidationError(
+                f"predicate of {self.name!r} must return a boolean array of shape (draws, n_records) = {ref}; "
+                f"got dtype {mask.dtype} and shape {mask.shape}"
+            )
+        return mask
+
+
+@dataclass(frozen=True)
+class _AdditiveFn:
+    """F_c = mean or sum over records of h_c, stacked over components."""
+
+    components: tuple[Component, ...]
+
+    def __call__(self, batch: Batch) -> np.ndarray:
         cols = []
-        for c in comps:
+        for c in self.components:
             h = np.asarray(c.h(batch), dtype=float)
             cols.append(h.mean(axis=1) if c.per_mean else h.sum(axis=1))
         return np.stack(cols, axis=1)
 
+
+@dataclass(frozen=True)
+class _Concatenated:
+    """Outputs of several queries side by side."""
+
+    queries: tuple[Query, ...]
+
+    def __call__(self, batch: Batch) -> np.ndarray:
+        return np.concatenate([q.evaluate(batch) for q in self.queries], axis=1)
+
+
+def _additive(components: Sequence[Component], name: str) -> Query:
+    comps = tuple(components)
     columns = [col for c in comps for col in c.columns]
-    return Query(fn, tuple(columns), name, tuple(c.name for c in comps), comps)
+    return Query(_AdditiveFn(comps), tuple(columns), name, tuple(c.name for c in comps), comps)
 
 
 def mean(column: str, *, bounds: tuple[float, float] | None = None, name: str | None = None) -> Query:
@@ -224,33 +281,21 @@ def mean(column: str, *, bounds: tuple[float, float] | None = None, name: str | 
         raise ParameterTypeError(f"column must be a string; got {type(column).__name__}")
     label = name or f"mean({column})"
     if bounds is None:
-        return _additive([Component(lambda b: b[column], True, None, {column: 1.0}, label, (column,))], label)
+        return _additive([Component(_Column(column), True, None, {column: 1.0}, label, (column,))], label)
     try:
         lo, hi = (check_real("bounds", v) for v in bounds)
     except TypeError:
         raise ParameterTypeError(f"bounds must be a pair (low, high); got {bounds!r}") from None
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise fail("bounds", "finite with low < high", bounds)
-    h = lambda b: np.clip(b[column], lo, hi)  # noqa: E731
-    return _additive([Component(h, True, hi - lo, None, label, (column,))], label)
+    return _additive([Component(_Clipped(column, lo, hi), True, hi - lo, None, label, (column,))], label)
 
 
 def _predicate_component(predicate, columns, per_mean, name) -> Component:
     if not callable(predicate):
         raise ParameterTypeError(f"predicate must be callable; got {type(predicate).__name__}")
     cols = (columns,) if isinstance(columns, str) else tuple(columns)
-
-    def h(batch: Batch) -> np.ndarray:
-        mask = np.asarray(predicate(batch))
-        ref = np.shape(batch[cols[0]])
-        if mask.shape != ref or mask.dtype != bool:
-            raise ValidationError(
-                f"predicate of {name!r} must return a boolean array of shape (draws, n_records) = {ref}; "
-                f"got dtype {mask.dtype} and shape {mask.shape}"
-            )
-        return mask
-
-    return Component(h, per_mean, 1.0, None, name, cols)
+    return Component(_Indicator(predicate, cols[0], name), per_mean, 1.0, None, name, cols)
 
 
 def count(predicate: Callable[[Batch], np.ndarray], columns: str | Sequence[str], *, name: str | None = None) -> Query:
@@ -279,8 +324,4 @@ def stack(*queries: Query, name: str | None = None) -> Query:
     names = None
     if all(q.output_names is not None for q in queries):
         names = tuple(n for q in queries for n in q.output_names)
-
-    def fn(batch: Batch) -> np.ndarray:
-        return np.concatenate([q.evaluate(batch) for q in queries], axis=1)
-
-    return Query(fn, columns, label, names)
+    return Query(_Concatenated(tuple(queries)), columns, label, names)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from .._validation import check_confidence, check_positive_int
 from ..datamodels.base import DataModel
@@ -37,8 +36,7 @@ class _Task:
 
 
 def _run(task: _Task) -> np.ndarray:
-    batch = task.model.sample(task.secret, task.n_draws, np.random.default_rng(task.seed), columns=task.query.columns)
-    return task.query.evaluate(batch)
+    return task.model.sample_query(task.secret, task.n_draws, np.random.default_rng(task.seed), task.query)
 
 
 def _chunk_sizes(n_draws: int, chunk_size: int) -> list[int]:
@@ -171,12 +169,6 @@ def calibration_from_samples(
     means, covs, mean_se, cov_se = sample_moments(samples)
     n_events = S * k + S * k * (k + 1) // 2
     names = query.component_names(k) if query is not None else tuple(f"F[{i}]" for i in range(k))
-    data = xr.DataArray(
-        samples,
-        dims=("secret", "draw", "component"),
-        coords={"secret": [s.label for s in secrets], "draw": np.arange(n), "component": list(names)},
-        name=query.name if query is not None else "F",
-    )
     return Calibration(
         secrets=tuple(secrets),
         pairs=tuple(pairs),
@@ -189,7 +181,7 @@ def calibration_from_samples(
         query=query,
         n_draws=n,
         n_records=n_records,
-        samples=data,
+        sample_array=samples,
         component_names=names,
         theta=theta,
     )

@@ -16,7 +16,7 @@ Bounds (``z`` > 0; see :func:`bonferroni_z`):
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 __all__ = ["sample_moments", "bonferroni_z", "loewner_lower"]
 
@@ -43,7 +43,7 @@ def bonferroni_z(confidence: float | None, n_events: int) -> float:
     """
     if confidence is None:
         return 0.0
-    return float(norm.isf((1.0 - confidence) / (2.0 * max(n_events, 1))))
+    return float(-ndtri((1.0 - confidence) / (2.0 * max(n_events, 1))))
 
 
 def loewner_lower(covs: np.ndarray, cov_se: np.ndarray, z: float) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -54,8 +55,9 @@ class Calibration:
     query : Query or None
     n_draws : int or None
     n_records : int or None
-    samples : xarray.DataArray or None
-        Dims ``(secret, draw, component)``.
+    sample_array : ndarray (S, n_draws, k) or None
+        The draws of F(X) | secret (None for :meth:`from_moments`); the labelled
+        view is :attr:`samples`.
     component_names : tuple of str
     theta : dict or None
         Parameters of the data model (the worst θ for families).
@@ -73,18 +75,36 @@ class Calibration:
     query: Query | None = None
     n_draws: int | None = None
     n_records: int | None = None
-    samples: xr.DataArray | None = field(default=None, repr=False)
+    sample_array: np.ndarray | None = field(default=None, repr=False)
     component_names: tuple[str, ...] = ()
     theta: Mapping[str, Any] | None = None
     diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        if self.sample_array is not None:
+            arr = np.array(self.sample_array, dtype=float)
+            arr.setflags(write=False)
+            object.__setattr__(self, "sample_array", arr)
         for name in ("mean_array", "cov_array", "mean_se", "cov_se"):
             arr = np.array(getattr(self, name), dtype=float)
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
         if not self.component_names:
             object.__setattr__(self, "component_names", tuple(f"F[{i}]" for i in range(self.k)))
+
+    @cached_property
+    def samples(self) -> xr.DataArray | None:
+        """The draws of F(X) | secret as an xarray DataArray, dims ``(secret, draw, component)``."""
+        if self.sample_array is None:
+            return None
+        arr = self.sample_array
+        return xr.DataArray(
+            arr,
+            dims=("secret", "draw", "component"),
+            coords={"secret": [s.label for s in self.secrets], "draw": np.arange(arr.shape[1]),
+                    "component": list(self.component_names)},
+            name=self.query.name if self.query is not None else "F",
+        )
 
     # -- construction ------------------------------------------------------------------
     @classmethod

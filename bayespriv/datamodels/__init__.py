@@ -1,7 +1,8 @@
 """Θ adapters: the only place that imports pymc / pgmpy."""
 
 from .base import DataModel
+from .empirical import EmpiricalDataModel
 from .function import FunctionDataModel
 from .gaussian import GaussianDataModel
 
-__all__ = ["DataModel", "FunctionDataModel", "GaussianDataModel"]
+__all__ = ["DataModel", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel"]

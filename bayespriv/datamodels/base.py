@@ -96,6 +96,16 @@ class DataModel(abc.ABC):
                 )
         return {c: batch[c] for c in cols}
 
+    def sample_query(self, secret: Secret | None, n_draws: int, rng: RNGLike, query: Query) -> np.ndarray:
+        """Draw ``n_draws`` datasets given ``secret`` and return F on them, ``(n_draws, k)``.
+
+        This is what calibration calls. The default draws the query's columns
+        and evaluates the query; models that can compute F without materialising
+        the records (e.g. additive queries over a resampled table) override it,
+        and must return the same distribution.
+        """
+        return query.evaluate(self.sample(secret, n_draws, rng, columns=query.columns))
+
     @abc.abstractmethod
     def _sample(self, secret: Secret | None, n_draws: int, rng: np.random.Generator, columns: tuple[str, ...]) -> Batch:
         """Draw the batch; arguments are already validated."""

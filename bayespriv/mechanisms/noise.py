@@ -20,14 +20,13 @@ exactly when ``r ≤ r*(ε, δ)``. :func:`gaussian_radius` computes r* once.
 from __future__ import annotations
 
 import math
-import warnings
 from functools import lru_cache
 
 import numpy as np
 from scipy.special import log_ndtr
 
 from .._validation import check_choice, check_delta, check_epsilon
-from ..errors import PrivacyAssumptionWarning
+from ..errors import PrivacyAssumptionWarning, warn
 
 __all__ = ["gaussian_radius", "analytic_gaussian_log_delta", "classic_constant", "gaussian_sigma", "GAUSSIAN_CALIBRATIONS"]
 
@@ -125,11 +124,10 @@ def gaussian_radius(epsilon: float, delta: float, calibration: str = "analytic")
     check_choice(calibration, "gaussian_calibration", GAUSSIAN_CALIBRATIONS)
     if calibration == "classic":
         if epsilon >= 1:
-            warnings.warn(
+            warn(
                 f"classic Gaussian calibration (c = sqrt(2 ln(1.25/δ))) is proven only for epsilon < 1; got epsilon={epsilon}. "
                 "The papers use it anyway; use gaussian_calibration='analytic' for a guarantee that holds.",
                 PrivacyAssumptionWarning,
-                stacklevel=3,
             )
         return epsilon / classic_constant(delta)
     return _analytic_radius(epsilon, delta)

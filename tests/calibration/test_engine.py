@@ -108,3 +108,24 @@ def test_function_model_shape_errors_are_clear():
     pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 1.0))
     with pytest.raises(bp.ValidationError, match=r"shape \(n_draws, n_records\)"):
         bp.calibrate(model, pair, bp.mean("x"), n_draws=10, rng=0)
+
+
+def test_process_pool_gives_identical_numbers():
+    from concurrent.futures import ProcessPoolExecutor
+
+    model, pairs, q = _setup()
+    serial = bp.calibrate(model, pairs, q, n_draws=600, rng=11, chunk_size=150)
+    with ProcessPoolExecutor(2) as pool:
+        parallel = bp.calibrate(model, pairs, q, n_draws=600, rng=11, chunk_size=150, executor=pool)
+    np.testing.assert_array_equal(serial.samples.values, parallel.samples.values)
+
+
+def test_classic_warning_points_at_the_callers_line():
+    import warnings
+
+    a, b = bp.DatasetSecret.mean("s", 0.0), bp.DatasetSecret.mean("s", 1.0)
+    cal = bp.Calibration.from_moments({a: [0.0], b: [1.0]}, {a: 1.0, b: 1.0}, bp.SecretPair(a, b))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bp.mechanisms.APGM(cal, epsilon=2.0, delta=1e-3, gaussian_calibration="classic")
+    assert caught and caught[0].filename == __file__

@@ -1,0 +1,467 @@
+"""Count tables that are ε-private on a subset of the variables (Algorithm 1).
+
+Paper: P. L. Tan, *Privacy on a subset of dataset variables* (papers/privacy-subset-of-variables.md),
+Definition 2.2 and §5.2, Algorithm 1 / Proposition 5.1.
+
+A table of counts by a *protected* variable U₁ (e.g. income band) and a *public* variable V₁
+(e.g. degree programme) is released so that
+
+1. it is ε-private on U = {U₁} (and on every variable the table does not use),
+2. every public margin (the count of each V₁ value) is exact,
+3. every cell is an integer, and
+4. every cell is unbiased: E g(i, j) = f(i, j).
+
+Construction (Algorithm 1)
+--------------------------
+Within the row of public value v_i, let n_i be the number of protected categories that row can
+take (U_{1,i}). For each of the C(n_i, 2) unordered pairs of categories {j < k} draw an independent
+two-sided geometric variable b_{jk} and move it from cell k to cell j:
+
+    g(i, j) = f(i, j) + Σ_{k > j} b_{jk} − Σ_{k < j} b_{kj}        (g = f + b M,  M ∈ M(n_i))
+
+Every pair's noise enters the row once with + and once with −, so the noise of a row sums to zero
+(the margin is exact) and is integer; each b has mean 0 (so the cells are unbiased).
+
+Privacy. Two neighbours in the sense of Definition 2.2 with U = {U₁} differ in one record's
+protected value only, so its public value v_i is the same: one unit moves from cell (i, j) to
+(i, k), i.e. f changes by a row of M (±(e_j − e_k)). Then g(D₂) has the law of f(D₁) + (b ± e_{jk}) M:
+one coordinate of b shifts by 1, and for the two-sided geometric with parameter α = e^{−ε/2} the
+likelihood ratio of a unit shift is at most 1/α = e^{ε/2} ≤ e^{ε}. So the table is ε-private on
+{U₁} as the paper states — with room to spare: the same argument gives ε/2 (the paper calibrates to
+an L1 sensitivity of 2, the two cells a move touches). We keep the paper's calibration, so the
+guarantee recorded is ε (a valid, conservative bound). The released table does not depend on any
+other variable, so by Proposition 3.3 it is 0-private on them, and ε-private on {U₁} together with
+them; it is *not* private on V₁ (its margins are exact).
+
+The two-sided geometric distribution (and the paper's sign slip)
+------------------------------------------------------------------
+The paper prints P(Z = z) = (1 − e^{ε/2}) / (1 + e^{ε/2}) · e^{−ε|z|/2}, whose constant is
+negative for every ε > 0 (the masses sum to −1). The correct law is
+
+    P(Z = z) = (1 − α) / (1 + α) · α^{|z|},   α = e^{−ε/2},  z ∈ ℤ.
+
+We sample it as the difference of two i.i.d. geometric variables G₁, G₂ on {1, 2, …} with success
+probability p = 1 − α (``rng.geometric(1 − α) − rng.geometric(1 − α)``):
+
+    P(G₁ − G₂ = z) = Σ_{g ≥ max(1, 1−z)} p α^{g−1} · p α^{g+z−1} = p² α^{|z|} Σ_{m ≥ 0} α^{2m}
+                   = (1 − α)² α^{|z|} / (1 − α²) = (1 − α)/(1 + α) · α^{|z|}.
+
+The noise is an integer drawn independently of the data and added to integer counts; no
+floating-point value computed from the data enters the output, so the floating-point attacks on
+textbook Laplace samplers (Mironov 2012), whose output's low bits depend on the true value, do not
+apply. (NumPy's geometric sampler itself is exact to double precision in its probabilities.)
+
+Variance (derivation)
+---------------------
+Var G = α / (1 − α)², so Var Z = 2α / (1 − α)². Cell j of row i receives ±b for each of the
+n_i − 1 pairs containing j, all independent, hence
+
+    Var g(i, j) = (n_i − 1) · 2α / (1 − α)²,     Cov(g(i, j), g(i, k)) = −2α / (1 − α)²  (j ≠ k),
+
+i.e. the row's noise covariance is 2α/(1 − α)² · (n_i I − 1 1ᵀ) (the Laplacian of the complete
+graph on the n_i categories), which is singular along 1 — the margin carries no noise. Rows are
+independent. See :func:`cell_variance`.
+
+A second slip: the paper's loop adds noise only ``if n_i > 2``; a row with exactly two categories
+would then be released exactly, which is not ε-private on U₁ (a move between its two cells is seen).
+``M(N)`` is defined for N ≥ 2 and we add noise whenever n_i ≥ 2. A row with n_i = 1 needs no noise:
+its only cell equals its public margin.
+
+Non-negative post-processing
+----------------------------
+``nonnegative=True`` maps each noisy row g (with exact total s ≥ 0) to the non-negative integer row
+h with the same total that is nearest to g in L1 distance, breaking ties by the L2 distance. With
+N = Σ max(−g_j, 0): every feasible h must raise the negative cells by at least N in total and, the
+total being fixed, lower the others by as much, so ‖h − g‖₁ ≥ 2N; clipping the negative cells to 0
+and lowering the positive cells by N in total (never below 0; possible since their sum is s + N)
+attains 2N. Among these, the reductions are spread as evenly as possible (water-filling:
+d_j = min(g_j, λ), the remainder one unit each to the largest cells), which is the L2-nearest. It
+is a function of the noisy table and the public margins only, so by post-processing (transformation
+invariance, Remark 4.2.1) it keeps the guarantee. It makes the cells biased (small cells upwards).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_columns_present, check_epsilon, described, fail
+from ..errors import ParameterTypeError, PrivacyAssumptionWarning, ValidationError, warn
+from ..mechanisms.base import Guarantee, LedgerLike
+from ..random import RNGLike, release_generator
+
+__all__ = [
+    "subset_count_table",
+    "subset_count_array",
+    "SubsetCountMechanism",
+    "two_sided_geometric",
+    "two_sided_geometric_pmf",
+    "pair_matrix",
+    "cell_variance",
+    "nonnegative_rows",
+]
+
+THEOREM = "Tan, Privacy on a subset of dataset variables: Algorithm 1, Proposition 5.1"
+
+
+# -- the noise ---------------------------------------------------------------------------------------
+
+
+def _alpha(epsilon: float) -> float:
+    return math.exp(-epsilon / 2.0)
+
+
+def two_sided_geometric_pmf(z: Any, epsilon: float) -> np.ndarray:
+    """P(Z = z) = (1 − α)/(1 + α) · α^{|z|} with α = e^{−ε/2} (the corrected constant)."""
+    eps = check_epsilon(epsilon)
+    a = _alpha(eps)
+    z = np.asarray(z)
+    return (1.0 - a) / (1.0 + a) * a ** np.abs(z)
+
+
+def two_sided_geometric(epsilon: float, size: Any = None, *, rng: RNGLike = None) -> np.ndarray:
+    """Independent draws of the two-sided geometric law with α = e^{−ε/2}, as int64.
+
+    Drawn as ``G₁ − G₂`` with G₁, G₂ i.i.d. ``rng.geometric(1 − α)`` (see the module docstring for
+    why this is exactly the two-sided geometric law).
+    """
+    eps = check_epsilon(epsilon)
+    gen, _ = release_generator(rng)
+    return _draw(_alpha(eps), size, gen)
+
+
+def _draw(alpha: float, size: Any, gen: np.random.Generator) -> np.ndarray:
+    p = 1.0 - alpha
+    return gen.geometric(p, size).astype(np.int64) - gen.geometric(p, size).astype(np.int64)
+
+
+def pair_matrix(n: int) -> np.ndarray:
+    """A matrix of M(n): C(n, 2) rows, row (j, k) (j < k, lexicographic) is e_j − e_k."""
+    if n < 2:
+        return np.zeros((0, max(n, 0)), dtype=np.int64)
+    j, k = np.triu_indices(n, 1)
+    m = np.zeros((j.size, n), dtype=np.int64)
+    rows = np.arange(j.size)
+    m[rows, j] = 1
+    m[rows, k] = -1
+    return m
+
+
+def cell_variance(n: Any, epsilon: float) -> np.ndarray:
+    """Variance of a cell in a row with ``n`` protected categories: (n − 1)·2α/(1 − α)², α = e^{−ε/2}.
+
+    Ask the cost before releasing: this is the exact noise variance of every cell (0 when n ≤ 1).
+    """
+    eps = check_epsilon(epsilon)
+    a = _alpha(eps)
+    n = np.asarray(n, dtype=float)
+    return np.maximum(n - 1.0, 0.0) * 2.0 * a / (1.0 - a) ** 2
+
+
+def _check_counts(counts: Any, name: str = "counts") -> np.ndarray:
+    arr = np.asarray(counts)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ParameterTypeError(f"{name} must be an integer array; got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise fail(name, "a 2-dimensional array (public × protected)", described(f"shape {arr.shape}"))
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise fail(name, "whole numbers", arr)
+    if np.any(arr < 0):
+        raise fail(name, "non-negative counts", arr)
+    return arr.astype(np.int64)
+
+
+def subset_count_array(counts: Any, epsilon: float, *, domain: Any = None, size: int | None = None,
+                       rng: RNGLike = None) -> np.ndarray:
+    """Algorithm 1 on an array of counts, vectorized over ``size`` independent runs.
+
+    Parameters
+    ----------
+    counts : array (m, K) of non-negative integers
+        f(i, j): row i is the public value v_i, column j a protected category.
+    epsilon : float > 0
+    domain : bool array (m, K), optional
+        ``domain[i, j]`` says whether category j is possible with v_i (the paper's U_{1,i});
+        default: every category in every row. Cells outside the domain must be 0 and stay 0.
+    size : int, optional
+        Number of independent runs; the result then has shape (size, m, K).
+    rng : None | int | SeedSequence | Generator
+
+    Returns
+    -------
+    ndarray of int64, shape (m, K) or (size, m, K); each row sums to the row of ``counts``.
+    """
+    f = _check_counts(counts)
+    eps = check_epsilon(epsilon)
+    mask = _check_domain(domain, f)
+    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
+        raise fail("size", "None or an integer >= 1", size)
+    gen, _ = release_generator(rng)
+    return f + _noise(mask, _alpha(eps), gen, size)
+
+
+def _check_domain(domain: Any, f: np.ndarray) -> np.ndarray:
+    if domain is None:
+        return np.ones(f.shape, dtype=bool)
+    mask = np.asarray(domain)
+    if mask.dtype != bool or mask.shape != f.shape:
+        raise fail("domain", f"a boolean array of shape {f.shape}", described(f"{mask.dtype} array of shape {mask.shape}"))
+    if np.any(f[~mask] != 0):
+        raise ValidationError("counts must be 0 outside the domain (records there are impossible); "
+                              f"got non-zero counts at {np.argwhere((f != 0) & ~mask).tolist()!r}")
+    return mask
+
+
+def _noise(mask: np.ndarray, alpha: float, gen: np.random.Generator, size: int | None) -> np.ndarray:
+    """b M per row, vectorized: all C(K, 2) pairs drawn, pairs outside a row's domain set to 0."""
+    m_rows, k = mask.shape
+    mat = pair_matrix(k)  # (P, K)
+    if mat.shape[0] == 0:
+        shape = (m_rows, k) if size is None else (size, m_rows, k)
+        return np.zeros(shape, dtype=np.int64)
+    j, l = np.triu_indices(k, 1)
+    pair_ok = mask[:, j] & mask[:, l]  # (m, P): both categories possible in the row
+    shape = (m_rows, mat.shape[0]) if size is None else (size, m_rows, mat.shape[0])
+    b = _draw(alpha, shape, gen)
+    b *= pair_ok
+    return b @ mat  # integer matmul: (…, m, P) @ (P, K)
+
+
+# -- non-negative post-processing -------------------------------------------------------------------
+
+
+def nonnegative_rows(table: Any) -> np.ndarray:
+    """Nearest non-negative integer rows with the same row sums (L1-minimal, then L2-minimal).
+
+    Works on any array (..., K) of integers whose rows have a non-negative sum; vectorized over the
+    leading axes. See the module docstring for why the result is L1-nearest.
+    """
+    g = np.asarray(table)
+    if not np.issubdtype(g.dtype, np.integer):
+        raise ParameterTypeError(f"table must be an integer array; got dtype {g.dtype}")
+    g = g.astype(np.int64)
+    if np.any(g.sum(axis=-1) < 0):
+        raise fail("table", "rows with a non-negative sum", g)
+    pos = np.maximum(g, 0)
+    need = np.maximum(-g, 0).sum(axis=-1, keepdims=True)  # N per row
+    # Largest integer λ with S(λ) = Σ min(pos, λ) ≤ N, by vectorized bisection on [0, max pos].
+    lo = np.zeros_like(need)
+    hi = pos.max(axis=-1, keepdims=True)
+    while np.any(lo < hi):
+        mid = (lo + hi + 1) // 2
+        ok = np.minimum(pos, mid).sum(axis=-1, keepdims=True) <= need
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid - 1)
+    lam = lo
+    d = np.minimum(pos, lam)
+    rest = need - d.sum(axis=-1, keepdims=True)  # < #{pos > λ}
+    # One more unit from each of the `rest` largest cells (stable: earlier column first on ties).
+    order = np.argsort(-pos, axis=-1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(g.shape[-1]), g.shape), axis=-1)
+    d = d + (rank < rest)
+    return pos - d
+
+
+# -- the mechanism (for the ledger) and the table-level entry point -------------------------------------
+
+
+@dataclass(frozen=True)
+class SubsetCountMechanism:
+    """Algorithm 1 as a mechanism a ledger can charge: it knows its guarantee before any data.
+
+    ``protected`` is the budget it charges (the protected variable), ``variables`` the columns the
+    table depends on. Build it through :func:`subset_count_table` (``ledger=...``) or by hand to ask
+    the cost first (:meth:`cell_variance`).
+    """
+
+    protected_variable: str
+    public_variable: str
+    epsilon: float
+    assumptions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return Guarantee(self.epsilon, 0.0, 1.0, self.assumptions, THEOREM)
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        return (self.protected_variable,)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return (self.protected_variable, self.public_variable)
+
+    @property
+    def public(self) -> tuple[str, ...]:
+        """Variables released exactly (no privacy on them): the public margins."""
+        return (self.public_variable,)
+
+    @property
+    def query_name(self) -> str:
+        return f"count by {self.public_variable} × {self.protected_variable}"
+
+    def fingerprint(self) -> str:
+        """What the ledger records in place of a calibration hash."""
+        text = f"{THEOREM}|{self.protected_variable}|{self.public_variable}|{self.epsilon!r}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def cell_variance(self, n: Any) -> np.ndarray:
+        return cell_variance(n, self.epsilon)
+
+
+def _name(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ParameterTypeError(f"{name} must be a column name (non-empty string); got {value!r}")
+    return value
+
+
+def _categories(series: pd.Series, given: Any, name: str) -> tuple[list, bool]:
+    """Domain of a column: given, or the categories of a Categorical, or (last resort) the data."""
+    if given is not None:
+        values = list(given)
+        if len(set(values)) != len(values):
+            raise fail(name, "distinct values", given)
+        if not values:
+            raise fail(name, "non-empty", given)
+        return values, False
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return list(series.cat.categories), False
+    return sorted(series.dropna().unique().tolist(), key=lambda v: (str(type(v)), v)), True
+
+
+def subset_count_table(
+    table: pd.DataFrame,
+    *,
+    protected: str,
+    public: str,
+    epsilon: float,
+    rng: RNGLike = None,
+    nonnegative: bool = False,
+    protected_values: Sequence | Mapping[Any, Sequence] | None = None,
+    public_values: Sequence | None = None,
+    count: str | None = None,
+    ledger: LedgerLike | None = None,
+) -> pd.DataFrame:
+    """Counts by ``public`` × ``protected``, ε-private on {protected}, with exact public margins.
+
+    Algorithm 1 of Tan, *Privacy on a subset of dataset variables* (§5.2), with the corrected
+    two-sided geometric law (see the module docstring for the construction, the privacy argument and
+    the variance (n_i − 1)·2α/(1 − α)², α = e^{−ε/2}).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per record (or per group of identical records, with ``count``).
+    protected, public : str
+        Columns of ``table``: U₁ (whose values are protected) and V₁ (whose margins are public and
+        released exactly).
+    epsilon : float > 0
+    rng : None | int | SeedSequence | Generator
+        Release noise; ``None`` (the default) draws fresh OS entropy. A seeded release is for tests.
+    nonnegative : bool
+        Post-process each row to the L1-nearest non-negative integer row with the same total
+        (keeps the guarantee; biases small cells upwards).
+    protected_values : sequence, or mapping public value → sequence, optional
+        The possible protected values (the paper's U_{1,i}, possibly per public value). Must not be
+        read off the data: if a category is absent from the data its column (or its absence) would
+        reveal it. Default: the categories of a ``Categorical`` column; otherwise the values in
+        the data, with a :class:`~bayespriv.PrivacyAssumptionWarning` and the assumption
+        ``"domain_from_data"`` in the guarantee.
+    public_values : sequence, optional
+        Rows of the result (default: Categorical categories or the values present; public anyway).
+    count : str, optional
+        Column of non-negative integer record multiplicities, to pass a table of counts.
+    ledger : Ledger, optional
+        Charged (budget ``protected``) before any noise is drawn.
+
+    Returns
+    -------
+    pandas.DataFrame of int64
+        Indexed by the public values, one column per protected value. ``attrs["guarantee"]`` is the
+        :class:`~bayespriv.Guarantee`, ``attrs["variables"]`` the columns it depends on,
+        ``attrs["protected"]`` / ``attrs["public"]`` the protected and exactly-released variables,
+        ``attrs["mechanism"]`` the :class:`SubsetCountMechanism` and ``attrs["seeded"]``.
+
+    Privacy
+    -------
+    ε-privacy on {protected} (Definition 2.2; Proposition 5.1, exact — the noise law is known in
+    closed form); 0-private on every other variable except ``public``, whose margins are exact.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterTypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
+    protected = _name(protected, "protected")
+    public = _name(public, "public")
+    if protected == public:
+        raise fail("protected", f"a different column from public ({public!r})", protected)
+    eps = check_epsilon(epsilon)
+    if not isinstance(nonnegative, bool):
+        raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
+    needed = [protected, public] + ([_name(count, "count")] if count is not None else [])
+    check_columns_present(needed, table.columns, "protected, public and count")
+    data = table[needed]
+    if data[[protected, public]].isna().any().any():
+        raise ValidationError(f"table must have no missing values in {protected!r} and {public!r}; "
+                              f"got {int(data[[protected, public]].isna().sum().sum())} missing")
+    if count is not None:
+        w = data[count].to_numpy()
+        if not np.issubdtype(w.dtype, np.number) or np.any(~np.isfinite(w.astype(float))) \
+                or np.any(w < 0) or np.any(w != np.round(w)):
+            raise fail("count", "a column of non-negative whole numbers", data[count].head().tolist())
+        weights = w.astype(np.int64)
+    else:
+        weights = np.ones(len(data), dtype=np.int64)
+
+    rows, _ = _categories(data[public], public_values, "public_values")
+    assumptions: tuple[str, ...] = ()
+    if isinstance(protected_values, Mapping):
+        per_row = {k: list(v) for k, v in protected_values.items()}
+        missing = [r for r in rows if r not in per_row]
+        if missing:
+            raise ValidationError(f"protected_values must give the possible values for every public value; missing {missing!r}")
+        cols = list(dict.fromkeys(v for r in rows for v in per_row[r]))
+        mask = np.array([[c in set(per_row[r]) for c in cols] for r in rows], dtype=bool)
+    else:
+        cols, from_data = _categories(data[protected], protected_values, "protected_values")
+        mask = np.ones((len(rows), len(cols)), dtype=bool)
+        if from_data:
+            assumptions = ("domain_from_data",)
+            warn(f"protected_values not given and {protected!r} is not Categorical: the protected categories are "
+                 "read off the data, which reveals which of them occur. Pass protected_values= (the possible "
+                 "values, decided without looking at the data) for the stated guarantee.", PrivacyAssumptionWarning)
+
+    ri = pd.Index(rows).get_indexer(data[public])
+    ci = pd.Index(cols).get_indexer(data[protected])
+    if np.any(ri < 0):
+        raise ValidationError(f"public_values must contain every value of {public!r} in the data; "
+                              f"got {sorted(set(data[public][ri < 0].tolist()), key=str)!r} outside them")
+    if np.any(ci < 0):
+        raise ValidationError(f"protected_values must contain every value of {protected!r} in the data; "
+                              f"got {sorted(set(data[protected][ci < 0].tolist()), key=str)!r} outside them")
+    f = np.zeros((len(rows), len(cols)), dtype=np.int64)
+    np.add.at(f, (ri, ci), weights)
+    if np.any(f[~mask] != 0):
+        bad = [(rows[i], cols[j]) for i, j in np.argwhere((f != 0) & ~mask)]
+        raise ValidationError(f"protected_values must allow every (public, protected) pair in the data; got records at {bad!r}")
+
+    mech = SubsetCountMechanism(protected, public, eps, assumptions)
+    if ledger is not None:
+        ledger.charge(mech)  # raises before any noise is drawn
+    gen, seeded = release_generator(rng)
+    g = f + _noise(mask, _alpha(eps), gen, None)
+    if nonnegative:
+        g = nonnegative_rows(g)
+    out = pd.DataFrame(g, index=pd.Index(rows, name=public), columns=pd.Index(cols, name=protected))
+    out.attrs.update(guarantee=mech.guarantee, variables=mech.variables, protected=mech.protected,
+                     public=mech.public, mechanism=mech, seeded=seeded, name=mech.query_name)
+    return out

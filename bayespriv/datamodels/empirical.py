@@ -1,0 +1,443 @@
+"""Θ = datasets resampled without replacement from a reference table.
+
+This is how the distribution-privacy paper (Chen & Ohrimenko, AISTATS 2023,
+§5.1 and appendix C.1) models the census: a dataset of ``n`` records with a
+share ``p`` of high earners is ``p·n`` records drawn without replacement from
+the high earners of the Adult table and ``(1 − p)·n`` from the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+import weakref
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_positive_int, described, fail
+from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
+from ..queries import Batch, Query
+from ..random import RNGLike, as_generator
+from ..secrets import DatasetSecret, Secret
+from .base import DataModel
+
+__all__ = ["EmpiricalDataModel", "sample_subsets"]
+
+#: Use rejection sampling while the expected number of colliding pairs among k
+#: draws with replacement out of N, k(k − 1)/(2N), is below this; the
+#: probability that a row must be redrawn is then below about 0.26.
+REJECTION_MAX_COLLISIONS = 0.3
+
+#: Elements (draws × table rows) one chunk of random keys may hold (~32 MB).
+KEY_CHUNK_ELEMENTS = 4_000_000
+
+_EMPTY_INDEX = np.zeros(0, dtype=np.intp)
+
+
+def _use_rejection(n_rows: int, k: int) -> bool:
+    return k * (k - 1) / (2.0 * n_rows) < REJECTION_MAX_COLLISIONS
+
+
+def _subsets_by_rejection(n_rows: int, k: int, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n_draws, k)`` distinct indices in ``[0, n_rows)``, by rejection.
+
+    Each row is ``k`` i.i.d. uniform indices. Conditionally on holding no
+    repeated index, such a row is uniform over the ordered k-tuples of distinct
+    indices (every one of them has the same probability ``N^-k``), hence its
+    set is uniform over the k-subsets. Rows with a repeat are redrawn from
+    scratch, independently of everything else, so every accepted row has that
+    conditional distribution. The loop is over rejection rounds (each expected
+    to shrink the rows left by a factor below ``1 − e^{-0.3}``), never over
+    draws.
+    """
+    dtype = np.int32 if n_rows < 2**31 else np.int64
+    idx = rng.integers(0, n_rows, size=(n_draws, k), dtype=dtype)
+    idx.sort(axis=1)  # sorted rows are still uniform subsets; sorting exposes repeats
+    bad = np.flatnonzero((idx[:, 1:] == idx[:, :-1]).any(axis=1))
+    while bad.size:
+        redraw = np.sort(rng.integers(0, n_rows, size=(bad.size, k), dtype=dtype), axis=1)
+        idx[bad] = redraw
+        bad = bad[(redraw[:, 1:] == redraw[:, :-1]).any(axis=1)]
+    return idx
+
+
+def _subsets_by_keys(
+    n_rows: int, k: int, n_draws: int, rng: np.random.Generator, *, chunk_elements: int = KEY_CHUNK_ELEMENTS
+) -> np.ndarray:
+    """``(n_draws, k)`` distinct indices in ``[0, n_rows)``, by random keys.
+
+    Every index gets an i.i.d. uniform key; the ranking of i.i.d. continuous
+    keys is a uniformly random permutation, so the indices of the ``k`` smallest
+    keys (``argpartition``) are a uniform k-subset. Keys are 53-bit uniforms:
+    ties have probability below ``N²/2^54`` and, even then, ``argpartition``
+    still returns ``k`` distinct indices. Draws are processed in chunks of at
+    most ``chunk_elements`` keys to bound memory.
+    """
+    out = np.empty((n_draws, k), dtype=np.intp)
+    chunk = max(1, chunk_elements // n_rows)
+    for start in range(0, n_draws, chunk):
+        stop = min(n_draws, start + chunk)
+        keys = rng.random((stop - start, n_rows))
+        out[start:stop] = np.argpartition(keys, k - 1, axis=1)[:, :k]
+    return out
+
+
+def sample_subsets(n_rows: int, k: int, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_draws`` independent uniform k-subsets of ``range(n_rows)``, as ``(n_draws, k)``.
+
+    Small ``k`` (few expected collisions) uses rejection of i.i.d. draws,
+    otherwise random keys and ``argpartition``; both give the uniform
+    distribution over k-subsets (see :func:`_subsets_by_rejection` and
+    :func:`_subsets_by_keys`). The order of the indices within a row carries
+    no meaning.
+    """
+    if not 0 <= k <= n_rows:
+        raise fail("k", f"in [0, {n_rows}] (rows available)", k)
+    if k == 0:
+        return np.zeros((n_draws, 0), dtype=np.intp)
+    if k == n_rows:
+        return np.broadcast_to(np.arange(n_rows), (n_draws, n_rows)).copy()
+    if _use_rejection(n_rows, k):
+        return _subsets_by_rejection(n_rows, k, n_draws, rng)
+    return _subsets_by_keys(n_rows, k, n_draws, rng)
+
+
+def _column_values(series: pd.Series) -> tuple[np.ndarray, int]:
+    """One column as NumPy and its number of missing values.
+
+    Booleans stay boolean, other numbers become float64; anything else
+    (strings, categoricals, objects) is returned as an object array, turned
+    into a NumPy unicode array on first use (:meth:`EmpiricalDataModel._column`).
+    """
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype) and not series.hasnans:
+        return series.to_numpy(dtype=bool), 0
+    if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        return values, int(np.isnan(values).sum())
+    values = series.to_numpy(dtype=object)
+    return values, int(pd.isna(values).sum())
+
+
+class EmpiricalDataModel(DataModel):
+    """Θ = datasets of ``n_records`` rows drawn without replacement from ``table``.
+
+    The reference table stands for the population; a dataset is a simple
+    random sample of it. This is the census model of the distribution-privacy
+    paper (§5.1, appendix C.1), which samples 1000 subsets of 100 Adult records
+    with a fixed share of high earners.
+
+    Secrets: :meth:`DatasetSecret.proportion` ``(column, category, p)`` —
+    exactly ``k = p·n`` records have ``column == category``: ``k`` rows are
+    drawn without replacement from the rows in the category and ``n − k`` from
+    the rows outside it. ``secret=None`` draws ``n`` rows uniformly without
+    replacement. Mean secrets are not supported (an empirical table cannot
+    condition on a continuous mean exactly).
+
+    Records of a drawn dataset are *stratum-blocked*: the in-category records
+    come first, then the others. Queries are assumed symmetric in the records
+    (invariant under permuting them), as every additive query (means, counts,
+    proportions, :func:`~bayespriv.queries.stack` of them) is.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Reference population: non-empty, no missing values, string column
+        names. The model keeps its own copy of every column, converted once:
+        booleans stay boolean, other numbers become float64 (at construction),
+        anything else (strings, categoricals, objects) a NumPy unicode array
+        (on the first use of the column), so predicates such as
+        ``lambda b: b["sex"] == "Female"`` work on whole batches. Sampling
+        never calls pandas.
+    n_records : int
+        Records per dataset, at most ``len(table)``.
+    theta : dict, optional
+        Parameters naming this model inside a family.
+
+    Examples
+    --------
+    >>> import pandas as pd, bayespriv as bp
+    >>> table = pd.DataFrame({"sex": ["Female", "Male"] * 50, "age": range(100)})
+    >>> model = bp.EmpiricalDataModel(table, n_records=10)
+    >>> batch = model.sample(bp.DatasetSecret.proportion("sex", "Female", 0.3), 5, rng=0)
+    >>> (batch["sex"] == "Female").sum(axis=1).tolist()
+    [3, 3, 3, 3, 3]
+    """
+
+    def __init__(self, table: pd.DataFrame, n_records: int, *, theta: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(table, pd.DataFrame):
+            raise ParameterTypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
+        if table.shape[0] == 0 or table.shape[1] == 0:
+            raise fail("table", "a non-empty DataFrame (at least one row and one column)", described(f"shape {table.shape}"))
+        names = list(table.columns)
+        if not all(isinstance(c, str) for c in names):
+            raise fail("table", "a DataFrame with string column names", names)
+        converted = {c: _column_values(table[c]) for c in names}
+        bad = {c: n for c, (_, n) in converted.items() if n}
+        if bad:
+            first = next(iter(bad))
+            raise ValidationError(
+                f"table must have no missing values; got {bad[first]} NaN in column {first!r}"
+                + (f" (and missing values in {list(bad)[1:]!r})" if len(bad) > 1 else "")
+            )
+        super().__init__(names, n_records, theta)
+        n_rows = int(table.shape[0])
+        if self.n_records > n_rows:
+            raise fail("n_records", f"at most the number of rows of table ({n_rows})", self.n_records)
+        self.n_rows = n_rows
+        # Our own copies (the user's table may change afterwards). Numeric and
+        # boolean columns are final; object columns become unicode on first use,
+        # once per column (1 ms per 25 000 strings: a wide table only pays for
+        # the columns its queries and secrets read).
+        self._arrays: dict[str, np.ndarray] = {c: v for c, (v, _) in converted.items()}
+        self._strata_cache: dict[tuple[str, Any], tuple[np.ndarray, np.ndarray]] = {}
+        self._feature_cache: weakref.WeakKeyDictionary[Query, np.ndarray] = weakref.WeakKeyDictionary()
+
+    def _column(self, name: str) -> np.ndarray:
+        """Column ``name`` as a NumPy array (float64, bool or unicode), converted once."""
+        values = self._arrays[name]
+        if values.dtype == object:
+            values = values.astype(str)
+            self._arrays[name] = values
+        return values
+
+    # -- secrets -----------------------------------------------------------------------
+    def _category_mask(self, column: str, category: Any) -> np.ndarray:
+        values = self._column(column)
+        if values.dtype.kind == "U":
+            return values == str(category)
+        if values.dtype == bool:
+            if not isinstance(category, (bool, np.bool_)):
+                raise fail("category", f"a bool for the boolean column {column!r}", category)
+            return values == bool(category)
+        if isinstance(category, (bool, np.bool_)) or not isinstance(category, (int, float, np.integer, np.floating)):
+            raise fail("category", f"a number for the numeric column {column!r}", category)
+        return values == float(category)
+
+    def _strata(self, column: str, category: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices inside and outside ``column == category`` (cached)."""
+        key = (column, category)
+        try:
+            return self._strata_cache[key]
+        except (KeyError, TypeError):
+            pass
+        mask = self._category_mask(column, category)
+        strata = (np.flatnonzero(mask), np.flatnonzero(~mask))
+        try:
+            self._strata_cache[key] = strata
+        except TypeError:  # unhashable category: just do not cache
+            pass
+        return strata
+
+    def _counts(self, secret: DatasetSecret) -> int:
+        """``k = p·n``, checked to be an integer."""
+        exact = secret.value * self.n_records
+        k = round(exact)
+        if abs(exact - k) > 1e-9:
+            raise ValidationError(
+                f"p·n_records must be an integer number of records (the secret fixes exactly p·n of them); "
+                f"got p={secret.value:g}, n_records={self.n_records}, p·n={exact:g}"
+            )
+        return int(k)
+
+    def check_secret(self, secret: Secret | None) -> None:
+        """Raise a clear error when the model cannot condition on ``secret``.
+
+        A proportion secret needs: the category present in the column,
+        ``k = p·n`` an integer (within 1e-9), ``k`` at most the rows in the
+        category and ``n − k`` at most the rows outside it.
+        """
+        super().check_secret(secret)
+        if secret is None:
+            return
+        assert isinstance(secret, DatasetSecret)
+        if secret.statistic != "proportion":
+            raise UnsupportedSecretError(
+                f"EmpiricalDataModel conditions on proportions only (DatasetSecret.proportion(column, category, p)); "
+                f"got {secret.label!r}. A resampled table cannot fix a column mean exactly: bin the column and use "
+                "a proportion secret, or use a GaussianDataModel / FunctionDataModel for mean secrets"
+            )
+        inside, outside = self._strata(secret.column, secret.category)
+        if inside.size == 0:
+            values = np.unique(self._column(secret.column))
+            shown = values[:10].tolist() + (["..."] if values.size > 10 else [])
+            raise ValidationError(
+                f"category must be a value of column {secret.column!r}; got {secret.category!r}, values are {shown!r}"
+            )
+        k = self._counts(secret)
+        n = self.n_records
+        if k > inside.size:
+            raise ValidationError(
+                f"p·n_records must be at most the rows of table with {secret.column} == {secret.category!r} "
+                f"({inside.size}) to draw without replacement; got p={secret.value:g}, n_records={n}, p·n={k}"
+            )
+        if n - k > outside.size:
+            raise ValidationError(
+                f"(1 − p)·n_records must be at most the rows of table with {secret.column} != {secret.category!r} "
+                f"({outside.size}) to draw without replacement; got p={secret.value:g}, n_records={n}, (1 − p)·n={n - k}"
+            )
+
+    def _stratum_plan(self, secret: Secret | None) -> list[tuple[np.ndarray | None, int]]:
+        """``[(rows of the stratum or None for all rows, records drawn from it)]``."""
+        if secret is None:
+            return [(None, self.n_records)]
+        assert isinstance(secret, DatasetSecret)
+        inside, outside = self._strata(secret.column, secret.category)
+        k = self._counts(secret)
+        return [(inside, k), (outside, self.n_records - k)]
+
+    # -- sampling ----------------------------------------------------------------------
+    def _draw_subsets(self, n_rows: int, k: int, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        """Uniform k-subsets of ``range(n_rows)``; see :func:`sample_subsets`."""
+        return sample_subsets(n_rows, k, n_draws, rng)
+
+    def _sample_indices(self, secret: Secret | None, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        """Row indices of the drawn datasets, ``(n_draws, n_records)``, strata side by side."""
+        out = np.empty((n_draws, self.n_records), dtype=np.intp)
+        start = 0
+        for rows, k in self._stratum_plan(secret):
+            if k == 0:
+                continue
+            n_rows = self.n_rows if rows is None else rows.size
+            sub = self._draw_subsets(n_rows, k, n_draws, rng)
+            if rows is None:
+                out[:, start:start + k] = sub
+            else:
+                np.take(rows, sub, out=out[:, start:start + k])
+            start += k
+        return out
+
+    def _sample(self, secret, n_draws, rng, columns) -> Batch:
+        idx = self._sample_indices(secret, n_draws, rng)
+        return {c: np.take(self._column(c), idx) for c in columns}
+
+    def _features(self, query: Query) -> np.ndarray:
+        """Per-record contributions ``h_c`` of an additive query on every row, ``(k, N)``.
+
+        Computed once per query object and cached (weakly: the cache dies with the query).
+        """
+        H = self._feature_cache.get(query)
+        if H is None:
+            whole = {c: self._column(c)[None, :] for c in query.columns}
+            H = np.stack(
+                [np.asarray(comp.h(whole), dtype=float).reshape(self.n_rows) for comp in query.components]
+            )
+            if not np.all(np.isfinite(H)):
+                raise ValidationError(f"query {query.name!r} must give finite per-record values on the table; got NaN or infinity")
+            self._feature_cache[query] = H
+        return H
+
+    def sample_query(self, secret: Secret | None, n_draws: int, rng: RNGLike, query: Query) -> np.ndarray:
+        """F on ``n_draws`` resampled datasets, without materialising the records.
+
+        For an additive query, ``F_c = s_c Σ_r h_c(x_r)`` depends on a drawn
+        dataset only through which rows were drawn, so we gather and sum rows of
+        the precomputed ``(N, k)`` feature matrix (:meth:`_features`) instead of
+        gathering raw columns and re-running predicates on every draw. Same row
+        indices, same arithmetic: the result equals ``query.evaluate(sample(...))``
+        up to floating-point summation order. Other queries use the default path.
+        """
+        if not query.components:
+            return super().sample_query(secret, n_draws, rng, query)
+        self.check_secret(secret)
+        n_draws = check_positive_int(n_draws, "n_draws")
+        HT = self._features(query)
+        idx = self._sample_indices(secret, n_draws, as_generator(rng))
+        out = np.empty((n_draws, HT.shape[0]))
+        for c, comp in enumerate(query.components):  # loop over the k components, not over draws
+            out[:, c] = np.take(HT[c], idx).sum(axis=1) / (self.n_records if comp.per_mean else 1)
+        return out
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_feature_cache"] = None  # weak references do not pickle
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._feature_cache = weakref.WeakKeyDictionary()
+
+    # -- exact moments -----------------------------------------------------------------
+    def moments(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray]:
+        """Exact mean ``(k,)`` and covariance ``(k, k)`` of an additive query.
+
+        An additive query has components ``F_c = s_c Σ_r h_c(x_r)`` with
+        ``s_c = 1/n`` (means, shares) or 1 (sums, counts). Let ``h(x)`` be the
+        vector of per-record contributions, evaluated once on every row of the
+        table.
+
+        Within one stratum of ``N`` rows ``h_1, …, h_N`` (population mean
+        ``μ``, population covariance ``Σ = (1/N) Σ_r (h_r − μ)(h_r − μ)ᵀ``,
+        i.e. ddof = 0), draw ``k`` rows without replacement and let
+        ``I_r`` indicate that row ``r`` is drawn. Then ``E I_r = k/N``,
+        ``Var I_r = k(N − k)/N²`` and, for ``r ≠ s``,
+        ``Cov(I_r, I_s) = k(k − 1)/(N(N − 1)) − k²/N² = −k(N − k)/(N²(N − 1))``.
+        The sum ``T = Σ_r I_r h_r`` therefore has ``E T = k μ`` and
+
+        ``Cov T = k(N − k)/N² · [Σ_r h_r h_rᵀ − (1/(N − 1)) Σ_{r≠s} h_r h_sᵀ]
+        = k(N − k)/N² · N/(N − 1) · [Σ_r h_r h_rᵀ − N μ μᵀ]
+        = k (N − k)/(N − 1) · Σ``
+
+        (using ``Σ_{r≠s} h_r h_sᵀ = N² μμᵀ − Σ_r h_r h_rᵀ``): the finite
+        population correction ``(N − k)/(N − 1)`` times the with-replacement
+        covariance ``k Σ``. The strata are drawn independently, so their means
+        and covariances add; finally component ``c`` is scaled by ``s_c``
+        (covariance by ``s_c s_d``).
+
+        Parameters
+        ----------
+        secret : DatasetSecret (proportion) or None
+        query : Query
+            Must be additive (built from :func:`~bayespriv.mean`,
+            :func:`~bayespriv.count`, :func:`~bayespriv.proportion`,
+            :func:`~bayespriv.stack`).
+
+        Returns
+        -------
+        mean : ndarray (k,)
+        cov : ndarray (k, k)
+
+        Raises
+        ------
+        UnsupportedSecretError
+            For a query without additive components (calibrate by sampling).
+        """
+        if not isinstance(query, Query):
+            raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+        self.check_secret(secret)
+        if not query.components:
+            raise UnsupportedSecretError(
+                f"exact moments need an additive query (mean, count, proportion or a stack of them); "
+                f"got {query.name!r}, which has no additive components: calibrate by sampling instead"
+            )
+        missing = [c for c in query.columns if c not in self.columns]
+        if missing:
+            raise ValidationError(f"query columns must be columns of the data model {list(self.columns)!r}; got {missing!r}")
+        H = self._features(query).T
+        kq = H.shape[1]
+        mean = np.zeros(kq)
+        cov = np.zeros((kq, kq))
+        for rows, k in self._stratum_plan(secret):
+            if k == 0:
+                continue
+            Hs = H if rows is None else H[rows]
+            N = Hs.shape[0]
+            mu = Hs.mean(axis=0)
+            mean += k * mu
+            if N > 1 and k < N:
+                centred = Hs - mu
+                sigma = centred.T @ centred / N
+                cov += k * (N - k) / (N - 1) * sigma
+        n = self.n_records
+        s = np.array([1.0 / n if comp.per_mean else 1.0 for comp in query.components])
+        cov = np.outer(s, s) * cov
+        return s * mean, 0.5 * (cov + cov.T)
+
+    def __repr__(self) -> str:
+        extra = f", theta={self.theta}" if self.theta else ""
+        return (
+            f"EmpiricalDataModel(table={self.n_rows} rows x {len(self.columns)} columns, "
+            f"n_records={self.n_records}{extra})"
+        )
+

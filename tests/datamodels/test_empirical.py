@@ -1,0 +1,355 @@
+"""EmpiricalDataModel: exact moments by enumeration, sampling checked against them.
+
+Statistical checks (fixed seeds, tolerances that hold for any seed with the
+stated false-failure probability α):
+
+* uniformity of the k-subset samplers: Pearson χ² over *every* k-subset
+  (≥ 100 expected draws per cell), α = 1e-4 per test;
+* sampled moments of a tiny table: each sampled mean is compared with the exact
+  mean using the exact standard deviation (CLT normal interval), each sampled
+  variance with the exact variance using the exact standard error of the
+  unbiased sample variance, Var(s²) = μ₄/m − σ⁴(m − 3)/(m(m − 1)) for m i.i.d.
+  draws (μ₄ from the enumeration); Bonferroni over all compared quantities,
+  α = 1e-4 per secret. Components that are constant under a secret must match
+  exactly.
+
+Broken twins (a sampler drawing WITH replacement, a model drawing the wrong
+number of in-category records, a key sampler with ties) must be caught by the
+same checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import bayespriv as bp
+from bayespriv.datamodels import empirical as emp
+
+ALPHA = 1e-4
+
+# -- a tiny table whose datasets can be enumerated ------------------------------------------
+TINY = pd.DataFrame(
+    {
+        "id": np.arange(7),
+        "g": ["a", "a", "a", "b", "b", "b", "b"],
+        "x": [1.0, 2.5, -1.0, 4.0, 0.5, 3.0, 7.0],
+        "y": [0.0, 1.5, 2.0, 0.3, 1.2, 2.5, 0.9],
+    }
+)
+N_TINY = 4
+TINY_QUERY = bp.stack(
+    bp.mean("x"),
+    bp.count(lambda b: b["g"] == "a", "g", name="n_a"),
+    bp.proportion(lambda b: b["y"] > 1, "y", name="share y>1"),
+    bp.mean("y", bounds=(0.0, 2.0)),
+    bp.count(lambda b: b["x"] > 2, "x", name="n_x>2"),
+    name="tiny",
+)
+# p = 0.25, 0.5, 0.75 of 4 records: k = 1, 2, 3 of the 3 "a" rows
+TINY_SECRETS = [None] + [bp.DatasetSecret.proportion("g", "a", p) for p in (0.25, 0.5, 0.75)]
+
+
+def _enumerate(secret):
+    """Query values on every equally likely dataset (rows: datasets)."""
+    ids = TINY["id"].to_numpy()
+    if secret is None:
+        subsets = [list(c) for c in itertools.combinations(ids, N_TINY)]
+    else:
+        k = round(secret.value * N_TINY)
+        inside = ids[TINY["g"] == "a"]
+        outside = ids[TINY["g"] != "a"]
+        subsets = [
+            list(a) + list(b)
+            for a in itertools.combinations(inside, k)
+            for b in itertools.combinations(outside, N_TINY - k)
+        ]
+    return np.array([TINY_QUERY(TINY.iloc[s]) for s in subsets])
+
+
+def _exact(secret):
+    values = _enumerate(secret)
+    mean = values.mean(axis=0)
+    centred = values - mean
+    cov = centred.T @ centred / len(values)
+    mu4 = (centred**4).mean(axis=0)
+    return mean, cov, mu4
+
+
+def _moment_failures(model, secret, n_draws, rng):
+    """Names of the sampled moments that disagree with the enumeration (α = ALPHA in total)."""
+    mean, cov, mu4 = _exact(secret)
+    batch = model.sample(secret, n_draws, rng, columns=TINY_QUERY.columns)
+    values = TINY_QUERY.evaluate(batch)
+    var = np.diag(cov)
+    random = var > 1e-12
+    z = stats.norm.isf(ALPHA / (2 * 2 * int(random.sum())))
+    m = n_draws
+    failures = []
+    for c in range(values.shape[1]):
+        mhat = values[:, c].mean()
+        if not random[c]:
+            if np.abs(values[:, c] - mean[c]).max() > 1e-12:
+                failures.append(f"constant component {c}")
+            continue
+        if abs(mhat - mean[c]) > z * np.sqrt(var[c] / m):
+            failures.append(f"mean {c}")
+        se_var = np.sqrt(mu4[c] / m - var[c] ** 2 * (m - 3) / (m * (m - 1)))
+        if abs(values[:, c].var(ddof=1) - var[c]) > z * se_var:
+            failures.append(f"variance {c}")
+    return failures
+
+
+class WithReplacement(bp.EmpiricalDataModel):
+    """Broken twin: draws the records of each stratum WITH replacement."""
+
+    def _draw_subsets(self, n_rows, k, n_draws, rng):
+        return rng.integers(0, n_rows, size=(n_draws, k))
+
+
+class OneTooMany(bp.EmpiricalDataModel):
+    """Broken twin: draws k + 1 in-category records (and n − k − 1 others)."""
+
+    def _stratum_plan(self, secret):
+        plan = super()._stratum_plan(secret)
+        if secret is None:
+            return plan
+        (inside, k), (outside, rest) = plan
+        return [(inside, k + 1), (outside, rest - 1)]
+
+
+# -- exact moments ----------------------------------------------------------------------------
+@pytest.mark.parametrize("secret", TINY_SECRETS, ids=lambda s: "none" if s is None else s.label)
+def test_moments_equal_enumeration(secret):
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    mean, cov = model.moments(secret, TINY_QUERY)
+    exact_mean, exact_cov, _ = _exact(secret)
+    np.testing.assert_allclose(mean, exact_mean, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(cov, exact_cov, rtol=0, atol=1e-10)
+    assert mean.shape == (5,) and cov.shape == (5, 5)
+
+
+def test_moments_need_an_additive_query():
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    q = bp.Query(lambda b: b["x"].max(axis=1, keepdims=True), ["x"], "max x")
+    with pytest.raises(bp.UnsupportedSecretError, match="additive.*calibrate by sampling"):
+        model.moments(None, q)
+
+
+def test_moments_are_a_calibration():
+    """Exact moments plug into Calibration.from_moments."""
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    pair = bp.SecretPair(*TINY_SECRETS[1:3])
+    means, covs = zip(*(model.moments(s, TINY_QUERY) for s in pair.secrets))
+    cal = bp.Calibration.from_moments(dict(zip(pair.secrets, means)), dict(zip(pair.secrets, covs)), pair, TINY_QUERY)
+    assert np.isclose(cal.sensitivity(np.inf), 1.0)  # n_a moves by exactly one record
+
+
+# -- sampling -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("secret", TINY_SECRETS, ids=lambda s: "none" if s is None else s.label)
+def test_sampled_moments_agree_with_exact(secret):
+    """α = 1e-4 per secret (see module docstring)."""
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    assert _moment_failures(model, secret, 20_000, np.random.default_rng(11)) == []
+
+
+def test_broken_twin_with_replacement_is_caught():
+    """Drawing 2 of 3 rows with replacement doubles the within-stratum variance (k vs k(N−k)/(N−1))."""
+    secret = bp.DatasetSecret.proportion("g", "a", 0.5)
+    failures = _moment_failures(WithReplacement(TINY, N_TINY), secret, 20_000, np.random.default_rng(11))
+    assert any(f.startswith("variance") for f in failures), failures
+
+
+def test_broken_twin_wrong_k_is_caught():
+    secret = bp.DatasetSecret.proportion("g", "a", 0.25)
+    failures = _moment_failures(OneTooMany(TINY, N_TINY), secret, 20_000, np.random.default_rng(11))
+    assert "constant component 1" in failures and any(f.startswith("mean") for f in failures), failures
+
+
+def test_every_dataset_has_k_in_category_and_no_repeat():
+    """Tiny table (k=2 of 3 rows: key path; 2 of 4: rejection path) and a larger one."""
+    for table, n, p in [(TINY, N_TINY, 0.5), (_wide_table(2000), 50, 0.3)]:
+        model = bp.EmpiricalDataModel(table, n)
+        secret = bp.DatasetSecret.proportion("g", "a", p)
+        batch = model.sample(secret, 3000, rng=5, columns=["id", "g"])
+        assert batch["id"].shape == (3000, n)
+        assert np.all((batch["g"] == "a").sum(axis=1) == round(p * n))
+        ids = np.sort(batch["id"], axis=1)
+        assert not np.any(ids[:, 1:] == ids[:, :-1])
+        # the ids really are rows of the table with the column values that row has
+        np.testing.assert_array_equal(table["g"].to_numpy()[batch["id"].astype(int)], batch["g"])
+
+
+def _wide_table(n_rows: int) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "id": np.arange(n_rows),
+            "g": np.where(rng.random(n_rows) < 0.4, "a", "b"),
+            "v": rng.normal(size=n_rows),
+            "flag": rng.random(n_rows) < 0.5,
+            "cat": pd.Categorical(rng.choice(["u", "w"], n_rows)),
+        }
+    )
+
+
+def test_column_types_are_cached_for_vectorized_predicates():
+    model = bp.EmpiricalDataModel(_wide_table(100), 10)
+    batch = model.sample(None, 4, rng=0)
+    assert batch["v"].dtype == np.float64 and batch["id"].dtype == np.float64
+    assert batch["g"].dtype.kind == "U" and batch["cat"].dtype.kind == "U"
+    assert batch["flag"].dtype == bool
+    assert (batch["cat"] == "u").dtype == bool
+
+
+def test_sampling_is_reproducible():
+    model = bp.EmpiricalDataModel(_wide_table(500), 20)
+    s = bp.DatasetSecret.proportion("g", "a", 0.5)
+    a = model.sample(s, 50, rng=3)
+    b = model.sample(s, 50, rng=3)
+    for c in model.columns:
+        np.testing.assert_array_equal(a[c], b[c])
+
+
+# -- the two subset samplers ----------------------------------------------------------------------
+def _subset_pvalue(subsets: np.ndarray, n_rows: int, k: int) -> float:
+    """Pearson χ² p-value of the drawn subsets against uniform over all C(n_rows, k)."""
+    rows = np.sort(subsets, axis=1)
+    assert not np.any(rows[:, 1:] == rows[:, :-1]), "a subset repeats an index"
+    assert rows.min() >= 0 and rows.max() < n_rows
+    codes = (np.int64(1) << rows.astype(np.int64)).sum(axis=1)
+    _, counts = np.unique(codes, return_counts=True)
+    cells = math.comb(n_rows, k)
+    observed = np.concatenate([counts, np.zeros(cells - counts.size)])
+    return float(stats.chisquare(observed).pvalue)
+
+
+def test_rejection_path_is_uniform():
+    """N=20, k=3 (k(k−1)/2N = 0.15: rejection); 1140 subsets, 100 expected each; α = 1e-4."""
+    assert emp._use_rejection(20, 3)
+    draws = emp._subsets_by_rejection(20, 3, 114_000, np.random.default_rng(1))
+    assert _subset_pvalue(draws, 20, 3) > ALPHA
+
+
+def test_key_path_is_uniform_and_chunking_does_not_change_it():
+    """N=8, k=4 (k(k−1)/2N = 0.75: keys); 70 subsets, 200 expected each; α = 1e-4."""
+    assert not emp._use_rejection(8, 4)
+    draws = emp._subsets_by_keys(8, 4, 14_000, np.random.default_rng(2))
+    assert _subset_pvalue(draws, 8, 4) > ALPHA
+    chunked = emp._subsets_by_keys(8, 4, 14_000, np.random.default_rng(2), chunk_elements=50)
+    np.testing.assert_array_equal(chunked, draws)
+
+
+def test_broken_twin_key_ties_are_caught():
+    """Keys with ties (two values) bias argpartition towards some subsets: the χ² check rejects."""
+    rng = np.random.default_rng(2)
+    keys = rng.integers(0, 2, size=(14_000, 8))
+    draws = np.argpartition(keys, 3, axis=1)[:, :4]
+    assert _subset_pvalue(draws, 8, 4) < ALPHA
+
+
+def test_dispatch_uses_both_paths(monkeypatch):
+    calls = []
+    real_rej, real_keys = emp._subsets_by_rejection, emp._subsets_by_keys
+    monkeypatch.setattr(emp, "_subsets_by_rejection", lambda *a, **kw: calls.append("rejection") or real_rej(*a, **kw))
+    monkeypatch.setattr(emp, "_subsets_by_keys", lambda *a, **kw: calls.append("keys") or real_keys(*a, **kw))
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    model.sample(bp.DatasetSecret.proportion("g", "a", 0.5), 10, rng=0)  # 2 of 3 (keys), 2 of 4 (rejection)
+    assert calls == ["keys", "rejection"]
+    assert emp.sample_subsets(5, 5, 3, np.random.default_rng(0)).tolist() == [list(range(5))] * 3
+    assert emp.sample_subsets(5, 0, 3, np.random.default_rng(0)).shape == (3, 0)
+
+
+# -- errors -------------------------------------------------------------------------------------
+def test_table_errors():
+    with pytest.raises(bp.ParameterTypeError, match="table must be a pandas DataFrame; got dict"):
+        bp.EmpiricalDataModel({"x": [1, 2]}, 1)
+    with pytest.raises(bp.ValidationError, match="table must be a non-empty DataFrame"):
+        bp.EmpiricalDataModel(pd.DataFrame({"x": []}), 1)
+    with_nan = TINY.assign(x=[1.0, np.nan, 2.0, np.nan, 0.0, 1.0, 1.0])
+    with pytest.raises(bp.ValidationError, match=r"table must have no missing values; got 2 NaN in column 'x'"):
+        bp.EmpiricalDataModel(with_nan, 2)
+    with pytest.raises(bp.ValidationError, match=r"n_records must be at most the number of rows of table \(7\); got 8"):
+        bp.EmpiricalDataModel(TINY, 8)
+    with pytest.raises(bp.ParameterTypeError, match="n_records must be an integer"):
+        bp.EmpiricalDataModel(TINY, 2.5)
+
+
+def test_secret_errors():
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    with pytest.raises(bp.ValidationError, match=r"p·n_records must be an integer.*p=0.3, n_records=4, p·n=1.2"):
+        model.sample(bp.DatasetSecret.proportion("g", "a", 0.3), 5, rng=0)
+    with pytest.raises(bp.ValidationError, match=r"at most the rows of table with g == 'a' \(3\).*p=1, n_records=4, p·n=4"):
+        model.sample(bp.DatasetSecret.proportion("g", "a", 1.0), 5, rng=0)
+    with pytest.raises(bp.ValidationError, match=r"\(1 − p\)·n_records must be at most the rows of table with g != 'b' \(3\)"):
+        model.sample(bp.DatasetSecret.proportion("g", "b", 0.0), 5, rng=0)
+    with pytest.raises(bp.ValidationError, match=r"category must be a value of column 'g'; got 'c', values are \['a', 'b'\]"):
+        model.sample(bp.DatasetSecret.proportion("g", "c", 0.5), 5, rng=0)
+    with pytest.raises(bp.UnsupportedSecretError, match="proportions only.*mean\\(x\\)=1"):
+        model.sample(bp.DatasetSecret.mean("x", 1.0), 5, rng=0)
+    with pytest.raises(bp.UnsupportedSecretError, match="distribution secrets"):
+        model.sample(bp.DistributionSecret("p", 0.5), 5, rng=0)
+    with pytest.raises(bp.ValidationError, match="secret column must be a column"):
+        model.sample(bp.DatasetSecret.proportion("nope", "a", 0.5), 5, rng=0)
+    with pytest.raises(bp.UnsupportedSecretError, match="proportions only"):
+        bp.calibrate(model, bp.SecretPair(bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 1.0)),
+                     TINY_QUERY, n_draws=10, rng=0)
+
+
+def test_numeric_category():
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    batch = model.sample(bp.DatasetSecret.proportion("x", 1, 0.25), 20, rng=0, columns=["x"])
+    assert np.all((batch["x"] == 1.0).sum(axis=1) == 1)
+    with pytest.raises(bp.ValidationError, match="category must be a number for the numeric column 'x'"):
+        model.sample(bp.DatasetSecret.proportion("x", "one", 0.25), 5, rng=0)
+
+
+# -- on the Adult data ----------------------------------------------------------------------------
+def test_adult_datasets_have_exact_counts_and_no_repeats(adult_dir):
+    from models.census import census_model, income_pairs, load_adult
+
+    table = load_adult(adult_dir)
+    table = table.assign(id=np.arange(len(table)))
+    model = census_model(table)
+    for secret in income_pairs().secrets:
+        batch = model.sample(secret, 2000, rng=1, columns=["id", "income"])
+        assert np.all((batch["income"] == ">50K").sum(axis=1) == round(secret.value * 100))
+        ids = np.sort(batch["id"], axis=1)
+        assert not np.any(ids[:, 1:] == ids[:, :-1])
+
+
+def test_adult_large_n_uses_keys_without_repeats(adult_dir):
+    """n = 2000 of 45 222 rows: k(k−1)/2N ≈ 44, so the chunked key path runs."""
+    from models.census import load_adult
+
+    table = load_adult(adult_dir)
+    table = table.assign(id=np.arange(len(table)))
+    assert not emp._use_rejection(len(table), 2000)
+    model = bp.EmpiricalDataModel(table, 2000)
+    batch = model.sample(None, 150, rng=2, columns=["id"])
+    ids = np.sort(batch["id"], axis=1)
+    assert not np.any(ids[:, 1:] == ids[:, :-1])
+
+
+def test_additive_fast_path_equals_materialised_records():
+    """sample_query (gather rows of the feature matrix) = evaluate(sample(...)) for the same seed."""
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({
+        "g": rng.choice(["a", "b"], 300), "x": rng.normal(size=300), "y": rng.integers(0, 5, 300).astype(float),
+    })
+    model = bp.EmpiricalDataModel(table, 40)
+    q = bp.stack(bp.mean("x"), bp.count(lambda b: b["g"] == "a", "g"), bp.mean("y", bounds=(0, 3)))
+    secret = bp.DatasetSecret.proportion("g", "a", 0.25)
+    fast = model.sample_query(secret, 500, 7, q)
+    slow = q.evaluate(model.sample(secret, 500, 7, columns=q.columns))
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+    assert np.all(fast[:, 1] == 10)
+    import pickle
+
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_allclose(clone.sample_query(secret, 50, 3, q), model.sample_query(secret, 50, 3, q))
