@@ -130,6 +130,25 @@ class Mechanism(abc.ABC):
         basis.setflags(write=False)
         self._laplace = (scale, basis)
 
+    def _set_isotropic(self, noise: str, l1: float, l2: float, gaussian_calibration: str) -> None:
+        """Laplace noise of scale ``l1/ε`` per component, or N(0, (l2/r*)² I).
+
+        ``l1`` / ``l2`` are the L1 / L2 sensitivities the noise must cover
+        (Laplace mechanism: Dwork & Roth 2014, Thm 3.6; Gaussian: r*(ε, δ)).
+        Sets ``noise_kind``, ``sensitivity`` and, for Gaussian noise,
+        ``radius`` and ``sigma``.
+        """
+        self.noise_kind = check_noise(noise)
+        self.gaussian_calibration = gaussian_calibration
+        if self.noise_kind == "laplace":
+            self.sensitivity = float(l1)
+            self._set_laplace(np.full(self.k, self.sensitivity / self.epsilon), np.eye(self.k))
+        else:
+            self.radius = check_gaussian_params(self, gaussian_calibration)
+            self.sensitivity = float(l2)
+            self.sigma = self.sensitivity / self.radius
+            self._set_gaussian(self.sigma**2 * np.eye(self.k))
+
     @property
     def k(self) -> int:
         return self.calibration.k

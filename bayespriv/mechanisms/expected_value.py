@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..calibration import Calibration
-from .base import Mechanism, check_gaussian_params, check_noise
+from .base import Mechanism
 
 __all__ = ["ExpM"]
 
@@ -46,19 +44,13 @@ class ExpM(Mechanism):
         gaussian_calibration: str = "analytic",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        self.noise_kind = check_noise(noise)
-        self.gaussian_calibration = gaussian_calibration
-        k = self.k
-        if noise == "laplace":
-            self.sensitivity = calibration.sensitivity(1, bound=True)
-            self._set_laplace(np.full(k, self.sensitivity / self.epsilon), np.eye(k))
-            self.theorem = "ExpM(L): Chen & Ohrimenko 2023, Theorem 4.1"
-        else:
-            self.radius = check_gaussian_params(self, gaussian_calibration)
-            self.sensitivity = calibration.sensitivity(2, bound=True)
-            self.sigma = self.sensitivity / self.radius
-            self._set_gaussian(self.sigma**2 * np.eye(k))
-            self.theorem = "ExpM(G): Chen & Ohrimenko 2023, Theorem 4.2"
+        self._set_isotropic(
+            noise, calibration.sensitivity(1, bound=True), calibration.sensitivity(2, bound=True), gaussian_calibration
+        )
+        self.theorem = {
+            "laplace": "ExpM(L): Chen & Ohrimenko 2023, Theorem 4.1",
+            "gaussian": "ExpM(G): Chen & Ohrimenko 2023, Theorem 4.2",
+        }[self.noise_kind]
 
     @property
     def guarantee(self):

@@ -7,7 +7,7 @@ import numpy as np
 from .._validation import check_positive_int
 from ..calibration import Calibration
 from ..errors import ValidationError
-from .base import Guarantee, Mechanism, check_gaussian_params, check_noise
+from .base import Guarantee, Mechanism
 
 __all__ = ["GroupDP"]
 
@@ -45,7 +45,6 @@ class GroupDP(Mechanism):
         gaussian_calibration: str = "analytic",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        self.noise_kind = check_noise(noise)
         query = calibration.query
         if query is None:
             raise ValidationError("GroupDP needs a calibration with a query that declares per-record bounds; got none")
@@ -58,14 +57,7 @@ class GroupDP(Mechanism):
             raise ValidationError(f"group_size must be at most n_records={self.n_records}; got {self.group_size}")
         self.record_sensitivity = query.record_sensitivity(self.n_records)
         group = self.group_size * self.record_sensitivity
-        if noise == "laplace":
-            self.sensitivity = float(np.abs(group).sum())
-            self._set_laplace(np.full(self.k, self.sensitivity / self.epsilon), np.eye(self.k))
-        else:
-            self.gaussian_calibration = gaussian_calibration
-            self.radius = check_gaussian_params(self, gaussian_calibration)
-            self.sensitivity = float(np.linalg.norm(group))
-            self._set_gaussian((self.sensitivity / self.radius) ** 2 * np.eye(self.k))
+        self._set_isotropic(noise, np.abs(group).sum(), np.linalg.norm(group), gaussian_calibration)
 
     @property
     def guarantee(self) -> Guarantee:
