@@ -4,7 +4,8 @@ Public names only; see DESIGN.md for the data flow
 (Θ + secrets + query → calibrate → Calibration → mechanism → Release).
 """
 
-from . import mechanisms
+from . import accounting, mechanisms
+from .accounting import Ledger, VariableRelease, epsilon_on, epsilon_table, subset_count_table
 from .calibration import Calibration, calibrate
 from .datamodels import DataModel, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
 from .errors import (
@@ -23,7 +24,13 @@ from .secrets import DatasetSecret, DistributionSecret, SecretPair, all_pairs, p
 __version__ = "0.1.0"
 
 __all__ = [
+    "accounting",
     "mechanisms",
+    "Ledger",
+    "VariableRelease",
+    "epsilon_on",
+    "epsilon_table",
+    "subset_count_table",
     "Calibration",
     "calibrate",
     "DataModel",

@@ -455,8 +455,13 @@ def subset_count_table(
         raise ValidationError(f"protected_values must allow every (public, protected) pair in the data; got records at {bad!r}")
 
     mech = SubsetCountMechanism(protected, public, eps, assumptions)
-    if ledger is not None:
-        ledger.charge(mech)  # raises before any noise is drawn
+    if ledger is not None:  # raises before any noise is drawn
+        from .ledger import Ledger
+
+        if isinstance(ledger, Ledger):
+            ledger.charge(mech, seeded=rng is not None)
+        else:
+            ledger.charge(mech)
     gen, seeded = release_generator(rng)
     g = f + _noise(mask, _alpha(eps), gen, None)
     if nonnegative:

@@ -94,7 +94,7 @@ class LedgerLike(Protocol):
     budget for a mechanism, raising :class:`~bayespriv.BudgetExceededError`
     (and spending nothing) when it would be exceeded."""
 
-    def charge(self, mechanism: "Mechanism") -> Any: ...
+    def charge(self, mechanism: "Mechanism", *, seeded: bool | None = None) -> Any: ...
 
 
 class Mechanism(abc.ABC):
@@ -228,7 +228,7 @@ class Mechanism(abc.ABC):
         if value.shape != (self.k,):
             raise fail("answer", f"of shape ({self.k},) like the calibrated query", described(f"shape {value.shape}"))
         if ledger is not None:
-            ledger.charge(self)  # raises before any noise is drawn
+            ledger.charge(self, seeded=rng is not None)  # raises before any noise is drawn
         gen, seeded = release_generator(rng)
         if self._laplace is not None:
             noise = sample_laplace(*self._laplace, gen)

@@ -284,7 +284,7 @@ class RefusingLedger:
     def __init__(self):
         self.calls = 0
 
-    def charge(self, mechanism):
+    def charge(self, mechanism, *, seeded=None):
         self.calls += 1
         raise bp.BudgetExceededError("budget 'hospital' exceeded: 1.0 of 1.0 already spent")
 
@@ -293,7 +293,7 @@ class AcceptingLedger:
     def __init__(self):
         self.charged = []
 
-    def charge(self, mechanism):
+    def charge(self, mechanism, *, seeded=None):
         self.charged.append(mechanism)
 
 

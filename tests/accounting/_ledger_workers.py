@@ -1,0 +1,85 @@
+"""Module-level helpers run in spawned child processes by test_ledger.py (must be importable there)."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import bayespriv as bp
+from bayespriv.accounting import Ledger
+from bayespriv.mechanisms import ExpM
+
+LOW = bp.DatasetSecret.proportion("income", ">=100k", 0.2)
+HIGH = bp.DatasetSecret.proportion("income", ">=100k", 0.3)
+ANSWER = [0.25]
+
+
+def make_mechanism(epsilon: float = 0.01, attributes: tuple[str, ...] = ("income",)) -> ExpM:
+    """A real Laplace ExpM on the share of high incomes (one secret pair per protected attribute)."""
+    means, covs, pairs = {}, {}, []
+    for a in attributes:
+        lo, hi = bp.DatasetSecret.proportion(a, "x", 0.2), bp.DatasetSecret.proportion(a, "x", 0.3)
+        means |= {lo: [0.2], hi: [0.3]}
+        covs |= {lo: [[1e-3]], hi: [[1e-3]]}
+        pairs.append(bp.SecretPair(lo, hi))
+    cal = bp.Calibration.from_moments(means, covs, pairs)
+    return ExpM(cal, epsilon=epsilon, noise="laplace")
+
+
+def spend(path: str, attempts: int, start, results) -> None:
+    """Try ``attempts`` releases of ε = 0.01 as fast as possible; report how many were granted."""
+    ledger, mech = Ledger(path), make_mechanism()
+    start.wait()
+    granted = refused = 0
+    for _ in range(attempts):
+        try:
+            mech.release_value(ANSWER, ledger=ledger)
+            granted += 1
+        except bp.BudgetExceededError:
+            refused += 1
+    results.put((granted, refused))
+
+
+def spend_until_killed(path: str, started) -> None:
+    """Release in a tight loop (the parent SIGKILLs us at a random point of a spend)."""
+    ledger, mech = Ledger(path), make_mechanism()
+    started.set()
+    while True:
+        try:
+            mech.release_value(ANSWER, ledger=ledger)
+        except bp.BudgetExceededError:
+            time.sleep(0.01)
+
+
+class _StallingConnection:
+    """Proxy of a sqlite3 connection that stops forever right after the spend is written, before
+    COMMIT, with the write lock held — so the parent can SIGKILL us inside the transaction."""
+
+    def __init__(self, con, stalled) -> None:
+        self._con, self._stalled = con, stalled
+
+    def execute(self, sql: str, *args):
+        cur = self._con.execute(sql, *args)
+        if sql.startswith("UPDATE budgets SET epsilon_spent"):
+            self._stalled.set()
+            while True:
+                time.sleep(1)
+        return cur
+
+
+class StallingLedger(Ledger):
+    stalled = None
+
+    @contextmanager
+    def _connect(self):
+        with super()._connect() as con:
+            yield _StallingConnection(con, self.stalled) if self.stalled is not None else con
+
+
+def stall_inside_spend(path: str, spends_before: int, stalled) -> None:
+    """Spend ``spends_before`` times normally, then stall inside the next spend's transaction."""
+    ledger, mech = StallingLedger(path), make_mechanism()
+    for _ in range(spends_before):
+        mech.release_value(ANSWER, ledger=ledger)
+    ledger.stalled = stalled
+    mech.release_value(ANSWER, ledger=ledger)

@@ -1,0 +1,237 @@
+"""The SQLite ledger: exact integer budgets, atomic check-and-spend across processes, crash safety."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayespriv as bp
+from bayespriv.accounting import Ledger, calibration_hash
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # spawned children inherit sys.path
+import _ledger_workers as workers  # noqa: E402
+
+SPAWN = mp.get_context("spawn")
+
+
+@pytest.fixture
+def ledger(tmp_path) -> Ledger:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    led.set_budget("income", 1.0)
+    return led
+
+
+def _count(ledger: Ledger, table: str) -> int:
+    with sqlite3.connect(ledger.path) as con:
+        return con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+# -- exact budgets -----------------------------------------------------------------------------------------
+
+
+def test_hundred_spends_of_a_hundredth_make_exactly_one(ledger):
+    mech = workers.make_mechanism(0.01)
+    for _ in range(100):
+        mech.release_value(workers.ANSWER, ledger=ledger)
+    assert ledger.spent("income") == (1.0, 0.0)
+    assert ledger.remaining("income") == (0.0, 0.0)
+    assert sum([0.01] * 100) > 1.0  # what a float ledger would have refused at the 100th spend
+    with pytest.raises(bp.BudgetExceededError, match=r"'income': spent ε=1, δ=0 of ε=1, δ=0; nothing was spent"):
+        mech.release_value(workers.ANSWER, ledger=ledger)
+    ledger.verify()
+
+
+def test_pickles_as_its_path(ledger):
+    again = pickle.loads(pickle.dumps(ledger))
+    assert again.path == ledger.path and again.spent("income") == (0.0, 0.0)
+
+
+def test_delta_is_spent_and_bounded(tmp_path):
+    s1, s2 = workers.LOW, workers.HIGH
+    cal = bp.Calibration.from_moments({s1: [0.2], s2: [0.3]}, {s1: [[1e-3]], s2: [[1e-3]]}, bp.SecretPair(s1, s2))
+    mech = bp.mechanisms.ExpM(cal, epsilon=0.5, delta=1e-6)
+    led = Ledger(tmp_path / "d.sqlite")
+    led.set_budget("income", 10.0, delta=3e-6)
+    for _ in range(3):
+        mech.release_value([0.25], ledger=led)
+    assert led.spent("income") == (1.5, 3e-6)
+    with pytest.raises(bp.BudgetExceededError, match="δ"):
+        mech.release_value([0.25], ledger=led)
+
+
+# -- refusals --------------------------------------------------------------------------------------------------
+
+
+def test_refused_release_draws_no_noise_and_records_only_the_refusal(ledger):
+    mech = workers.make_mechanism(0.6)
+    mech.release_value(workers.ANSWER, ledger=ledger, rng=1)
+    before = (ledger.spent("income"), ledger.releases(), _count(ledger, "charges"))
+    gen = np.random.default_rng(2)
+    state = gen.bit_generator.state
+    with pytest.raises(bp.BudgetExceededError):
+        mech.release_value(workers.ANSWER, ledger=ledger, rng=gen)
+    assert gen.bit_generator.state == state  # no noise drawn
+    assert ledger.spent("income") == before[0]
+    pd.testing.assert_frame_equal(ledger.releases(), before[1])
+    assert _count(ledger, "charges") == before[2]
+    ref = ledger.refusals()
+    assert len(ref) == 1
+    assert ref.iloc[0][["mechanism", "epsilon", "budget", "reason"]].tolist() == ["ExpM", 0.6, "income", "budget exceeded"]
+    ledger.verify()
+
+
+def test_missing_budget_is_an_error_not_a_free_pass(ledger):
+    mech = workers.make_mechanism(0.1, attributes=("income", "sex"))
+    gen = np.random.default_rng(3)
+    state = gen.bit_generator.state
+    with pytest.raises(bp.ValidationError, match=r"no budget .*set_budget\('sex', epsilon=\.\.\.\)"):
+        mech.release_value(workers.ANSWER, ledger=ledger, rng=gen)
+    assert gen.bit_generator.state == state
+    assert ledger.spent("income") == (0.0, 0.0)  # the budget that exists was not touched either
+    assert len(ledger.releases()) == 0
+    assert ledger.refusals()["reason"].tolist() == ["missing budget"]
+
+
+def test_all_or_nothing_across_budgets(ledger):
+    ledger.set_budget("sex", 0.15)
+    mech = workers.make_mechanism(0.1, attributes=("income", "sex"))
+    mech.release_value(workers.ANSWER, ledger=ledger)
+    with pytest.raises(bp.BudgetExceededError, match="'sex'"):
+        mech.release_value(workers.ANSWER, ledger=ledger)
+    assert ledger.spent("income") == (0.1, 0.0) and ledger.spent("sex") == (0.1, 0.0)
+    assert ledger.releases()["protected"].tolist() == [("income", "sex")]
+    ledger.verify()
+
+
+# -- records and reports -----------------------------------------------------------------------------------------
+
+
+def test_release_record(ledger):
+    mech = workers.make_mechanism(0.25)
+    ledger.charge(mech, seeded=False)
+    row = ledger.releases().iloc[0]
+    assert row["mechanism"] == "ExpM" and row["epsilon"] == 0.25 and row["delta"] == 0.0
+    assert row["confidence"] == 1.0 and row["assumptions"] == ("translation",)
+    assert "Theorem 4.1" in row["theorem"]
+    assert row["protected"] == ("income",) and row["seeded"] == False  # noqa: E712 (pandas boolean)
+    assert row["calibration_hash"] == calibration_hash(mech.calibration) and len(row["calibration_hash"]) == 64
+    assert row["time_utc"].tzinfo is not None and row["pid"] == os.getpid()
+    other = workers.make_mechanism(0.25, attributes=("sex",)).calibration
+    assert calibration_hash(other) != row["calibration_hash"]
+
+
+def test_report_and_html(ledger):
+    ledger.set_budget("sex", 2.0, delta=1e-5)
+    mech = workers.make_mechanism(0.3)
+    for _ in range(3):
+        mech.release_value(workers.ANSWER, ledger=ledger)
+    with pytest.raises(bp.BudgetExceededError):
+        workers.make_mechanism(0.2).release_value(workers.ANSWER, ledger=ledger)
+    rep = ledger.report()
+    assert list(rep.index) == ["income", "sex"]
+    assert rep.loc["income", ["epsilon budget", "epsilon spent", "releases", "refusals"]].tolist() == [1.0, 0.9, 3, 1]
+    assert rep.loc["income", "epsilon remaining"] == pytest.approx(0.1, abs=1e-12)
+    assert rep.loc["sex", "delta budget"] == 1e-5
+    eps = ledger.epsilon_table()
+    assert eps.loc["Total", "income"] == pytest.approx(0.9)
+    html = ledger._repr_html_()
+    assert "<table" in html and "income" in html and "ε per variable" in html
+
+
+def test_set_budget_rules(ledger):
+    workers.make_mechanism(0.5).release_value(workers.ANSWER, ledger=ledger)
+    with pytest.raises(bp.ValidationError, match="at least what is already spent"):
+        ledger.set_budget("income", 0.4)
+    ledger.set_budget("income", 2.0)
+    assert ledger.remaining("income") == (1.5, 0.0)
+    with pytest.raises(bp.ValidationError, match="epsilon must be a finite number >= 0; got -1"):
+        ledger.set_budget("x", -1)
+    with pytest.raises(bp.ValidationError, match="delta must be in"):
+        ledger.set_budget("x", 1.0, delta=1.0)
+    with pytest.raises(bp.ParameterTypeError, match="name must be a non-empty string"):
+        ledger.set_budget("", 1.0)
+    with pytest.raises(bp.ValidationError, match="name must be a budget of this ledger"):
+        ledger.spent("nope")
+    with pytest.raises(bp.ValidationError, match="path must be a file path"):
+        Ledger(":memory:")
+
+
+# -- concurrency and crashes ------------------------------------------------------------------------------------------
+
+
+def test_two_processes_never_overspend(ledger):
+    """Two spawned processes, 150 attempts each of ε = 0.01 against 1.0: exactly 100 granted."""
+    start, results = SPAWN.Barrier(2), SPAWN.Queue()  # both start spending together
+    procs = [SPAWN.Process(target=workers.spend, args=(str(ledger.path), 150, start, results)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert sum(g for g, _ in outcomes) == 100
+    assert sum(r for _, r in outcomes) == 200
+    print("granted per process:", outcomes)  # typically split ~50/50 (both really compete)
+    assert ledger.spent("income") == (1.0, 0.0)
+    assert len(ledger.releases()) == 100 and len(ledger.refusals()) == 200
+    ledger.verify()
+
+
+def _consistent(ledger: Ledger) -> int:
+    ledger.verify()
+    n = len(ledger.releases())
+    spent = ledger.spent("income")[0]
+    assert spent <= 1.0
+    assert spent == n / 100  # exact: integer nano-ε
+    return n
+
+
+def test_sigkill_inside_the_transaction_loses_nothing_and_blocks_nobody(ledger):
+    """A child is killed while holding the write lock, after writing its spend but before COMMIT."""
+    stalled = SPAWN.Event()
+    child = SPAWN.Process(target=workers.stall_inside_spend, args=(str(ledger.path), 7, stalled))
+    child.start()
+    assert stalled.wait(60)
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(30)
+    assert child.exitcode == -signal.SIGKILL
+    assert _consistent(ledger) == 7  # the 8th spend was rolled back with its release record
+    t0 = time.perf_counter()
+    workers.make_mechanism().release_value(workers.ANSWER, ledger=ledger)  # the lock died with the child
+    assert time.perf_counter() - t0 < 5
+    assert _consistent(ledger) == 8
+
+
+def test_sigkill_at_random_points_keeps_the_ledger_consistent(ledger):
+    """Three children each killed at a random moment of a tight spending loop; then the parent spends
+    the rest: the budget is never exceeded and the records always match the spent total."""
+    for stop_at in (0.2, 0.45, 0.7):
+        started = SPAWN.Event()
+        child = SPAWN.Process(target=workers.spend_until_killed, args=(str(ledger.path), started))
+        child.start()
+        assert started.wait(60)
+        deadline = time.monotonic() + 60
+        while ledger.spent("income")[0] < stop_at and time.monotonic() < deadline:
+            time.sleep(0.002)
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(30)
+        assert child.exitcode == -signal.SIGKILL
+        _consistent(ledger)
+    mech = workers.make_mechanism()
+    while True:
+        try:
+            mech.release_value(workers.ANSWER, ledger=ledger)
+        except bp.BudgetExceededError:
+            break
+    assert _consistent(ledger) == 100
+    assert ledger.spent("income") == (1.0, 0.0)
