@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from ._validation import check_real, fail
-from .errors import ParameterTypeError, ValidationError
+from .errors import ParameterTypeError, UnsupportedSecretError, ValidationError
 
-__all__ = ["DatasetSecret", "DistributionSecret", "Secret", "SecretPair", "pairs_between", "all_pairs", "as_pairs"]
+__all__ = ["DatasetSecret", "DistributionSecret", "Secret", "SecretPair", "pairs_between", "all_pairs", "as_pairs", "share_count"]
 
 
 def _check_name(value: Any, name: str) -> str:
@@ -171,6 +171,22 @@ class SecretPair:
 
     def __str__(self) -> str:
         return self.label
+
+
+def share_count(p: float, n_records: int) -> int:
+    """k = p·n: the number of records a share ``p`` of ``n_records`` fixes.
+
+    Raises :class:`~bayespriv.errors.UnsupportedSecretError` when no dataset of
+    ``n_records`` records can have that share (p·n not a whole number).
+    """
+    exact = float(p) * n_records
+    k = round(exact)
+    if abs(exact - k) > 1e-9 * max(1, n_records):
+        raise UnsupportedSecretError(
+            f"p·n_records must be an integer number of records (the secret fixes exactly p·n of them); "
+            f"got p={float(p):g}, n_records={n_records}, p·n={exact:g}; use a multiple of 1/{n_records}"
+        )
+    return int(k)
 
 
 def pairs_between(first: Iterable[Secret], second: Iterable[Secret]) -> tuple[SecretPair, ...]:

@@ -74,6 +74,7 @@ import pandas as pd
 
 import bayespriv as bp
 from bayespriv.errors import ParameterTypeError, UnsupportedSecretError, ValidationError
+from bayespriv.secrets import share_count
 from bayespriv.random import RNGLike, as_generator
 
 __all__ = [
@@ -157,13 +158,7 @@ def _women(p: Any, n_records: int, name: str = "p") -> int:
     p = float(p)
     if not (math.isfinite(p) and 0.0 <= p <= 1.0):
         raise ValidationError(f"{name} must be a share of women in [0, 1]; got {p!r}")
-    k = round(p * n_records)
-    if abs(p * n_records - k) > 1e-9 * max(1, n_records):
-        raise UnsupportedSecretError(
-            f"the share of women p·n must be a whole number of patients; got p={p:g} with n={n_records} "
-            f"(p·n = {p * n_records:g}). Use a multiple of 1/{n_records}."
-        )
-    return int(k)
+    return share_count(p, n_records)
 
 
 def _check_n(n_records: Any) -> int:

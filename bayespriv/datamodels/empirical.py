@@ -19,7 +19,7 @@ from .._validation import check_positive_int, described, fail
 from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
 from ..queries import Batch, Query
 from ..random import RNGLike, as_generator
-from ..secrets import DatasetSecret, Secret
+from ..secrets import DatasetSecret, Secret, share_count
 from .base import DataModel
 
 __all__ = ["EmpiricalDataModel", "sample_subsets"]
@@ -232,14 +232,7 @@ class EmpiricalDataModel(DataModel):
 
     def _counts(self, secret: DatasetSecret) -> int:
         """``k = p·n``, checked to be an integer."""
-        exact = secret.value * self.n_records
-        k = round(exact)
-        if abs(exact - k) > 1e-9:
-            raise ValidationError(
-                f"p·n_records must be an integer number of records (the secret fixes exactly p·n of them); "
-                f"got p={secret.value:g}, n_records={self.n_records}, p·n={exact:g}"
-            )
-        return int(k)
+        return share_count(secret.value, self.n_records)
 
     def check_secret(self, secret: Secret | None) -> None:
         """Raise a clear error when the model cannot condition on ``secret``.
