@@ -7,11 +7,12 @@ Public names only; see DESIGN.md for the data flow
 from . import accounting, mechanisms
 from .accounting import Ledger, VariableRelease, epsilon_on, epsilon_table, subset_count_table
 from .calibration import Calibration, calibrate
-from .datamodels import DataModel, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
+from .datamodels import DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
 from .errors import (
     BayesPrivError,
     BayesPrivWarning,
     BudgetExceededError,
+    ConvergenceError,
     ParameterTypeError,
     PrivacyAssumptionWarning,
     UnsupportedSecretError,
@@ -34,12 +35,14 @@ __all__ = [
     "Calibration",
     "calibrate",
     "DataModel",
+    "DataModelFamily",
     "EmpiricalDataModel",
     "FunctionDataModel",
     "GaussianDataModel",
     "BayesPrivError",
     "BayesPrivWarning",
     "BudgetExceededError",
+    "ConvergenceError",
     "ParameterTypeError",
     "PrivacyAssumptionWarning",
     "UnsupportedSecretError",

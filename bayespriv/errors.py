@@ -17,6 +17,7 @@ __all__ = [
     "ParameterTypeError",
     "UnsupportedSecretError",
     "BudgetExceededError",
+    "ConvergenceError",
     "BayesPrivWarning",
     "PrivacyAssumptionWarning",
     "warn",
@@ -37,6 +38,11 @@ class ParameterTypeError(BayesPrivError, TypeError):
 
 class UnsupportedSecretError(ValidationError):
     """A data model cannot condition on the secret it was given."""
+
+
+class ConvergenceError(ValidationError):
+    """Inference inside a data model (MCMC) failed its convergence checks; the
+    message says which diagnostic failed and what to change."""
 
 
 class BudgetExceededError(BayesPrivError):

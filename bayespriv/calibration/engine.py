@@ -6,13 +6,15 @@ import os
 import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .._validation import check_confidence, check_positive_int
 from ..datamodels.base import DataModel
+from ..datamodels.family import DataModelFamily
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from ..random import RNGLike, as_seed_sequence
@@ -26,22 +28,87 @@ __all__ = ["calibrate", "draw_query_samples"]
 CHUNK_ELEMENTS = 8_000_000
 
 
-@dataclass(frozen=True)
-class _Task:
-    model: DataModel
-    secret: Secret
-    query: Query
-    n_draws: int
-    seed: np.random.SeedSequence
-
-
-def _run(task: _Task) -> np.ndarray:
-    return task.model.sample_query(task.secret, task.n_draws, np.random.default_rng(task.seed), task.query)
+def _run(model: DataModel, secret: Secret, query: Query, n_draws: int, seed: np.random.SeedSequence) -> np.ndarray:
+    return model.sample_query(secret, n_draws, np.random.default_rng(seed), query)
 
 
 def _chunk_sizes(n_draws: int, chunk_size: int) -> list[int]:
     full, rest = divmod(n_draws, chunk_size)
     return [chunk_size] * full + ([rest] if rest else [])
+
+
+def _is_dask_client(executor: Any) -> bool:
+    return type(executor).__module__.startswith("distributed") and hasattr(executor, "get_executor")
+
+
+class _Progress:
+    """``calibrating: i/n tasks`` on stderr, rewritten in place."""
+
+    def __init__(self, total: int, show: bool | None, label: str = "calibrating") -> None:
+        if show is None:
+            show = total >= 20 and sys.stderr.isatty() and not os.environ.get("CI")
+        self.total, self.show, self.label, self.done = total, show, label, 0
+
+    def step(self) -> None:
+        self.done += 1
+        if self.show:
+            end = "\n" if self.done == self.total else ""
+            print(f"\r{self.label}: {self.done}/{self.total} tasks", end=end, file=sys.stderr, flush=True)
+
+
+def _map(tasks: list[tuple], executor: Any, progress: _Progress) -> list[np.ndarray]:
+    """Run ``_run(*task)`` for every task, in order, on the executor."""
+    if executor is None:
+        out = []
+        for t in tasks:
+            out.append(_run(*t))
+            progress.step()
+        return out
+    if _is_dask_client(executor):
+        # Ship each distinct model once; tasks are random, so never cache them (pure=False).
+        models = {id(t[0]): t[0] for t in tasks}
+        scattered = {key: executor.scatter(m, broadcast=True) for key, m in models.items()}
+        tasks = [(scattered[id(t[0])],) + t[1:] for t in tasks]
+        executor = executor.get_executor(pure=False)
+    elif not isinstance(executor, Executor):
+        raise ParameterTypeError(
+            "executor must be None, a concurrent.futures.Executor or a dask.distributed Client; "
+            f"got {type(executor).__name__}"
+        )
+    out = []
+    for r in executor.map(_run, *zip(*tasks)):
+        out.append(r)
+        progress.step()
+    return out
+
+
+def _plan(models: Sequence[DataModel], secrets: Sequence[Secret], query: Query, n_draws: int,
+          seeds: Sequence[np.random.SeedSequence], chunk_size: int | None) -> tuple[list[tuple], int]:
+    if chunk_size is None:
+        per_draw = models[0].n_records * max(len(query.columns), 1)
+        chunk_size = max(1, min(n_draws, CHUNK_ELEMENTS // per_draw))
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    sizes = _chunk_sizes(n_draws, chunk_size)
+    tasks = []
+    for model, root in zip(models, seeds):
+        for secret, secret_seed in zip(secrets, root.spawn(len(secrets))):
+            for size, seed in zip(sizes, secret_seed.spawn(len(sizes))):
+                tasks.append((model, secret, query, size, seed))
+    return tasks, len(sizes)
+
+
+def _assemble(results: list[np.ndarray], n_models: int, n_secrets: int, per_secret: int, query: Query) -> np.ndarray:
+    k = {r.shape[1] for r in results}
+    if len(k) != 1:
+        raise ValidationError(f"query {query.name!r} must return the same number of components for every secret; got {sorted(k)}")
+    blocks = [np.concatenate(results[i * per_secret:(i + 1) * per_secret]) for i in range(n_models * n_secrets)]
+    return np.stack(blocks).reshape(n_models, n_secrets, *blocks[0].shape)
+
+
+def _prepare_seed(root: np.random.SeedSequence) -> np.random.SeedSequence:
+    """A seed for :meth:`DataModel.prepare` that leaves the sampling seeds
+    (``root.spawn(...)`` children) unchanged."""
+    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 0x5EED_0F))
 
 
 def draw_query_samples(
@@ -51,7 +118,7 @@ def draw_query_samples(
     *,
     n_draws: int,
     rng: RNGLike = None,
-    executor: Executor | None = None,
+    executor: Any = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
 ) -> np.ndarray:
@@ -59,47 +126,24 @@ def draw_query_samples(
 
     Seeds are spawned per secret and per chunk from ``rng``; the chunking
     depends only on ``n_draws`` and ``chunk_size``, so the numbers are the same
-    whichever executor runs the tasks.
+    whichever executor runs the tasks. ``model`` must already be prepared
+    (:meth:`DataModel.prepare`).
     """
-    if chunk_size is None:
-        per_draw = model.n_records * max(len(query.columns), 1)
-        chunk_size = max(1, min(n_draws, CHUNK_ELEMENTS // per_draw))
-    chunk_size = check_positive_int(chunk_size, "chunk_size")
-    sizes = _chunk_sizes(n_draws, chunk_size)
     root = as_seed_sequence(rng)
-    tasks = []
-    for secret, secret_seed in zip(secrets, root.spawn(len(secrets))):
-        for size, seed in zip(sizes, secret_seed.spawn(len(sizes))):
-            tasks.append(_Task(model, secret, query, size, seed))
-    show = progress if progress is not None else (len(tasks) >= 20 and sys.stderr.isatty() and not os.environ.get("CI"))
-    if executor is None:
-        results = []
-        for i, t in enumerate(tasks):
-            results.append(_run(t))
-            if show:
-                print(f"\rcalibrating: {i + 1}/{len(tasks)} tasks", end="", file=sys.stderr, flush=True)
-        if show:
-            print(file=sys.stderr)
-    else:
-        if not isinstance(executor, Executor):
-            raise ParameterTypeError(f"executor must be None or a concurrent.futures.Executor; got {type(executor).__name__}")
-        results = list(executor.map(_run, tasks))
-    k = {r.shape[1] for r in results}
-    if len(k) != 1:
-        raise ValidationError(f"query {query.name!r} must return the same number of components for every secret; got {sorted(k)}")
-    per_secret = len(sizes)
-    return np.stack([np.concatenate(results[i * per_secret:(i + 1) * per_secret]) for i in range(len(secrets))])
+    tasks, per_secret = _plan([model], secrets, query, n_draws, [root], chunk_size)
+    results = _map(tasks, executor, _Progress(len(tasks), progress))
+    return _assemble(results, 1, len(secrets), per_secret, query)[0]
 
 
 def calibrate(
-    model: DataModel,
+    model: DataModel | DataModelFamily,
     pairs: SecretPair | Sequence[SecretPair],
     query: Query,
     *,
     n_draws: int,
     rng: RNGLike = None,
     confidence: float | None = 0.95,
-    executor: Executor | None = None,
+    executor: Any = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
 ) -> Calibration:
@@ -107,8 +151,11 @@ def calibrate(
 
     Parameters
     ----------
-    model : DataModel
-        Θ: draws datasets conditioned on a secret.
+    model : DataModel or DataModelFamily
+        Θ: draws datasets conditioned on a secret. For a family every member
+        θ is calibrated; the result is the member with the largest L2
+        sensitivity bound, with all members in ``Calibration.family``, and
+        the bounds of all members hold jointly with probability ``confidence``.
     pairs : SecretPair or sequence of SecretPair
         Discriminative pairs; every secret in them is sampled ``n_draws`` times.
     query : Query
@@ -122,8 +169,11 @@ def calibrate(
         CLT normal interval (recorded as the assumption ``monte_carlo_clt``).
         ``None`` gives a plug-in calibration whose bounds are the estimates,
         as the papers use; guarantees on it carry ``estimated_moments``.
-    executor : concurrent.futures.Executor, optional
-        Runs the (secret, chunk) tasks; the model and query must then pickle.
+    executor : concurrent.futures.Executor or dask.distributed.Client, optional
+        Runs the (θ, secret, chunk) tasks; the model and query must then
+        pickle. ``None`` runs serially. Seeds are fixed per task before any
+        runs, so every executor gives the same numbers. A dask client gets
+        each model scattered once and tasks submitted with ``pure=False``.
     chunk_size : int, optional
         Draws per task; bounds memory to ``chunk_size × n_records × columns``.
     progress : bool, optional
@@ -134,24 +184,52 @@ def calibrate(
     -------
     Calibration
     """
-    if not isinstance(model, DataModel):
-        raise ParameterTypeError(f"model must be a bayespriv DataModel; got {type(model).__name__}")
+    if not isinstance(model, (DataModel, DataModelFamily)):
+        raise ParameterTypeError(f"model must be a bayespriv DataModel or DataModelFamily; got {type(model).__name__}")
     if not isinstance(query, Query):
         raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
     pairs = as_pairs(pairs)
     n_draws = check_positive_int(n_draws, "n_draws", minimum=2)
     confidence = check_confidence(confidence)
-    missing = [c for c in query.columns if c not in model.columns]
+    family = isinstance(model, DataModelFamily)
+    members = list(model.members) if family else [model]
+    missing = [c for c in query.columns if c not in members[0].columns]
     if missing:
-        raise ValidationError(f"query columns must be columns of the data model {list(model.columns)!r}; got {missing!r}")
+        raise ValidationError(f"query columns must be columns of the data model {list(members[0].columns)!r}; got {missing!r}")
     secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
-    for s in secrets:
-        model.check_secret(s)
-    samples = draw_query_samples(
-        model, secrets, query, n_draws=n_draws, rng=rng, executor=executor, chunk_size=chunk_size, progress=progress
-    )
-    return calibration_from_samples(samples, secrets, pairs, query, confidence=confidence,
-                                    n_records=model.n_records, theta=model.theta or None)
+    for m in members:
+        for s in secrets:
+            m.check_secret(s)
+    root = as_seed_sequence(rng)
+    # Seeds: a single model keeps root -> secret -> chunk; a family adds a θ level first.
+    seeds = root.spawn(len(members)) if family else [root]
+    prepared = [m.prepare(secrets, np.random.default_rng(_prepare_seed(seed))) for m, seed in zip(members, seeds)]
+    tasks, per_secret = _plan(prepared, secrets, query, n_draws, seeds, chunk_size)
+    label = f"calibrating {len(members)} models" if family else "calibrating"
+    results = _map(tasks, executor, _Progress(len(tasks), progress, label))
+    samples = _assemble(results, len(prepared), len(secrets), per_secret, query)
+    k = samples.shape[-1]
+    n_events = len(prepared) * _events(len(secrets), k)
+    cals = [
+        calibration_from_samples(samples[i], secrets, pairs, query, confidence=confidence, n_records=m.n_records,
+                                 theta=m.theta or None, n_events=n_events, diagnostics=dict(m.diagnostics))
+        for i, m in enumerate(prepared)
+    ]
+    if not family:
+        return cals[0]
+    worst = int(np.argmax([c.pair_sensitivities(2, bound=True).max() for c in cals]))
+    diagnostics = dict(cals[worst].diagnostics)
+    diagnostics["family"] = {
+        "members": len(cals),
+        "covers": model.covers,
+        "worst_theta": dict(cals[worst].theta or {}),
+    }
+    return replace(cals[worst], family=tuple(cals), diagnostics=diagnostics)
+
+
+def _events(n_secrets: int, k: int) -> int:
+    """Intervals per member: a mean per component and a covariance entry per pair of components."""
+    return n_secrets * k + n_secrets * k * (k + 1) // 2
 
 
 def calibration_from_samples(
@@ -163,11 +241,18 @@ def calibration_from_samples(
     confidence: float | None,
     n_records: int | None = None,
     theta: Any = None,
+    n_events: int | None = None,
+    diagnostics: Mapping[str, Any] | None = None,
 ) -> Calibration:
-    """Summarise samples ``(S, n_draws, k)`` into a :class:`Calibration`."""
+    """Summarise samples ``(S, n_draws, k)`` into a :class:`Calibration`.
+
+    ``n_events`` is the number of intervals the Bonferroni split covers
+    (default: this calibration's; a family passes the total over members).
+    """
     S, n, k = samples.shape
     means, covs, mean_se, cov_se = sample_moments(samples)
-    n_events = S * k + S * k * (k + 1) // 2
+    if n_events is None:
+        n_events = _events(S, k)
     names = query.component_names(k) if query is not None else tuple(f"F[{i}]" for i in range(k))
     return Calibration(
         secrets=tuple(secrets),
@@ -184,4 +269,5 @@ def calibration_from_samples(
         sample_array=samples,
         component_names=names,
         theta=theta,
+        diagnostics=dict(diagnostics or {}),
     )

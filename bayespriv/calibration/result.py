@@ -16,11 +16,18 @@ from .._validation import described, check_covariance, check_finite_array, fail
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from ..secrets import Secret, SecretPair, as_pairs
+from .constraints import PairConstraints
 from .moments import bonferroni_z, loewner_lower
 
 __all__ = ["Calibration"]
 
 _ORDS = {1: 1, 2: 2, "inf": np.inf, np.inf: np.inf}
+
+
+def _theta_label(theta: Mapping[str, Any] | None) -> str:
+    if not theta:
+        return "θ"
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in theta.items())
 
 
 def _ord(ord_: Any) -> float:
@@ -62,6 +69,11 @@ class Calibration:
     theta : dict or None
         Parameters of the data model (the worst θ for families).
     diagnostics : dict
+    family : tuple of Calibration
+        For a :class:`~bayespriv.DataModelFamily`: one calibration per member θ
+        (this object is the member with the largest L2 sensitivity bound, and
+        its arrays are that member's). Empty for a single model. Every bound of
+        every member holds jointly with probability ``confidence``.
     """
 
     secrets: tuple[Secret, ...]
@@ -79,6 +91,7 @@ class Calibration:
     component_names: tuple[str, ...] = ()
     theta: Mapping[str, Any] | None = None
     diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    family: tuple["Calibration", ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if self.sample_array is not None:
@@ -187,11 +200,14 @@ class Calibration:
     @property
     def assumptions(self) -> tuple[str, ...]:
         """Assumptions every guarantee built on this calibration inherits."""
+        out: tuple[str, ...] = ()
         if self.plug_in:
-            return ("estimated_moments",)
-        if self.n_draws is not None:
-            return ("monte_carlo_clt",)
-        return ()
+            out = ("estimated_moments",)
+        elif self.n_draws is not None:
+            out = ("monte_carlo_clt",)
+        if self.diagnostics.get("family", {}).get("covers") == "corners":
+            out += ("extremes_at_grid",)
+        return out
 
     # -- bounds ------------------------------------------------------------------------------
     def mean_box(self) -> tuple[np.ndarray, np.ndarray]:
@@ -215,20 +231,52 @@ class Calibration:
         return np.array([np.linalg.norm(self.difference(p, bound=bound), o) for p in self.pairs])
 
     def sensitivity(self, ord: Any = 2, *, bound: bool = False) -> float:
-        """Largest distance between the means of a pair, Δ_{E,ord}.
+        """Largest distance between the means of a pair, Δ_{E,ord}, over pairs
+        and (for families) over every θ.
 
         With ``bound=True``: an upper bound holding with probability ``confidence``.
         """
-        return float(self.pair_sensitivities(ord, bound=bound).max())
+        return float(max(m.pair_sensitivities(ord, bound=bound).max() for m in self.members))
+
+    @property
+    def members(self) -> tuple["Calibration", ...]:
+        """Per-θ calibrations of a family; ``(self,)`` for a single model."""
+        return self.family or (self,)
+
+    @property
+    def is_family(self) -> bool:
+        return bool(self.family)
 
     @property
     def worst_pair(self) -> SecretPair:
-        """The pair with the largest (bounded) L2 mean difference."""
+        """The pair with the largest (bounded) L2 mean difference (at the worst θ)."""
         return self.pairs[int(np.argmax(self.pair_sensitivities(2, bound=True)))]
 
     @property
     def worst_theta(self) -> Mapping[str, Any] | None:
+        """Parameters of the member with the largest L2 sensitivity bound (for
+        families; mechanisms name their own worst θ per their formula), or the
+        model's θ."""
         return self.theta
+
+    def pair_constraints(self) -> PairConstraints:
+        """Every (θ, pair) condition with its conservative box and covariance
+        lower bounds (see :mod:`bayespriv.calibration.constraints`)."""
+        labels, pairs, thetas, diffs, halfs, cas, cbs = [], [], [], [], [], [], []
+        for m in self.members:
+            lows = loewner_lower(m.cov_array, m.cov_se, m.z)
+            prefix = _theta_label(m.theta) + ": " if self.is_family else ""
+            for p in m.pairs:
+                ia, ib = m.index(p.a), m.index(p.b)
+                labels.append(prefix + p.label)
+                pairs.append(p)
+                thetas.append(m.theta)
+                diffs.append(m.mean_array[ia] - m.mean_array[ib])
+                halfs.append(m.z * (m.mean_se[ia] + m.mean_se[ib]))
+                cas.append(lows[ia])
+                cbs.append(lows[ib])
+        return PairConstraints(tuple(labels), tuple(pairs), tuple(thetas), np.stack(diffs), np.stack(halfs),
+                               np.stack(cas), np.stack(cbs), self.confidence)
 
     def cov_lower(self, secret: Secret) -> np.ndarray:
         """A matrix below Cov(F | secret) in the Loewner order (on the calibration's event)."""
@@ -238,25 +286,30 @@ class Calibration:
     def variance(self, *, bound: bool = False) -> np.ndarray:
         """Smallest conditional variance of each component over the secrets;
         with ``bound=True`` a lower bound (diagonal of the Loewner bounds)."""
-        if bound:
-            lows = loewner_lower(self.cov_array, self.cov_se, self.z)
-        else:
-            lows = self.cov_array
-        return np.diagonal(lows, axis1=1, axis2=2).min(axis=0)
+        per = []
+        for m in self.members:
+            lows = loewner_lower(m.cov_array, m.cov_se, m.z) if bound else m.cov_array
+            per.append(np.diagonal(lows, axis1=1, axis2=2).min(axis=0))
+        return np.min(per, axis=0)
 
     # -- presentation ------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:
-        """One row per pair: L1/L2 sensitivities (estimate and bound)."""
+        """One row per pair (per θ and pair for families): L1/L2 sensitivities
+        (estimate and bound)."""
         rows = []
-        for p, e1, b1, e2, b2 in zip(
-            self.pairs,
-            self.pair_sensitivities(1),
-            self.pair_sensitivities(1, bound=True),
-            self.pair_sensitivities(2),
-            self.pair_sensitivities(2, bound=True),
-        ):
-            rows.append({"pair": p.label, "L1": e1, "L1 bound": b1, "L2": e2, "L2 bound": b2})
-        return pd.DataFrame(rows).set_index("pair")
+        for m in self.members:
+            for p, e1, b1, e2, b2 in zip(
+                m.pairs,
+                m.pair_sensitivities(1),
+                m.pair_sensitivities(1, bound=True),
+                m.pair_sensitivities(2),
+                m.pair_sensitivities(2, bound=True),
+            ):
+                row = {"pair": p.label, "L1": e1, "L1 bound": b1, "L2": e2, "L2 bound": b2}
+                if self.is_family:
+                    row = {"theta": _theta_label(m.theta), **row}
+                rows.append(row)
+        return pd.DataFrame(rows).set_index(["theta", "pair"] if self.is_family else "pair")
 
     def moments_table(self) -> pd.DataFrame:
         """One row per (secret, component): mean, its s.e., variance, its lower bound."""
@@ -273,13 +326,19 @@ class Calibration:
     def __repr__(self) -> str:
         how = "exact" if self.exact else ("plug-in" if self.plug_in else f"confidence={self.confidence}")
         q = self.query.name if self.query is not None else "-"
+        fam = f", family of {len(self.family)} (worst θ {_theta_label(self.theta)})" if self.is_family else ""
         return (f"Calibration(query={q!r}, secrets={len(self.secrets)}, pairs={len(self.pairs)}, k={self.k}, "
                 f"n_draws={self.n_draws}, {how}, sensitivity L2={self.sensitivity(2):.4g} "
-                f"(bound {self.sensitivity(2, bound=True):.4g}))")
+                f"(bound {self.sensitivity(2, bound=True):.4g}){fam})")
 
     def _repr_html_(self) -> str:
         head = html.escape(repr(self))
-        diag = ""
-        if self.diagnostics:
-            diag = "<p><b>diagnostics</b>: " + html.escape(", ".join(f"{k}={v}" for k, v in self.diagnostics.items())) + "</p>"
+        parts = []
+        for key, value in self.diagnostics.items():
+            if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
+                table = pd.DataFrame.from_dict(dict(value), orient="index")
+                parts.append(f"<p><b>{html.escape(str(key))}</b></p>{table.to_html(float_format='%.4g')}")
+            else:
+                parts.append(f"<p><b>{html.escape(str(key))}</b>: {html.escape(str(value))}</p>")
+        diag = "".join(parts)
         return f"<div><p><code>{head}</code></p>{self.summary().to_html(float_format='%.4g')}{diag}</div>"

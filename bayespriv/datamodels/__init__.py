@@ -2,7 +2,8 @@
 
 from .base import DataModel
 from .empirical import EmpiricalDataModel
+from .family import DataModelFamily
 from .function import FunctionDataModel
 from .gaussian import GaussianDataModel
 
-__all__ = ["DataModel", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel"]
+__all__ = ["DataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel"]

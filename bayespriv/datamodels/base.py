@@ -70,6 +70,23 @@ class DataModel(abc.ABC):
         else:
             raise UnsupportedSecretError(f"secret must be a DatasetSecret or DistributionSecret; got {type(secret).__name__}")
 
+    # -- preparation -------------------------------------------------------------------
+    def prepare(self, secrets: Sequence[Secret], rng: np.random.Generator) -> "DataModel":
+        """Called once by :func:`~bayespriv.calibrate` before any sampling task.
+
+        Returns the model to sample from (default: ``self``). Models that need
+        inference per secret (e.g. MCMC for a dataset secret) run it here and
+        return a *new* model holding what sampling needs; it must pickle, since
+        executors ship it to workers. Raise
+        :class:`~bayespriv.errors.ConvergenceError` when that inference fails.
+        """
+        return self
+
+    @property
+    def diagnostics(self) -> Mapping[str, Any]:
+        """Diagnostics of :meth:`prepare` (copied into ``Calibration.diagnostics``)."""
+        return {}
+
     # -- sampling ----------------------------------------------------------------------
     def sample(
         self, secret: Secret | None, n_draws: int, rng: RNGLike = None, *, columns: Sequence[str] | None = None

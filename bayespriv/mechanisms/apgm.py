@@ -64,13 +64,16 @@ class APGM(Mechanism):
         super().__init__(calibration, epsilon=epsilon, delta=delta)
         self.gaussian_calibration = gaussian_calibration
         self.radius = check_gaussian_params(self, gaussian_calibration)
-        rows = []
-        for pair in calibration.pairs:
-            delta_ab = float(np.linalg.norm(calibration.difference(pair, bound=True)))
-            v_ab = min(float(np.linalg.eigvalsh(calibration.cov_lower(s)).min()) for s in pair.secrets)
-            v_ab = max(0.0, v_ab)  # a covariance is PSD: a negative lower bound only means "no credit"
-            sigma2 = 0.0 if delta_ab == 0 else max(0.0, (delta_ab / self.radius) ** 2 - v_ab)
-            rows.append((pair.label, delta_ab, v_ab, sigma2))
-        self.pair_table = pd.DataFrame(rows, columns=["pair", "sensitivity", "variance", "sigma2"]).set_index("pair")
-        self.sigma2 = float(self.pair_table["sigma2"].max())
+        cons = calibration.pair_constraints()
+        delta_ab = np.linalg.norm(cons.upper, axis=1)
+        lam = np.minimum(np.linalg.eigvalsh(cons.cov_a)[:, 0], np.linalg.eigvalsh(cons.cov_b)[:, 0])
+        v_ab = np.maximum(lam, 0.0)  # a covariance is PSD: a negative lower bound only means "no credit"
+        sigma2 = np.where(delta_ab == 0, 0.0, np.maximum(0.0, (delta_ab / self.radius) ** 2 - v_ab))
+        self.pair_table = pd.DataFrame(
+            {"pair": cons.labels, "sensitivity": delta_ab, "variance": v_ab, "sigma2": sigma2}
+        ).set_index("pair")
+        worst = int(np.argmax(sigma2))
+        #: θ of the constraint that sets the noise (for families).
+        self.worst_theta = cons.thetas[worst]
+        self.sigma2 = float(sigma2[worst])
         self._set_gaussian(self.sigma2 * np.eye(self.k))
