@@ -7,7 +7,7 @@ Public names only; see DESIGN.md for the data flow
 from . import accounting, mechanisms
 from .accounting import Ledger, VariableRelease, epsilon_on, epsilon_table, subset_count_table
 from .calibration import Calibration, calibrate
-from .datamodels import DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
+from .datamodels import BayesNetDataModel, DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
 from .errors import (
     BayesPrivError,
     BayesPrivWarning,
@@ -34,6 +34,7 @@ __all__ = [
     "subset_count_table",
     "Calibration",
     "calibrate",
+    "BayesNetDataModel",
     "DataModel",
     "DataModelFamily",
     "EmpiricalDataModel",

@@ -1,9 +1,10 @@
 """Θ adapters: the only place that imports pymc / pgmpy."""
 
 from .base import DataModel
+from .bayesnet import BayesNetDataModel
 from .empirical import EmpiricalDataModel
 from .family import DataModelFamily
 from .function import FunctionDataModel
 from .gaussian import GaussianDataModel
 
-__all__ = ["DataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel"]
+__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel"]

@@ -1,0 +1,732 @@
+"""Θ as a pgmpy Bayesian network: records are i.i.d. draws from the network.
+
+Two kinds of network are supported:
+
+* :class:`pgmpy.models.DiscreteBayesianNetwork` (tabular CPDs). Sampling is
+  done here with NumPy on the CPD arrays (ancestral order, inverse CDF with one
+  uniform per record), vectorized over draws × records; pgmpy's own sampler is
+  never called.
+* :class:`pgmpy.models.LinearGaussianBayesianNetwork`. The records are then
+  i.i.d. from the network's joint Gaussian (computed here from the CPDs), and
+  sampling and closed-form moments are those of
+  :class:`~bayespriv.datamodels.gaussian.GaussianDataModel`.
+
+The user's network is copied at construction and never mutated: distribution
+secrets act on modified copies (one per secret, cached).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .._validation import fail
+from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
+from ..queries import Batch, Query
+from ..secrets import DatasetSecret, DistributionSecret, Secret, share_count
+from .base import DataModel
+from .gaussian import GaussianDataModel
+
+__all__ = ["BayesNetDataModel"]
+
+#: Largest joint table (entries) built over an ancestral set, for conditioning
+#: on a dataset secret and for closed-form moments (~32 MB of float64).
+MAX_JOINT_ENTRIES = 2**22
+
+_DISCRETE_PARAMETER = re.compile(r"^\s*P\(\s*(?P<node>[^=|]+?)\s*=\s*(?P<state>[^|]*?)\s*(?:\|\s*(?P<given>.*?)\s*)?\)\s*$")
+_GAUSSIAN_PARAMETER = re.compile(r"^\s*(?P<node>.+?)\.(?:(?P<kind>intercept|std)|coef\[\s*(?P<parent>.+?)\s*\])\s*$")
+
+
+# -- discrete networks -------------------------------------------------------------------
+def _column_values(states: Sequence[Any]) -> np.ndarray:
+    """State index -> column value: float for numeric states, bool for booleans, else str."""
+    if all(isinstance(s, (bool, np.bool_)) for s in states):
+        return np.array(states, dtype=bool)
+    if all(isinstance(s, numbers.Real) and not isinstance(s, (bool, np.bool_)) for s in states):
+        return np.array(states, dtype=np.float64)
+    return np.array([str(s) for s in states], dtype=str)
+
+
+@dataclass(frozen=True, eq=False)
+class _DiscreteNet:
+    """A compiled discrete network (nodes in topological order).
+
+    ``probs[i]`` has axes ``(*parents[i], i)``: P(node i = last index | parents);
+    ``cdfT[i]`` is its cumulative sum over the last axis, reshaped to
+    ``(card_i, prod parent cards)`` (row j: P(node ≤ j | parent configuration),
+    the last row exactly 1).
+    """
+
+    nodes: tuple[str, ...]
+    parents: tuple[tuple[int, ...], ...]
+    cards: tuple[int, ...]
+    states: tuple[tuple[Any, ...], ...]
+    probs: tuple[np.ndarray, ...]
+    cdfT: tuple[np.ndarray, ...]
+    values: tuple[np.ndarray, ...]
+    cache: dict = field(default_factory=dict, repr=False)
+
+    def index(self, node: str) -> int:
+        return self.nodes.index(node)
+
+    def closure(self, idx: Sequence[int]) -> list[int]:
+        """The ancestral closure of ``idx``, in topological order."""
+        todo, seen = list(idx), set(idx)
+        while todo:
+            for p in self.parents[todo.pop()]:
+                if p not in seen:
+                    seen.add(p)
+                    todo.append(p)
+        return sorted(seen)
+
+    def ancestors(self, i: int) -> list[int]:
+        return [j for j in self.closure([i]) if j != i]
+
+    def joint(self, subset: Sequence[int]) -> np.ndarray:
+        """Exact joint table over ``subset`` (axes in the order given).
+
+        Built as the product of the CPDs over the ancestral closure of
+        ``subset``, then summed over the closure's other nodes.
+        """
+        closed = self.closure(subset)
+        size = math.prod(self.cards[j] for j in closed)
+        if size > MAX_JOINT_ENTRIES:
+            raise UnsupportedSecretError(
+                f"the joint table over the ancestral set {[self.nodes[j] for j in closed]!r} must have at most "
+                f"{MAX_JOINT_ENTRIES} entries to condition exactly; got {size}"
+            )
+        pos = {j: a for a, j in enumerate(closed)}
+        joint = np.ones([self.cards[j] for j in closed])
+        for j in closed:
+            axes = [pos[p] for p in self.parents[j]] + [pos[j]]
+            order = np.argsort(axes)
+            shape = [1] * len(closed)
+            for a in axes:
+                shape[a] = self.cards[closed[a]]
+            joint = joint * self.probs[j].transpose(order).reshape(shape)
+        keep = [pos[j] for j in subset]
+        drop = tuple(a for a in range(len(closed)) if a not in keep)
+        out = joint.sum(axis=drop) if drop else joint
+        remaining = [a for a in range(len(closed)) if a in keep]
+        return out.transpose([remaining.index(a) for a in keep])
+
+    def marginal(self, i: int) -> np.ndarray:
+        key = ("marginal", i)
+        if key not in self.cache:
+            p = self.joint([i])
+            self.cache[key] = p / p.sum()
+        return self.cache[key]
+
+    def draw_node(self, i: int, idx: Mapping[int, np.ndarray], u: np.ndarray) -> np.ndarray:
+        """State indices of node ``i`` given its parents' (inverse CDF, one uniform each).
+
+        State j is drawn iff P(node < j | pa) ≤ u < P(node ≤ j | pa): count the
+        cumulative probabilities at most ``u`` among the first ``card − 1``
+        (the last is exactly 1 > u). The loop runs over the node's states, not
+        over records.
+        """
+        cdfT = self.cdfT[i]
+        if not self.parents[i]:
+            return np.searchsorted(cdfT[:, 0], u, side="right").astype(np.intp)
+        pidx = np.zeros(u.shape, dtype=np.intp)
+        for p in self.parents[i]:
+            pidx *= self.cards[p]
+            pidx += idx[p]
+        state = np.zeros(u.shape, dtype=np.intp)
+        for j in range(self.cards[i] - 1):
+            state += u >= cdfT[j][pidx]
+        return state
+
+    def forward(self, needed: Sequence[int], idx: dict[int, np.ndarray], shape: tuple[int, ...], rng: np.random.Generator) -> None:
+        """Forward-sample every node of ``needed`` (topological order) not yet in ``idx``."""
+        for i in needed:
+            if i not in idx:
+                idx[i] = self.draw_node(i, idx, rng.random(shape))
+
+
+def _compile_discrete(network: Any) -> _DiscreteNet:
+    order = list(nx.topological_sort(network))
+    pos = {v: i for i, v in enumerate(order)}
+    cpds = {v: network.get_cpds(v) for v in order}
+    states = {v: list(cpds[v].state_names[v]) for v in order}
+    parents, probs, cdfT, values = [], [], [], []
+    for v in order:
+        cpd = cpds[v]
+        ev = list(cpd.variables[1:])
+        if set(ev) != set(network.get_parents(v)):
+            raise fail("network", f"a network whose CPD of {v!r} is conditioned on its parents {list(network.get_parents(v))!r}", ev)
+        for p in ev:
+            if list(cpd.state_names[p]) != states[p]:
+                raise fail("network", f"a network with the same state names of {p!r} in every CPD", cpd.state_names[p])
+        table = np.moveaxis(np.asarray(cpd.values, dtype=float), 0, -1)
+        if not np.all(np.isfinite(table)) or np.any(table < 0):
+            raise fail("network", f"a network with finite non-negative probabilities in the CPD of {v!r}", table)
+        total = table.sum(axis=-1, keepdims=True)
+        if np.any(np.abs(total - 1.0) > 1e-6):
+            raise fail("network", f"a network whose CPD of {v!r} sums to 1 in every parent configuration", total.ravel())
+        table = table / total
+        card = table.shape[-1]
+        cdf = np.cumsum(table.reshape(-1, card), axis=1)
+        cdf = cdf / cdf[:, -1:]  # last column exactly 1
+        parents.append(tuple(pos[p] for p in ev))
+        probs.append(table)
+        cdfT.append(np.ascontiguousarray(cdf.T))
+        values.append(_column_values(states[v]))
+    return _DiscreteNet(
+        nodes=tuple(order),
+        parents=tuple(parents),
+        cards=tuple(len(states[v]) for v in order),
+        states=tuple(tuple(states[v]) for v in order),
+        probs=tuple(probs),
+        cdfT=tuple(cdfT),
+        values=tuple(values),
+    )
+
+
+def _match_state(states: Sequence[Any], wanted: Any, *, text: bool) -> list[int]:
+    """Indices of the states equal to ``wanted`` (by value; or by text when ``text``)."""
+    hits = []
+    for j, s in enumerate(states):
+        try:
+            equal = bool(s == wanted)
+        except Exception:  # noqa: BLE001 - exotic state objects
+            equal = False
+        if not equal and text and isinstance(wanted, str):
+            equal = str(s) == wanted
+            if not equal and isinstance(s, numbers.Real) and not isinstance(s, (bool, np.bool_)):
+                try:
+                    equal = float(wanted) == float(s)
+                except ValueError:
+                    equal = False
+        if equal:
+            hits.append(j)
+    if not hits and not text and isinstance(wanted, str):
+        hits = [j for j, s in enumerate(states) if str(s) == wanted]
+    return hits
+
+
+# -- linear Gaussian networks -----------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class _GaussianNet:
+    """The joint Gaussian of a linear Gaussian network (columns in the model's order)."""
+
+    columns: tuple[str, ...]
+    mean: np.ndarray
+    cov: np.ndarray
+
+
+def _compile_gaussian(network: Any, columns: tuple[str, ...]) -> _GaussianNet:
+    """Joint N(μ, Σ) of x = c + W x + D ε: μ = L c, Σ = L D² Lᵀ with L = (I − W)⁻¹.
+
+    Computed here (not with pgmpy's ``to_joint_gaussian``, which rounds its
+    result to 8 decimals); nodes in topological order make W strictly lower
+    triangular.
+    """
+    order = list(nx.topological_sort(network))
+    pos = {v: i for i, v in enumerate(order)}
+    m = len(order)
+    c, W, d = np.zeros(m), np.zeros((m, m)), np.zeros(m)
+    for v in order:
+        cpd = network.get_cpds(v)
+        if cpd is None:
+            raise fail("network", "a network with a CPD for every node", f"no CPD for {v!r}")
+        beta = np.asarray(cpd.beta, dtype=float).ravel()
+        ev = list(cpd.evidence)
+        if set(ev) != set(network.get_parents(v)) or beta.size != len(ev) + 1:
+            raise fail(
+                "network",
+                f"a network whose CPD of {v!r} has an intercept and one coefficient per parent {list(network.get_parents(v))!r}",
+                {"evidence": ev, "beta": beta.tolist()},
+            )
+        std = float(cpd.std)
+        if not (np.all(np.isfinite(beta)) and math.isfinite(std) and std >= 0):
+            raise fail("network", f"a network with finite coefficients and a standard deviation >= 0 for {v!r}", (beta.tolist(), std))
+        i = pos[v]
+        c[i] = beta[0]
+        for p, b in zip(ev, beta[1:]):
+            W[i, pos[p]] = b
+        d[i] = std
+    L = np.linalg.solve(np.eye(m) - W, np.eye(m))
+    mu = L @ c
+    LD = L * d
+    cov = LD @ LD.T
+    perm = [pos[col] for col in columns]
+    cov = cov[np.ix_(perm, perm)]
+    return _GaussianNet(columns, mu[perm], 0.5 * (cov + cov.T))
+
+
+# -- the data model ----------------------------------------------------------------------
+class BayesNetDataModel(DataModel):
+    """Θ = a pgmpy Bayesian network; a dataset is ``n_records`` i.i.d. records from it.
+
+    The columns are the network's nodes. For a discrete network a column holds
+    the state names of its node: float arrays when every state name is a number
+    (so :func:`bayespriv.mean` works), boolean arrays for boolean states, and
+    string arrays otherwise (so predicates such as
+    ``lambda b: b["gender"] == "female"`` work on whole batches).
+
+    Parameters
+    ----------
+    network : pgmpy DiscreteBayesianNetwork or LinearGaussianBayesianNetwork
+        With a CPD for every node, passing ``check_model()``; node names must
+        be strings. The model keeps its own copy.
+    n_records : int
+    theta : dict, optional
+        Parameters naming this model inside a family.
+
+    Notes
+    -----
+    Secrets the model can condition on:
+
+    **Dataset secrets, discrete networks** —
+    ``DatasetSecret.proportion(node, state, p)``: exactly ``k = p·n`` records
+    (an integer, :func:`~bayespriv.secrets.share_count`) have ``node == state``
+    and the other ``n − k`` have a state drawn from P(node | node ≠ state);
+    their positions are a uniformly random permutation in every draw. Given the
+    node's value ``v`` of a record, every other column of that record is drawn
+    exactly from P(· | node = v): the node's ancestors jointly from the exact
+    table P(ancestors | node = v) (the product of the CPDs over the ancestral
+    set, summed over ancestors no requested column needs, at most
+    :data:`MAX_JOINT_ENTRIES` entries), then every other needed node forward in
+    topological order (P(X | node = v) = P(ancestors | v) · Π_rest P(x_j | pa_j)
+    because the ancestral set is closed under taking parents). Records are
+    grouped by their assigned state: the work is vectorized over draws ×
+    records, with loops only over states and nodes. Given the node's values the
+    records are independent, so this is the i.i.d. model conditioned on the
+    count event.
+
+    **Dataset secrets, linear Gaussian networks** —
+    ``DatasetSecret.mean(node, a)``: the records' joint Gaussian conditioned on
+    the node's sample mean being ``a``, exactly (Matheron's rule, see
+    :class:`~bayespriv.datamodels.gaussian.GaussianDataModel`).
+
+    **Distribution secrets** — ``DistributionSecret(parameter, value)`` draws
+    from a copy of the network with one CPD parameter set to ``value``
+    (the copy is cached per secret; :meth:`network_for` returns it). Parameter
+    names:
+
+    * discrete, root node: ``"P(node=state)"`` — the probability of ``state``;
+      the other states' probabilities are rescaled proportionally so that they
+      sum to ``1 − value``;
+    * discrete, node with parents: ``"P(node=state | parent1=s1, parent2=s2)"``
+      — the entry of the CPD column for that parent configuration (every
+      parent must be named, in any order); the column's other entries are
+      rescaled proportionally;
+    * linear Gaussian: ``"node.intercept"``, ``"node.std"`` (the standard
+      deviation, ≥ 0, as pgmpy's ``LinearGaussianCPD``) and
+      ``"node.coef[parent]"``.
+
+    States are matched by their text (``str(state)``, or numerically for
+    numeric states: ``"P(gender=1)"`` names state ``1``). Node and state names
+    used in a discrete parameter must not contain ``=``, ``|`` or ``,``.
+    :meth:`parameter_names` lists every valid name.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> from pgmpy.models import DiscreteBayesianNetwork
+    >>> from pgmpy.factors.discrete import TabularCPD
+    >>> net = DiscreteBayesianNetwork([("gender", "height")])
+    >>> net.add_cpds(
+    ...     TabularCPD("gender", 2, [[0.5], [0.5]], state_names={"gender": ["female", "male"]}),
+    ...     TabularCPD("height", 2, [[0.7, 0.3], [0.3, 0.7]], evidence=["gender"], evidence_card=[2],
+    ...                state_names={"height": [160.0, 180.0], "gender": ["female", "male"]}))
+    >>> from bayespriv.datamodels.bayesnet import BayesNetDataModel
+    >>> model = BayesNetDataModel(net, n_records=10)
+    >>> batch = model.sample(bp.DatasetSecret.proportion("gender", "female", 0.3), 4, rng=0)
+    >>> (batch["gender"] == "female").sum(axis=1).tolist()
+    [3, 3, 3, 3]
+    >>> model.moments(bp.DistributionSecret("P(gender=female)", 0.2), bp.mean("height"))[0]
+    array([172.4])
+    """
+
+    def __init__(self, network: Any, *, n_records: int, theta: Mapping[str, Any] | None = None) -> None:
+        from pgmpy.models import DiscreteBayesianNetwork, LinearGaussianBayesianNetwork
+
+        if isinstance(network, LinearGaussianBayesianNetwork):
+            self.kind = "gaussian"
+        elif isinstance(network, DiscreteBayesianNetwork):
+            self.kind = "discrete"
+        else:
+            raise ParameterTypeError(
+                "network must be a pgmpy DiscreteBayesianNetwork or LinearGaussianBayesianNetwork; "
+                f"got {type(network).__name__}"
+            )
+        nodes = list(network.nodes())
+        if not nodes:
+            raise fail("network", "a network with at least one node", nodes)
+        bad = [v for v in nodes if not isinstance(v, str)]
+        if bad:
+            raise fail("network", "a network whose node names are strings (they become column names)", bad)
+        network = network.copy()
+        try:
+            network.check_model()
+        except Exception as exc:  # noqa: BLE001 - pgmpy raises ValueError or others
+            raise ValidationError(f"network must pass pgmpy's check_model(); got {type(exc).__name__}: {exc}") from exc
+        super().__init__(nodes, n_records, theta)
+        self.network = network
+        self._base = self._compile(network)
+        self._variants: dict[DistributionSecret, tuple[Any, Any]] = {}
+
+    # -- compiled forms ----------------------------------------------------------------
+    def _compile(self, network: Any) -> _DiscreteNet | GaussianDataModel:
+        if self.kind == "discrete":
+            return _compile_discrete(network)
+        g = _compile_gaussian(network, self.columns)
+        return GaussianDataModel(g.mean, g.cov, self.columns, self.n_records)
+
+    def _variant(self, secret: DistributionSecret) -> tuple[Any, Any]:
+        """(modified network copy, compiled form) for a distribution secret (cached)."""
+        hit = self._variants.get(secret)
+        if hit is None:
+            net = self.network.copy()
+            if self.kind == "discrete":
+                self._set_discrete_parameter(net, secret)
+            else:
+                self._set_gaussian_parameter(net, secret)
+            hit = (net, self._compile(net))
+            self._variants[secret] = hit
+        return hit
+
+    def network_for(self, secret: DistributionSecret | None = None) -> Any:
+        """A copy of the pgmpy network the model draws from under ``secret``.
+
+        ``None`` gives (a copy of) the model's own network. The copy is the
+        caller's to change.
+        """
+        if secret is None:
+            return self.network.copy()
+        if not isinstance(secret, DistributionSecret):
+            raise ParameterTypeError(f"secret must be None or a DistributionSecret; got {type(secret).__name__}")
+        return self._variant(secret)[0].copy()
+
+    def parameter_names(self) -> list[str]:
+        """Every parameter name a :class:`DistributionSecret` may use with this model."""
+        names = []
+        if self.kind == "gaussian":
+            for v in self.columns:
+                names += [f"{v}.intercept", f"{v}.std"]
+                names += [f"{v}.coef[{p}]" for p in self.network.get_cpds(v).evidence]
+            return names
+        net: _DiscreteNet = self._base
+        for i, v in enumerate(net.nodes):
+            pa = net.parents[i]
+            configs = np.ndindex(*[net.cards[p] for p in pa]) if pa else [()]
+            for conf in configs:
+                given = ", ".join(f"{net.nodes[p]}={net.states[p][s]}" for p, s in zip(pa, conf))
+                for s in net.states[i]:
+                    names.append(f"P({v}={s} | {given})" if pa else f"P({v}={s})")
+        return names
+
+    # -- distribution secrets ------------------------------------------------------------
+    def _node_of_parameter(self, node: str, secret: DistributionSecret) -> str:
+        if node not in self.columns:
+            raise ValidationError(
+                f"parameter must name a node of the network {list(self.columns)!r}; got {secret.parameter!r} (node {node!r})"
+            )
+        return node
+
+    def _state_of_parameter(self, net: _DiscreteNet, node: str, text: str, secret: DistributionSecret) -> int:
+        states = net.states[net.index(node)]
+        hits = _match_state(states, text, text=True)
+        if len(hits) != 1:
+            rule = "name exactly one state" if hits else "name a state"
+            raise ValidationError(
+                f"parameter must {rule} of node {node!r}, one of {list(states)!r}; got {secret.parameter!r} (state {text!r})"
+            )
+        return hits[0]
+
+    def _set_discrete_parameter(self, network: Any, secret: DistributionSecret) -> None:
+        match = _DISCRETE_PARAMETER.match(secret.parameter)
+        if match is None:
+            raise ValidationError(
+                "parameter must be 'P(node=state)' for a root node or 'P(node=state | parent=state, ...)' for a "
+                f"discrete Bayesian network; got {secret.parameter!r}"
+            )
+        net: _DiscreteNet = self._base
+        node = self._node_of_parameter(match["node"], secret)
+        i = net.index(node)
+        j = self._state_of_parameter(net, node, match["state"], secret)
+        given: dict[str, int] = {}
+        if match["given"]:
+            for part in match["given"].split(","):
+                name, eq, text = part.partition("=")
+                name, text = name.strip(), text.strip()
+                if not eq or not name:
+                    raise ValidationError(f"parameter must write each condition as 'parent=state'; got {secret.parameter!r}")
+                self._node_of_parameter(name, secret)
+                if name in given:
+                    raise ValidationError(f"parameter must name each parent once; got {secret.parameter!r}")
+                given[name] = self._state_of_parameter(net, name, text, secret)
+        parents = [net.nodes[p] for p in net.parents[i]]
+        if set(given) != set(parents):
+            raise ValidationError(
+                f"parameter must condition on exactly the parents of {node!r}, {parents!r}; got {secret.parameter!r}"
+            )
+        p = secret.value
+        if not 0.0 <= p <= 1.0:
+            raise fail("value", f"a probability in [0, 1] for parameter {secret.parameter!r}", p)
+        cpd = network.get_cpds(node)
+        values = np.array(cpd.values, dtype=float)  # axes (node, *evidence) in cpd.variables order
+        where = tuple([slice(None)] + [given[v] for v in cpd.variables[1:]])
+        column = values[where]
+        column = column / column.sum()
+        old = column[j]
+        others = np.arange(column.size) != j
+        if old >= 1.0 and p < 1.0:
+            raise ValidationError(
+                f"value must be 1 for parameter {secret.parameter!r}: the network gives the other states probability 0, "
+                f"so there is nothing to rescale; got {p:g}"
+            )
+        column[others] *= (1.0 - p) / (1.0 - old) if old < 1.0 else 0.0
+        column[j] = p
+        values[where] = column
+        cpd.values = values
+
+    def _set_gaussian_parameter(self, network: Any, secret: DistributionSecret) -> None:
+        match = _GAUSSIAN_PARAMETER.match(secret.parameter)
+        if match is None:
+            raise ValidationError(
+                "parameter must be 'node.intercept', 'node.std' or 'node.coef[parent]' for a linear Gaussian "
+                f"Bayesian network; got {secret.parameter!r}"
+            )
+        node = self._node_of_parameter(match["node"], secret)
+        cpd = network.get_cpds(node)
+        beta = np.array(cpd.beta, dtype=float).ravel()
+        if match["kind"] == "std":
+            if secret.value < 0:
+                raise fail("value", f"a standard deviation >= 0 for parameter {secret.parameter!r}", secret.value)
+            cpd.std = secret.value
+        elif match["kind"] == "intercept":
+            beta[0] = secret.value
+            cpd.beta = beta
+        else:
+            parent = match["parent"]
+            evidence = list(cpd.evidence)
+            if parent not in evidence:
+                raise ValidationError(
+                    f"parameter must name a parent of {node!r}, one of {evidence!r}; got {secret.parameter!r} (parent {parent!r})"
+                )
+            beta[1 + evidence.index(parent)] = secret.value
+            cpd.beta = beta
+
+    # -- secrets -------------------------------------------------------------------------
+    def _secret_state(self, secret: DatasetSecret) -> tuple[int, int, int]:
+        """(node index, state index, k) of a proportion secret on a discrete network."""
+        net: _DiscreteNet = self._base
+        i = net.index(secret.column)
+        hits = _match_state(net.states[i], secret.category, text=False)
+        if len(hits) != 1:
+            raise fail(
+                "category",
+                f"{'exactly one' if hits else 'a'} state of node {secret.column!r}, one of {list(net.states[i])!r}",
+                secret.category,
+            )
+        return i, hits[0], share_count(secret.value, self.n_records)
+
+    def check_secret(self, secret: Secret | None) -> None:
+        """Raise a clear error when the model cannot condition on ``secret``.
+
+        Discrete networks take proportion secrets on a state of a node (with
+        P(state) > 0 when ``k > 0`` and P(other states) > 0 when ``k < n``) and
+        the distribution secrets named in the class docstring; linear Gaussian
+        networks take mean secrets (on a node of positive variance) and their
+        distribution secrets.
+        """
+        if secret is None:
+            return
+        if isinstance(secret, DistributionSecret):
+            self._variant(secret)
+            return
+        super().check_secret(secret)
+        assert isinstance(secret, DatasetSecret)
+        if self.kind == "gaussian":
+            if secret.statistic != "mean":
+                raise UnsupportedSecretError(
+                    "a linear Gaussian BayesNetDataModel conditions on node means only (DatasetSecret.mean); "
+                    f"got {secret.label!r}"
+                )
+            self._base.check_secret(secret)
+            return
+        if secret.statistic != "proportion":
+            raise UnsupportedSecretError(
+                "a discrete BayesNetDataModel conditions on the share of a state (DatasetSecret.proportion(node, state, p)); "
+                f"got {secret.label!r}"
+            )
+        i, j, k = self._secret_state(secret)
+        marginal = self._base.marginal(i)
+        if k > 0 and marginal[j] <= 0:
+            raise UnsupportedSecretError(
+                f"P({secret.column}={secret.category!r}) must be positive under the network for {k} records to have it; got 0"
+            )
+        if k < self.n_records and marginal[j] >= 1:
+            raise UnsupportedSecretError(
+                f"P({secret.column} != {secret.category!r}) must be positive under the network for "
+                f"{self.n_records - k} records to differ from it; got 0"
+            )
+
+    # -- sampling ------------------------------------------------------------------------
+    def _sample(self, secret, n_draws, rng, columns) -> Batch:
+        if self.kind == "gaussian":
+            if isinstance(secret, DistributionSecret):
+                return self._variant(secret)[1]._sample(None, n_draws, rng, columns)
+            return self._base._sample(secret, n_draws, rng, columns)
+        if isinstance(secret, DistributionSecret):
+            net = self._variant(secret)[1]
+            secret = None
+        else:
+            net = self._base
+        shape = (n_draws, self.n_records)
+        wanted = [net.index(c) for c in columns]
+        idx: dict[int, np.ndarray] = {}
+        if secret is None:
+            needed = net.closure(wanted)
+        else:
+            i, j, k = self._secret_state(secret)
+            # The requested columns need their ancestral closure; the secret node's
+            # ancestors outside it are summed out of P(ancestors | node) instead of drawn.
+            needed = sorted(set(net.closure(wanted)) | {i})
+            idx[i] = self._assign_states(net, i, j, k, n_draws, rng)
+            B = [b for b in net.ancestors(i) if b in needed]
+            if B:
+                self._draw_ancestors(net, i, B, idx, rng)
+        net.forward(needed, idx, shape, rng)
+        return {c: net.values[net.index(c)][idx[net.index(c)]] for c in columns}
+
+    def _assign_states(self, net: _DiscreteNet, i: int, j: int, k: int, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        """States of the secret node: ``k`` records in state ``j``, the rest from P(· | ≠ j), shuffled per draw."""
+        n = self.n_records
+        out = np.full((n_draws, n), j, dtype=np.intp)
+        if k < n:
+            others = net.marginal(i).copy()
+            others[j] = 0.0
+            cdf = np.cumsum(others)
+            cdf /= cdf[-1]
+            out[:, k:] = np.searchsorted(cdf, rng.random((n_draws, n - k)), side="right")
+        return rng.permuted(out, axis=1) if 0 < k < n else out
+
+    def _ancestor_cdfs(self, net: _DiscreteNet, i: int, B: Sequence[int]) -> np.ndarray:
+        """CDF rows of P(B | node i = v) over the flattened configurations of B, ``(card_i, M)`` (cached)."""
+        key = ("ancestors", i, tuple(B))
+        cdf = net.cache.get(key)
+        if cdf is None:
+            table = net.joint(list(B) + [i])
+            table = np.moveaxis(table, -1, 0).reshape(net.cards[i], -1)
+            cdf = np.cumsum(table, axis=1)
+            last = cdf[:, -1:]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cdf = np.where(last > 0, cdf / last, 1.0)  # states of probability 0 are never assigned
+            net.cache[key] = cdf
+        return cdf
+
+    def _draw_ancestors(self, net: _DiscreteNet, i: int, B: Sequence[int], idx: dict[int, np.ndarray], rng: np.random.Generator) -> None:
+        """Ancestors ``B`` of node ``i`` given its drawn states, jointly and exactly (grouped by state)."""
+        cdf = self._ancestor_cdfs(net, i, B)
+        shape_B = tuple(net.cards[b] for b in B)
+        state = idx[i]
+        flat = np.empty(state.shape, dtype=np.intp)
+        for v in range(net.cards[i]):
+            mask = state == v
+            m = int(mask.sum())
+            if m:
+                flat[mask] = np.searchsorted(cdf[v], rng.random(m), side="right")
+        for b, arr in zip(B, np.unravel_index(flat, shape_B)):
+            idx[b] = arr
+
+    # -- exact moments -------------------------------------------------------------------
+    def moments(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray]:
+        """Exact mean ``(k,)`` and covariance ``(k, k)`` of a linear query.
+
+        The query must be linear in the columns (:func:`~bayespriv.mean` of
+        numeric columns without bounds, and stacks of them):
+        ``F_c = s_c Σ_r W_c·x_r`` with ``s_c = 1/n`` for means.
+
+        * Linear Gaussian networks: the closed form of
+          :meth:`GaussianDataModel.moments` on the network's joint Gaussian
+          (under a distribution secret, the modified network's).
+        * Discrete networks (numeric state names): records are independent;
+          a group of ``m`` records with per-record mean ``e`` and covariance
+          ``C`` of ``W x`` contributes ``m e`` and ``m C``. Unconditionally
+          (and under a distribution secret) there is one group of ``n``
+          records; under a proportion secret, ``k`` records given
+          ``node = state`` and ``n − k`` given ``node ≠ state``. The per-record
+          moments come from the exact joint table of the columns involved.
+        """
+        if not isinstance(query, Query):
+            raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+        self.check_secret(secret)
+        if self.kind == "gaussian":
+            if isinstance(secret, DistributionSecret):
+                return self._variant(secret)[1].moments(None, query)
+            return self._base.moments(secret, query)
+        form = query.linear_form(self.columns)
+        if form is None:
+            raise UnsupportedSecretError(
+                f"closed-form moments need a linear query over the model's columns (e.g. mean(col) without bounds); "
+                f"got {query.name!r}: calibrate by sampling instead"
+            )
+        W, per_mean = form
+        if isinstance(secret, DistributionSecret):
+            net = self._variant(secret)[1]
+            secret = None
+        else:
+            net = self._base
+        used = [c for c in range(len(self.columns)) if np.any(W[:, c] != 0)]
+        U = [net.index(self.columns[c]) for c in used]
+        for c, u in zip(used, U):
+            if net.values[u].dtype != np.float64:
+                raise UnsupportedSecretError(
+                    f"closed-form moments need numeric state names for column {self.columns[c]!r}; got {list(net.states[u])!r}"
+                )
+        Wu = W[:, used]
+        n = self.n_records
+        if secret is None:
+            groups = [(n, None)]
+            i = None
+        else:
+            i, j, k = self._secret_state(secret)
+            eq = np.arange(net.cards[i]) == j
+            groups = [(k, eq), (n - k, ~eq)]
+        nodes = U + ([i] if i is not None and i not in U else [])
+        table = net.joint(nodes) if nodes else np.ones(())
+        kq = W.shape[0]
+        mean, cov = np.zeros(kq), np.zeros((kq, kq))
+        for m, keep in groups:
+            if m == 0:
+                continue
+            t = table
+            if keep is not None:
+                shape = [1] * len(nodes)
+                shape[nodes.index(i)] = net.cards[i]
+                t = t * keep.reshape(shape)
+                if i not in U:
+                    t = t.sum(axis=-1)
+            t = t / t.sum()
+            grids = np.meshgrid(*[net.values[u] for u in U], indexing="ij")
+            X = np.stack([g.ravel() for g in grids], axis=1) if U else np.zeros((1, 0))
+            p = t.ravel()
+            e = p @ X
+            C = (X - e).T @ ((X - e) * p[:, None])
+            mean += m * (Wu @ e)
+            cov += m * (Wu @ C @ Wu.T)
+        s = np.where(per_mean, 1.0 / n, 1.0)
+        cov = np.outer(s, s) * cov
+        return s * mean, 0.5 * (cov + cov.T)
+
+    # -- pickling --------------------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_variants"] = {}  # rebuilt on demand: keeps process-pool tasks small
+        return state
+
+    def __repr__(self) -> str:
+        extra = f", theta={self.theta}" if self.theta else ""
+        kind = "discrete" if self.kind == "discrete" else "linear Gaussian"
+        return f"BayesNetDataModel({kind} network, columns={list(self.columns)}, n_records={self.n_records}{extra})"
