@@ -4,7 +4,7 @@ Public names only; see DESIGN.md for the data flow
 (Θ + secrets + query → calibrate → Calibration → mechanism → Release).
 """
 
-from . import accounting, mechanisms
+from . import accounting, audit, mechanisms
 from .accounting import Ledger, VariableRelease, epsilon_on, epsilon_table, subset_count_table
 from .calibration import Calibration, calibrate
 from .datamodels import BayesNetDataModel, DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "accounting",
+    "audit",
     "mechanisms",
     "Ledger",
     "VariableRelease",
