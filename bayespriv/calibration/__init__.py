@@ -3,5 +3,7 @@
 from .engine import calibrate, calibration_from_samples, draw_query_samples
 from .constraints import PairConstraints, common_lower_bound
 from .result import Calibration
+from .wasserstein import PairWasserstein, WassersteinBounds, wasserstein_bounds
 
-__all__ = ["calibrate", "calibration_from_samples", "draw_query_samples", "Calibration", "PairConstraints", "common_lower_bound"]
+__all__ = ["calibrate", "calibration_from_samples", "draw_query_samples", "Calibration", "PairConstraints", "common_lower_bound",
+           "PairWasserstein", "WassersteinBounds", "wasserstein_bounds"]

@@ -8,12 +8,15 @@ from .apgm import APGM
 from .base import Guarantee, Mechanism, Release
 from .expected_value import ExpM
 from .groupdp import GroupDP
+from .wasserstein import ApproxWasserstein, Wasserstein
 from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radius, gaussian_sigma
 
 __all__ = [
     "APGM",
     "ExpM",
     "GroupDP",
+    "Wasserstein",
+    "ApproxWasserstein",
     "Mechanism",
     "Guarantee",
     "Release",
