@@ -130,22 +130,40 @@ class PairConstraints:
         return out
 
     def mahalanobis_sq(self, noise_cov: np.ndarray) -> np.ndarray:
-        """Largest ``dᵀ(Σ_lo + S)⁻¹d`` over the corners, per constraint ``(m,)``.
+        """An upper bound ``(m,)`` of ``sup dᵀ(Σ + S)⁻¹d`` per constraint, over
+        every difference d in the box and every true covariance Σ above its
+        lower bound (on the calibration's event). This is what a mechanism must
+        keep ≤ r*² (Corollary A.1 of Chen & Ohrimenko).
 
-        ``inf`` where ``Σ_lo + S`` is singular along a corner direction. This is
-        what a mechanism must keep ≤ r*² (Corollary A.1 of Chen & Ohrimenko).
+        Two valid bounds, the smaller kept: ``dᵀ(Σ_lo + S)⁻¹d`` at the corners,
+        valid only where ``Σ_lo + S`` is positive semidefinite (inverse
+        monotonicity needs it; a lower bound from few draws can be indefinite,
+        then this route gives ``inf``), and ``dᵀS⁺d``, valid because a true
+        covariance is PSD (Σ + S ⪰ S). ``inf`` where d leaves the range.
         """
-        total = self.cov_common + np.asarray(noise_cov, dtype=float)[None]
+        S = np.asarray(noise_cov, dtype=float)
+        S = (S + S.T) / 2.0
         corners = self.corners()
-        out = np.empty(len(self))
-        for i in range(len(self)):  # m is small (pairs x members); k x k solves
-            w, v = np.linalg.eigh((total[i] + total[i].T) / 2)
-            proj = corners[i] @ v  # (c, k)
-            scale = max(float(np.abs(w).max()), 1.0)
-            pos = w > 1e-12 * scale
-            val = (proj[:, pos] ** 2 / w[pos]).sum(axis=1)
-            if np.any(np.abs(proj[:, ~pos]) > 1e-12 * max(float(np.abs(proj).max()), 1.0)):
-                out[i] = np.inf
-            else:
-                out[i] = float(val.max())
-        return out
+        via_lower = _max_quadratic(self.cov_common + S[None], corners)
+        if not np.any(S):
+            return via_lower
+        return np.minimum(via_lower, _max_quadratic(np.broadcast_to(S, self.cov_common.shape), corners))
+
+
+def _max_quadratic(mats: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """``max_c dᵀ M⁺ d`` over corners per row; ``inf`` when M is indefinite or a
+    corner leaves M's range (relative tolerance 1e-12)."""
+    out = np.empty(mats.shape[0])
+    for i in range(mats.shape[0]):  # m is small (pairs x members); k x k eigendecompositions
+        w, v = np.linalg.eigh((mats[i] + mats[i].T) / 2)
+        scale = max(float(np.abs(w).max()), 1.0)
+        if w[0] < -1e-12 * scale:
+            out[i] = np.inf
+            continue
+        proj = corners[i] @ v  # (c, k)
+        pos = w > 1e-12 * scale
+        if np.any(np.abs(proj[:, ~pos]) > 1e-12 * max(float(np.abs(proj).max()), 1.0)):
+            out[i] = np.inf
+        else:
+            out[i] = float((proj[:, pos] ** 2 / w[pos]).sum(axis=1).max())
+    return out

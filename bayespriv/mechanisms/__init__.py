@@ -6,7 +6,8 @@ Each takes a :class:`~bayespriv.Calibration` and (ε, δ), and exposes its
 
 from .apgm import APGM
 from .base import Guarantee, Mechanism, Release
-from .expected_value import ExpM
+from .expected_value import DauM, DirM, EigM, ExpM, Noiseless, NoiselessReport, noiseless_ok
+from .optimal import OptimalGaussian
 from .groupdp import GroupDP
 from .wasserstein import ApproxWasserstein, Wasserstein
 from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radius, gaussian_sigma
@@ -14,6 +15,13 @@ from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radiu
 __all__ = [
     "APGM",
     "ExpM",
+    "DirM",
+    "EigM",
+    "DauM",
+    "OptimalGaussian",
+    "Noiseless",
+    "NoiselessReport",
+    "noiseless_ok",
     "GroupDP",
     "Wasserstein",
     "ApproxWasserstein",

@@ -1,11 +1,58 @@
-"""The Expected Value mechanism family of Chen & Ohrimenko (AISTATS 2023)."""
+"""The Expected Value mechanism family of Chen & Ohrimenko (AISTATS 2023).
+
+* :class:`ExpM` — Theorems 4.1 / 4.2: noise scaled to the largest mean difference.
+* :class:`DirM` — Theorem 4.3 and the multi-direction extension of §4.2: noise
+  only in the span of the mean differences.
+* :func:`noiseless_ok` / :class:`Noiseless` — Theorem 4.4: no noise at all when
+  the query's own randomness hides the secret.
+* :class:`EigM` — Theorem 4.5 (appendix A.1): Gaussian noise along the
+  eigenvectors of the query's covariance.
+* :class:`DauM` — Algorithm 1 / Theorem A.1 (appendix A.2), in closed form:
+  Gaussian noise along one direction, crediting the query's covariance.
+
+Every Gaussian mechanism here reduces to Corollary A.1 — ``dᵀ(Σ + S)⁻¹d ≤ r*²``
+for every (θ, pair) constraint and every corner d of the difference's
+confidence box (:meth:`Calibration.pair_constraints`) — and is checked against
+it in float64 before it is returned (:func:`certified_mahalanobis_sq`). The
+paper's ``(αc/ε)²`` is ``(α/r*)²`` here, with r* = ε/c for
+``gaussian_calibration="classic"`` and the analytic radius by default.
+"""
 
 from __future__ import annotations
 
-from ..calibration import Calibration
-from .base import Mechanism
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["ExpM"]
+import numpy as np
+import pandas as pd
+
+from .._validation import check_choice, check_delta, check_epsilon, check_finite_array, described, fail
+from ..calibration import Calibration, PairConstraints
+from ..errors import ParameterTypeError, ValidationError
+from .base import Guarantee, Mechanism, check_gaussian_params, check_noise
+from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius
+
+__all__ = [
+    "ExpM",
+    "DirM",
+    "EigM",
+    "DauM",
+    "Noiseless",
+    "NoiselessReport",
+    "noiseless_ok",
+    "certified_mahalanobis_sq",
+]
+
+#: Relative slack kept below the privacy target (r*² for Gaussian noise, ε for
+#: Laplace noise) when noise is *computed*, so that floating-point rounding can
+#: never push the achieved value over the target. Checks use the exact target.
+SAFETY = 1e-9
+
+#: Relative size (to the difference's norm) below which a component of a mean
+#: difference outside the noise directions is treated as floating-point rounding.
+ROUNDING_RTOL = 1e-12
 
 
 class ExpM(Mechanism):
@@ -55,3 +102,830 @@ class ExpM(Mechanism):
     @property
     def guarantee(self):
         return self._guarantee(delta=0.0 if self.noise_kind == "laplace" else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The one check: dᵀ(Σ + S)⁻¹d ≤ r*², conservatively
+# ---------------------------------------------------------------------------------------------
+
+
+def certified_mahalanobis_sq(constraints: PairConstraints, noise_cov: Any) -> np.ndarray:
+    """An upper bound ``(m,)`` of ``sup dᵀ(Σ + S)⁻¹d`` per (θ, pair) constraint:
+    :meth:`PairConstraints.mahalanobis_sq` (the smaller of the ``Σ_lo + S``
+    route, valid where that matrix is PSD, and the ``dᵀS⁺d`` route, valid since
+    Σ ⪰ 0). ``inf`` means "not private"."""
+    return constraints.mahalanobis_sq(noise_cov)
+
+
+def _box_norms(constraints: PairConstraints) -> np.ndarray:
+    """Largest ‖d‖₂ over each constraint's box ``(m,)`` (= ‖|diff| + half_width‖₂)."""
+    return np.linalg.norm(constraints.upper, axis=1)
+
+
+def _repair(
+    constraints: PairConstraints, r2: float, make: Callable[[float], np.ndarray], start: float
+) -> tuple[np.ndarray, float]:
+    """Smallest ``t ≥ 0`` (by bisection, up to 2⁻⁶⁰ relative) such that ``make(t)``
+    certifies with ``r*²(1 − SAFETY/2)`` (half the computing margin is kept, so
+    an independent float64 evaluation stays below r*²); returns ``(make(t), t)``.
+    ``start`` > 0 is a first guess of the scale of t. Raises when no t up to
+    2⁶⁰·start certifies."""
+    r2 = r2 * (1.0 - SAFETY / 2.0)
+    if certified_mahalanobis_sq(constraints, make(0.0)).max(initial=0.0) <= r2:
+        return make(0.0), 0.0
+    hi = max(start, np.finfo(float).tiny)
+    for _ in range(60):
+        if certified_mahalanobis_sq(constraints, make(hi)).max(initial=0.0) <= r2:
+            break
+        hi *= 2.0
+    else:
+        raise ValidationError(
+            "the noise could not be certified: dᵀ(Σ + S)⁻¹d ≤ r*² fails even after enlarging the noise; "
+            "the covariance lower bounds are probably too poor (use more draws)"
+        )
+    lo = 0.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if certified_mahalanobis_sq(constraints, make(mid)).max(initial=0.0) <= r2:
+            hi = mid
+        else:
+            lo = mid
+    return make(hi), hi
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 4.4: no noise
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoiselessReport:
+    """Whether Theorem 4.4 lets F(X) be released without noise.
+
+    Attributes
+    ----------
+    holds : bool
+        ``dᵀΣ⁻¹d ≤ r*²`` for every (θ, pair) constraint and every corner d.
+    distance : float
+        Worst Mahalanobis distance ``sqrt(dᵀΣ⁻¹d)`` (``inf`` when a difference
+        is outside the range of the covariance lower bound).
+    radius : float
+        r*(ε, δ).
+    worst_pair : str
+        Label of the constraint with the largest distance.
+    worst_theta : dict or None
+        θ of that constraint (families).
+    """
+
+    holds: bool
+    distance: float
+    radius: float
+    worst_pair: str
+    worst_theta: Any = None
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+    def __str__(self) -> str:
+        verdict = "holds" if self.holds else "fails"
+        return (f"Theorem 4.4 {verdict}: worst Mahalanobis distance {self.distance:.6g} "
+                f"{'≤' if self.holds else '>'} r* = {self.radius:.6g} ({self.worst_pair})")
+
+
+def _noiseless_report(constraints: PairConstraints, radius: float) -> tuple[NoiselessReport, np.ndarray]:
+    m2 = certified_mahalanobis_sq(constraints, np.zeros((constraints.k, constraints.k)))
+    worst = int(np.argmax(m2))
+    report = NoiselessReport(
+        holds=bool(m2.max() <= radius**2),
+        distance=float(np.sqrt(m2[worst])),
+        radius=float(radius),
+        worst_pair=constraints.labels[worst],
+        worst_theta=constraints.thetas[worst],
+    )
+    return report, m2
+
+
+def _check_calibration(calibration: Any) -> Calibration:
+    if not isinstance(calibration, Calibration):
+        raise ParameterTypeError(f"calibration must be a bayespriv Calibration; got {type(calibration).__name__}")
+    return calibration
+
+
+def noiseless_ok(
+    calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic"
+) -> NoiselessReport:
+    """Check Theorem 4.4 (Chen & Ohrimenko 2023): may F(X) be released as is?
+
+    True when ``dᵀΣ⁻¹d ≤ r*(ε, δ)²`` for every (θ, pair) constraint of the
+    calibration and every corner d of its difference box, with Σ the common
+    covariance lower bound (:func:`certified_mahalanobis_sq` with S = 0).
+    Assumes ``gaussian_query`` and ``equal_covariance``.
+
+    Parameters
+    ----------
+    calibration : Calibration
+    epsilon : float > 0
+    delta : float in (0, 1)
+    gaussian_calibration : {"analytic", "classic"}
+
+    Returns
+    -------
+    NoiselessReport
+        Truthy when the condition holds.
+    """
+    cal = _check_calibration(calibration)
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    check_choice(gaussian_calibration, "gaussian_calibration", GAUSSIAN_CALIBRATIONS)
+    radius = gaussian_radius(eps, dlt, gaussian_calibration)
+    return _noiseless_report(cal.pair_constraints(), radius)[0]
+
+
+class _GaussianConstraintMechanism(Mechanism):
+    """Shared set-up of the Gaussian mechanisms built on Corollary A.1."""
+
+    proof_assumptions = ("gaussian_query", "equal_covariance")
+
+    def _setup(self, gaussian_calibration: str) -> PairConstraints:
+        self.gaussian_calibration = gaussian_calibration
+        #: r*(ε, δ), the Mahalanobis radius.
+        self.radius = check_gaussian_params(self, gaussian_calibration)
+        self.constraints = self.calibration.pair_constraints()
+        #: Observations on the proof's assumptions, checked on the calibration.
+        self.assumption_notes: tuple[str, ...] = _covariance_notes(self.constraints)
+        return self.constraints
+
+    def _finish(self, table: dict[str, Any], worst: int) -> None:
+        """Certify the noise already set, and build ``pair_table`` / ``worst_theta``."""
+        cons = self.constraints
+        achieved = certified_mahalanobis_sq(cons, self.noise_cov)
+        if achieved.max(initial=0.0) > self.radius**2:  # pragma: no cover - guarded by construction
+            raise ValidationError(
+                f"{type(self).__name__}: internal check failed: dᵀ(Σ + S)⁻¹d = {achieved.max():.6g} > r*² = "
+                f"{self.radius ** 2:.6g}; please report this calibration"
+            )
+        table = {"pair": list(cons.labels), **table, "mahalanobis_sq": achieved}
+        #: One row per (θ, pair) constraint: what it needs and what the noise achieves.
+        self.pair_table = pd.DataFrame(table).set_index("pair")
+        #: θ of the constraint that sets the noise (for families).
+        self.worst_theta = cons.thetas[worst]
+        self.worst_pair = cons.labels[worst]
+
+
+def _covariance_notes(cons: PairConstraints) -> tuple[str, ...]:
+    """Record, without failing, whether the two covariances of each pair agree."""
+    a, b = cons.cov_a, cons.cov_b
+    scale = np.maximum(np.abs(a).max(axis=(1, 2)), np.abs(b).max(axis=(1, 2)))
+    rel = np.abs(a - b).max(axis=(1, 2)) / np.where(scale > 0, scale, 1.0)
+    if rel.size and rel.max() > 1e-8:
+        i = int(np.argmax(rel))
+        return (
+            f"equal_covariance: the covariance lower bounds of a pair differ (largest relative entry difference "
+            f"{rel[i]:.3g} at {cons.labels[i]!r}); the common Loewner lower bound of both is used, and the "
+            "equal-covariance assumption of Theorem 4.4 is stated, not proven",
+        )
+    return ()
+
+
+class Noiseless(_GaussianConstraintMechanism):
+    """Release F(X) without noise, when Theorem 4.4 allows it.
+
+    Construction raises :class:`~bayespriv.ValidationError` when the condition
+    fails; :func:`noiseless_ok` asks the same question without raising.
+    :class:`EigM`, :class:`DauM` and
+    :class:`~bayespriv.mechanisms.optimal.OptimalGaussian` add no noise either
+    whenever the condition holds (DauM and OptimalGaussian always; EigM only
+    when its sufficient eigenvalue condition holds).
+
+    Privacy
+    -------
+    Definition: (ε, δ)-distribution privacy w.r.t. the calibration's pairs.
+
+    Theorem 4.4 (Chen & Ohrimenko 2023, proof in appendix A): if
+    f_θ = N(μ_θ, Σ_θ) with Σ_θi = Σ_θj for each pair, F(X) itself is
+    (ε, δ)-private when ``dᵀΣ⁻¹d ≤ r*²`` for every pair. Here Σ is the common
+    Loewner lower bound of the pair's covariances and d ranges over the
+    corners of its confidence box, so the check is conservative on the
+    calibration's event (:func:`certified_mahalanobis_sq`). The paper states
+    the condition with r* = ε/c and a proof that needs ε ≤ 1; the reduction
+    to two Gaussians at Mahalanobis distance ≤ r* makes the analytic radius
+    (Balle & Wang 2018), the default, valid for every ε.
+
+    Assumptions: ``gaussian_query``, ``equal_covariance`` (stated).
+    Exact for :meth:`Calibration.from_moments`; with probability
+    ``confidence`` for sampled calibrations; plug-in otherwise.
+    """
+
+    theorem = "Noiseless: Chen & Ohrimenko 2023, Theorem 4.4"
+
+    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic") -> None:
+        super().__init__(calibration, epsilon=epsilon, delta=delta)
+        cons = self._setup(gaussian_calibration)
+        report, m2 = _noiseless_report(cons, self.radius)
+        if not report.holds:
+            raise ValidationError(
+                f"calibration must satisfy Theorem 4.4 (dᵀΣ⁻¹d ≤ r*² for every pair) at epsilon={self.epsilon:g}, "
+                f"delta={self.delta:g}; got worst Mahalanobis distance {report.distance:.6g} > r* = {report.radius:.6g} "
+                f"at {report.worst_pair!r}. Add noise: DauM, EigM or OptimalGaussian"
+            )
+        self.report = report
+        self._set_gaussian(np.zeros((self.k, self.k)))
+        self._finish({}, int(np.argmax(m2)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 4.3 and §4.2: DirM
+# ---------------------------------------------------------------------------------------------
+
+
+def _span_basis(points: np.ndarray) -> np.ndarray:
+    """Orthonormal basis ``(k, d)`` of the span of the rows of ``points`` (SVD).
+
+    Rank tolerance: numpy's ``matrix_rank`` default, ``s_max · max(N, k) · eps``;
+    a dropped direction carries at most that much of any difference, i.e.
+    floating-point rounding of the inputs (re-checked by the caller).
+    """
+    k = points.shape[1]
+    if points.size == 0 or not np.any(points):
+        return np.zeros((k, 0))
+    _, s, vt = np.linalg.svd(points, full_matrices=False)
+    tol = s.max() * max(points.shape) * np.finfo(float).eps
+    return vt[s > tol].T.copy()
+
+
+#: Exponents p of the candidate shapes w_j = a_j^p of the per-direction noise (see DirM).
+_SHAPE_EXPONENTS = (0.0, 1.0 / 3.0, 0.5, 2.0 / 3.0, 1.0, 1.5, 2.0)
+
+
+class DirM(Mechanism):
+    """Directional Expected Value Mechanism: noise only where the means move.
+
+    The mean differences d (every corner of every (θ, pair) box) span a
+    subspace with orthonormal basis b_1, ..., b_D (SVD of the stacked corner
+    differences, or the span of ``directions``). Noise is added along those
+    directions only, independently per direction:
+
+    * ``noise="laplace"``: ``Σ_j s_j L_j b_j`` with L_j i.i.d. standard
+      Laplace (``noise_basis`` = B, ``noise_scale`` = s);
+    * ``noise="gaussian"``: N(0, Σ_j σ_j² b_j b_jᵀ) (``noise_cov``).
+
+    When the differences are parallel (D = 1, v = b_1) this is Theorem 4.3:
+    ``s = Δ_{E,2}/ε`` (Laplace), and with Gaussian noise σ = Δ_{E,2}/r*
+    (the remark of appendix B.3). With several directions the scales are
+    chosen as follows (valid for *any* positive shape, proven below): with
+    β = Bᵀd the coordinates of a difference and a_j = max |β_j|, try the
+    shapes w_j = a_j^p for p in {0, 1/3, 1/2, 2/3, 1, 3/2, 2}, rescale each
+    to the smallest scale that is private, and keep the one with the least
+    total noise variance. (p = 1/3 is optimal for Laplace and p = 1 for
+    Gaussian when one difference attains every a_j; p = 0 is the paper's
+    "the same noise in each direction".)
+
+    Parameters
+    ----------
+    calibration : Calibration
+    epsilon : float > 0
+    delta : float
+        0 for Laplace; in (0, 1) for Gaussian.
+    noise : {"laplace", "gaussian"}
+    gaussian_calibration : {"analytic", "classic"}
+    directions : array (k,) or (k, D), optional
+        Directions (columns) to add noise along, e.g. the paper's v. They are
+        orthonormalised; their span must contain every difference (up to
+        rounding, relative 1e-12), otherwise :class:`ValidationError`.
+
+    Attributes
+    ----------
+    directions : ndarray (k, D)
+        The orthonormal noise directions.
+    scales : ndarray (D,)
+        Laplace scales s_j, or Gaussian standard deviations σ_j.
+    pair_table : DataFrame
+        Per (θ, pair): largest L2 norm of the difference and its privacy
+        loss bound (Laplace: ``max Σ_j |β_j|/s_j``, to be ≤ ε; Gaussian:
+        ``max Σ_j β_j²/σ_j²``, to be ≤ r*²).
+    worst_theta : dict or None
+
+    Privacy
+    -------
+    Definition: (ε, 0)- (Laplace) or (ε, δ)- (Gaussian) distribution privacy
+    w.r.t. the calibration's pairs.
+
+    Theorem 4.3 (Chen & Ohrimenko 2023, proof in appendix B.3) for D = 1.
+    For D ≥ 1 (Laplace): let f_θi(t) = f_θj(t + b) with b = E[f_θi] − E[f_θj]
+    = Bβ in the span. As in B.3, Pr(M ∈ S | θ_i) = ∫ f_θj(s) Pr(BZ + s − b ∈ S) ds
+    with Z_j = s_j L_j. On the affine plane s + span(B) the density of the
+    coordinates y = Bᵀ(x − s) is Π_j exp(−|y_j|/s_j)/(2s_j); shifting by β
+    multiplies it by at most exp(Σ_j |β_j|/s_j). So (ε, 0)-privacy holds when
+    ``Σ_j |β_j|/s_j ≤ ε`` for every difference — a convex function of d, hence
+    maximal at a corner of the box. For a shape w, ``s = w·ρ/ε`` with
+    ``ρ = max_corners Σ_j |β_j|/w_j`` meets it with equality at the worst
+    corner. Gaussian: the noise restricted to the span is N(0, diag(σ²)) in
+    coordinates β; two such Gaussians with means β apart are (ε, δ)-close iff
+    ``Σ_j β_j²/σ_j² ≤ r*²`` (Balle & Wang 2018; the classic constant with
+    ε < 1), again convex in d; ``σ² = w·ρ/r*²`` with ``ρ = max Σ_j β_j²/w_j``.
+    A relative margin of 1e-9 absorbs rounding.
+
+    Assumption: ``translation`` (f_θi a translation of f_θj; stated, not
+    checked). Differences known only up to a box (sampled calibrations) span
+    every uncertain component, so D is then usually k.
+
+    Paper erratum (§4.2, after Theorem 4.3): with D > 1 directions, Laplace
+    noise of scale Δ_{E,2}/ε in each direction is *not* enough: the loss is
+    ``‖Bᵀd‖₁/s`` which can reach √D·Δ_{E,2}/s (e.g. d = (1, 1), B = I: loss
+    √2·ε). The L1 norm of the coordinates must be covered, as done here.
+    For Gaussian noise the paper's suggestion is valid (it is the shape p = 0).
+    """
+
+    proof_assumptions = ("translation",)
+
+    def __init__(
+        self,
+        calibration: Calibration,
+        *,
+        epsilon: float,
+        delta: float = 0.0,
+        noise: str = "laplace",
+        gaussian_calibration: str = "analytic",
+        directions: Any = None,
+    ) -> None:
+        super().__init__(calibration, epsilon=epsilon, delta=delta)
+        self.noise_kind = check_noise(noise)
+        self.gaussian_calibration = gaussian_calibration
+        if self.noise_kind == "gaussian":
+            self.radius = check_gaussian_params(self, gaussian_calibration)
+        else:
+            check_choice(gaussian_calibration, "gaussian_calibration", GAUSSIAN_CALIBRATIONS)
+        cons = calibration.pair_constraints()
+        self.constraints = cons
+        corners = cons.corners()  # (m, c, k)
+        flat = corners.reshape(-1, self.k)
+        basis = self._basis(flat, directions, corners.shape[1])
+        coords = corners @ basis  # (m, c, D)
+        a = np.abs(coords).reshape(-1, basis.shape[1]).max(axis=0) if basis.shape[1] else np.zeros(0)
+        keep = a > 0
+        basis, coords, a = basis[:, keep], coords[..., keep], a[keep]
+        self.directions = basis
+        self.directions.setflags(write=False)
+        if self.noise_kind == "laplace":
+            target = self.epsilon * (1.0 - SAFETY)
+            scales = self._best_scales(np.abs(coords), a, target, laplace=True)
+            self.scales = scales
+            self._set_laplace(scales, basis)
+            loss = (np.abs(coords) / scales).sum(axis=2).max(axis=1) if scales.size else np.zeros(len(cons))
+        else:
+            target = self.radius**2 * (1.0 - SAFETY)
+            var = self._best_scales(coords**2, a**2, target, laplace=False)
+            self.scales = np.sqrt(var)
+            self.sigma2 = var
+            self._set_gaussian((basis * var) @ basis.T)
+            loss = (coords**2 / var).sum(axis=2).max(axis=1) if var.size else np.zeros(len(cons))
+        self.scales.setflags(write=False)
+        worst = int(np.argmax(loss)) if loss.size else 0
+        self.pair_table = pd.DataFrame(
+            {"pair": list(cons.labels), "l2": _box_norms(cons), "loss": loss}
+        ).set_index("pair")
+        self.worst_theta = cons.thetas[worst]
+        self.worst_pair = cons.labels[worst]
+        d = basis.shape[1]
+        self.theorem = (
+            f"DirM({'L' if self.noise_kind == 'laplace' else 'G'}): Chen & Ohrimenko 2023, Theorem 4.3"
+            + (" (no mean difference: no noise)" if d == 0 else " (one direction)" if d == 1
+               else f" extended to {d} orthogonal directions (§4.2; proof in DirM docstring)")
+            + ("" if self.noise_kind == "laplace" else ", Gaussian noise (appendix B.3 remark)")
+        )
+
+    def _basis(self, flat: np.ndarray, directions: Any, n_corners: int) -> np.ndarray:
+        if directions is None:
+            basis = _span_basis(flat)
+        else:
+            arr = check_finite_array(directions, "directions")
+            if arr.ndim == 1:
+                arr = arr[:, None]
+            if arr.ndim != 2 or arr.shape[0] != self.k or arr.shape[1] == 0:
+                raise fail("directions", f"an array of shape ({self.k},) or ({self.k}, D) (columns are directions)",
+                           described(f"shape {arr.shape}"))
+            if np.any(np.linalg.norm(arr, axis=0) == 0):
+                raise fail("directions", "non-zero vectors", arr)
+            basis = _span_basis(arr.T)
+        resid = flat - (flat @ basis) @ basis.T
+        norms = np.linalg.norm(flat, axis=1)
+        bad = np.linalg.norm(resid, axis=1) > ROUNDING_RTOL * np.maximum(norms, np.finfo(float).tiny)
+        bad &= norms > 0
+        if np.any(bad):
+            n = int(np.flatnonzero(bad)[0])
+            row = n // n_corners
+            raise fail(
+                "directions",
+                "vectors whose span contains every mean difference (each corner of its confidence box): noise "
+                "outside the differences' span cannot hide a shift along it",
+                described(f"directions missing part {np.linalg.norm(resid[n]):.3g} of the difference "
+                          f"{np.array2string(flat[n], precision=4)} of {self.constraints.labels[row]!r}"),
+            )
+        return basis
+
+    @staticmethod
+    def _best_scales(mags: np.ndarray, a: np.ndarray, target: float, *, laplace: bool) -> np.ndarray:
+        """Per-direction Laplace scales (``laplace``) or Gaussian variances with least total variance.
+
+        ``mags`` ``(m, c, D)``: |β_j| (Laplace) or β_j² (Gaussian); ``a`` ``(D,)``
+        their maxima over corners. For a shape w > 0, ``x = w·ρ/target`` with
+        ``ρ = max_corners Σ_j mags_j / w_j`` gives ``Σ_j mags_j / x_j ≤ target``
+        at every corner. Total variance: ``2 Σ x²`` (Laplace) or ``Σ x``.
+        """
+        if a.size == 0:
+            return np.zeros(0)
+        flat = mags.reshape(-1, a.size)
+        best, best_cost = np.zeros(0), np.inf
+        for p in _SHAPE_EXPONENTS:
+            w = (a / a.max()) ** p
+            rho = float((flat / w).sum(axis=1).max())
+            x = w * (rho / target)
+            cost = float((x**2).sum()) if laplace else float(x.sum())
+            if cost < best_cost:
+                best, best_cost = x, cost
+        return best
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self._guarantee(delta=0.0 if self.noise_kind == "laplace" else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 4.5: EigM
+# ---------------------------------------------------------------------------------------------
+
+#: Relative off-diagonal size (in the common eigenbasis) above which the
+#: covariance lower bounds are recorded as not sharing their eigenvectors.
+EIGENVECTOR_RTOL = 1e-8
+
+
+@dataclass(frozen=True)
+class _EigPlan:
+    eigenvectors: np.ndarray  # (k, k) columns
+    eigenvalues: np.ndarray  # (k,) of the average covariance lower bound
+    sigma2: np.ndarray  # (k,)
+    need: np.ndarray  # (m, k)
+    required: np.ndarray  # (m,) (Δ_i / r*)²
+    sensitivity: np.ndarray  # (m,)
+    credit: tuple[str, ...]  # (m,)
+    offdiag: np.ndarray  # (m,) relative
+
+    @property
+    def cov(self) -> np.ndarray:
+        return (self.eigenvectors * self.sigma2) @ self.eigenvectors.T
+
+
+def _eig_plan(cons: PairConstraints, radius: float) -> _EigPlan:
+    """Theorem 4.5's noise, per (θ, pair) constraint, with a diagonal-in-V credit."""
+    k, m = cons.k, len(cons)
+    target = radius**2 * (1.0 - SAFETY)
+    sens = _box_norms(cons)
+    required = sens**2 / target
+    C = cons.cov_common
+    avg = C.mean(axis=0)
+    eigenvalues, V = np.linalg.eigh((avg + avg.T) / 2.0)
+    Mv = np.swapaxes(V, 0, 1)[None] @ C @ V[None]  # (m, k, k): Vᵀ Σ_lo V
+    diag = np.diagonal(Mv, axis1=1, axis2=2)
+    off = np.abs(Mv).sum(axis=2) - np.abs(diag)
+    scale = np.maximum(np.abs(diag).max(axis=1), np.finfo(float).tiny)
+    offdiag = off.max(axis=1) / scale
+    gersh = diag - off  # Gershgorin: Vᵀ Σ_lo V − diag(gersh) is diagonally dominant, hence PSD
+    lam_min = np.linalg.eigvalsh((C + np.swapaxes(C, 1, 2)) / 2.0)[:, 0]
+    cands = np.stack([gersh, np.repeat(lam_min[:, None], k, axis=1), np.zeros((m, k))])  # (3, m, k)
+    needs = np.where(required[None, :, None] > 0, np.maximum(0.0, required[None, :, None] - cands), 0.0)
+    choice = np.argmin(needs.sum(axis=2), axis=0)
+    need = needs[choice, np.arange(m)]
+    names = np.array(["eigenvalues", "lambda_min", "none"], dtype=object)
+    credit = tuple(
+        "gershgorin" if (c == 0 and offdiag[i] > EIGENVECTOR_RTOL) else str(names[c]) for i, c in enumerate(choice)
+    )
+    return _EigPlan(V, eigenvalues, need.max(axis=0) if m else np.zeros(k), need, required, sens, credit, offdiag)
+
+
+class EigM(_GaussianConstraintMechanism):
+    """Eigenvector Gaussian Mechanism (Chen & Ohrimenko 2023, Theorem 4.5).
+
+    With v_1, ..., v_k the eigenvectors of the query's covariance Σ and λ_l
+    its eigenvalues, adds N(0, Σ_l σ_l² v_l v_lᵀ) with
+
+        ``σ_l² = max over (θ, pair) of max(0, (Δ_{E,2}/r*)² − λ_l)``
+
+    (the paper's ``(cΔ_{E,2}/ε)² − λ²_{θ,l}``; its "λ²" *is* the eigenvalue
+    ``v_lᵀΣv_l``, not its square — see the worked example: eigenvalues 10 and
+    25, noise 28.52 − 10 = 18.52 and 28.52 − 25 = 3.52). The formula involves
+    only the L2 sensitivity Δ_{E,2} and the eigenvalues, not the projections
+    of the differences on the eigenvectors nor the dimension.
+
+    Here Δ_{E,2} is taken per constraint (Δ_i, its box's largest L2 norm) —
+    never more noise than the global Δ_{E,2}, still a proof because the
+    definition is a per-pair condition — and Σ is the common Loewner lower
+    bound of the pair's covariances (``pair_constraints().cov_common``).
+    The eigenvectors V are those of the *average* lower bound over the
+    constraints. The credit of each constraint is a matrix diagonal in V
+    and below its Σ: the eigenvalues (exact when Σ_i shares V — the paper's
+    assumption), a Gershgorin bound ``(VᵀΣV)_ll − Σ_{j≠l} |(VᵀΣV)_lj|``
+    when it does not (recorded in :attr:`assumption_notes`), λ_min(Σ_i) for
+    all l, or none (Σ ⪰ 0) — whichever needs least noise for that constraint.
+
+    When Theorem 4.4 already holds (``noiseless_ok``), no noise is added.
+
+    Attributes
+    ----------
+    eigenvectors : ndarray (k, k)
+        Columns v_l.
+    eigenvalues : ndarray (k,)
+        Eigenvalues of the average covariance lower bound.
+    sigma2 : ndarray (k,)
+        Noise variance along each v_l.
+    pair_table : DataFrame
+        Per (θ, pair): ``sensitivity`` Δ_i, ``required`` (Δ_i/r*)², the
+        ``credit`` used, ``offdiag`` (relative off-diagonal of VᵀΣ_iV) and the
+        achieved ``mahalanobis_sq`` (≤ r*²).
+    worst_theta : dict or None
+    assumption_notes : tuple of str
+
+    Privacy
+    -------
+    Definition: (ε, δ)-distribution privacy w.r.t. the calibration's pairs.
+
+    Theorem 4.5 (proof in appendix A.1) through Corollary A.2: for each
+    constraint i with credit D_i (diagonal in V, ``V diag(D_i) Vᵀ ⪯ Σ``),
+    ``Σ + S ⪰ V diag(D_i + σ²) Vᵀ ⪰ (Δ_i/r*)² I``, hence
+    ``dᵀ(Σ + S)⁻¹d ≤ ‖d‖²(r*/Δ_i)² ≤ r*²`` and Corollary A.1 / Theorem 4.4
+    apply. A relative margin of 1e-9 on r*² absorbs rounding, and the result
+    is checked with :func:`certified_mahalanobis_sq`. With r* = ε/c (classic)
+    the paper's proof needs ε ≤ 1; the analytic radius holds for every ε.
+
+    Assumptions: ``gaussian_query``, ``equal_covariance`` (stated, not
+    checked). The paper's common-eigenvector assumption is not needed for
+    validity (the Gershgorin credit covers its failure).
+    """
+
+    theorem = "EigM: Chen & Ohrimenko 2023, Theorem 4.5 (via Corollary A.2)"
+
+    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic") -> None:
+        super().__init__(calibration, epsilon=epsilon, delta=delta)
+        cons = self._setup(gaussian_calibration)
+        plan = _eig_plan(cons, self.radius)
+        self.eigenvectors = plan.eigenvectors
+        self.eigenvalues = plan.eigenvalues
+        report, _ = _noiseless_report(cons, self.radius)
+        self.noiseless_report = report
+        if report.holds:
+            sigma2 = np.zeros(self.k)
+            self.theorem = "EigM: Chen & Ohrimenko 2023, Theorem 4.4 holds (no noise needed)"
+        else:
+            sigma2 = plan.sigma2
+        if plan.offdiag.size and plan.offdiag.max() > EIGENVECTOR_RTOL:
+            self.assumption_notes += (
+                "eigenvectors: the covariance lower bounds do not share their eigenvectors (largest relative "
+                f"off-diagonal {plan.offdiag.max():.3g} in the basis of their average); Theorem 4.5's assumption "
+                "fails and a Gershgorin lower bound diagonal in that basis was credited instead (valid, more noise)",
+            )
+        V = plan.eigenvectors
+        start = max(float(plan.required.max(initial=0.0)), 1e-300) * 1e-9
+        cov, self.repair = _repair(cons, self.radius**2, lambda t: (V * (sigma2 + t)) @ V.T, start)
+        self.sigma2 = sigma2 + self.repair
+        self._set_gaussian(cov)
+        worst = int(np.argmax(plan.need.sum(axis=1))) if len(cons) else 0
+        self._finish({"sensitivity": plan.sensitivity, "required": plan.required, "credit": list(plan.credit),
+                      "offdiag": plan.offdiag}, worst)
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithm 1 / Theorem A.1: DauM
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _DauPlan:
+    direction: np.ndarray  # (k,)
+    sigma2: float
+    per_pair: np.ndarray  # (m,)
+    alpha: np.ndarray  # (m,)
+    credit: np.ndarray  # (m,) the 1/(vᵀΣ⁻¹v)-type credit along v (Schur complement), nan without
+    perp: np.ndarray  # (m,) Mahalanobis² of the part orthogonal to v (0 when parallel)
+    parallel: bool
+    notes: tuple[str, ...]
+
+    @property
+    def cov(self) -> np.ndarray:
+        return self.sigma2 * np.outer(self.direction, self.direction)
+
+
+def _dau_direction(cons: PairConstraints, direction: Any) -> tuple[np.ndarray, tuple[str, ...]]:
+    k = cons.k
+    if direction is None:
+        norms = np.linalg.norm(cons.diff, axis=1)
+        if norms.size == 0 or norms.max() == 0:
+            v = np.zeros(k)
+            v[0] = 1.0
+            return v, ("direction: every estimated mean difference is 0; v = first coordinate axis",)
+        i = int(np.argmax(norms))
+        return cons.diff[i] / norms[i], ()
+    arr = check_finite_array(direction, "direction")
+    if arr.shape != (k,):
+        raise fail("direction", f"a vector of shape ({k},)", described(f"shape {arr.shape}"))
+    n = float(np.linalg.norm(arr))
+    if n == 0:
+        raise fail("direction", "a non-zero vector", arr)
+    return arr / n, ()
+
+
+def _dau_plan(cons: PairConstraints, radius: float, direction: Any) -> _DauPlan:
+    """Algorithm 1's σ² in closed form (see DauM), generalised to non-parallel differences."""
+    v, notes = _dau_direction(cons, direction)
+    k, m = cons.k, len(cons)
+    target = radius**2 * (1.0 - SAFETY)
+    corners = cons.corners()  # (m, c, k)
+    U = np.linalg.svd(v[None, :])[2][1:].T  # (k, k-1): orthonormal basis of v⊥
+    dv = corners @ v  # (m, c)
+    dU = corners @ U  # (m, c, k-1)
+    dnorm = np.linalg.norm(corners, axis=2)
+    par_rows = np.all(np.linalg.norm(dU, axis=2) <= ROUNDING_RTOL * dnorm, axis=1)
+    alpha = np.abs(dv).max(axis=1)
+    C = (cons.cov_common + np.swapaxes(cons.cov_common, 1, 2)) / 2.0
+    per_pair = np.empty(m)
+    credit = np.full(m, np.nan)
+    perp = np.zeros(m)
+    for i in range(m):  # m is small (pairs x members); (k-1) x (k-1) solves
+        a = float(v @ C[i] @ v)
+        scale = max(float(np.abs(C[i]).max()), np.finfo(float).tiny)
+        if k == 1:
+            pd, p_perp, e, s0 = True, np.zeros_like(dv[i]), dv[i], a
+        else:
+            M = U.T @ C[i] @ U
+            b = U.T @ C[i] @ v
+            pd = bool(np.linalg.eigvalsh(M)[0] > 1e-12 * scale)
+            if pd:
+                Minv_dU = np.linalg.solve(M, dU[i].T)  # (k-1, c)
+                p_perp = np.einsum("jc,jc->c", dU[i].T, Minv_dU)
+                e = dv[i] - b @ Minv_dU
+                s0 = a - float(b @ np.linalg.solve(M, b))
+        no_credit = alpha[i] ** 2 / target  # valid for parallel differences: Σ + σ²vvᵀ ⪰ σ²vvᵀ
+        if pd:
+            perp[i] = float(p_perp.max(initial=0.0))
+            credit[i] = s0
+            if perp[i] >= target:
+                raise ValidationError(
+                    "direction must be one along which noise can hide every mean difference (DauM adds noise "
+                    f"along v only); got v = {np.array2string(v, precision=4)}: the part of the difference of "
+                    f"{cons.labels[i]!r} orthogonal to v has Mahalanobis distance {np.sqrt(perp[i]):.4g} ≥ "
+                    f"r* = {radius:.4g}, which no noise along v can reduce. Use EigM, OptimalGaussian, DirM, "
+                    "or another direction"
+                )
+            general = float((e**2 / (target - p_perp)).max(initial=0.0)) - s0
+            per_pair[i] = max(0.0, min(general, no_credit)) if par_rows[i] else max(0.0, general)
+        elif par_rows[i]:
+            per_pair[i] = no_credit
+        else:
+            raise ValidationError(
+                "direction must be parallel to every mean difference when the covariance lower bound is "
+                f"singular (or indefinite) orthogonal to it; got v = {np.array2string(v, precision=4)} and a "
+                f"difference of {cons.labels[i]!r} with a part orthogonal to v that Σ cannot hide. Use "
+                "OptimalGaussian, DirM, more calibration draws, or another direction"
+            )
+    parallel = bool(np.all(par_rows))
+    if not parallel:
+        notes += (
+            "parallel_differences: the mean differences (or corners of their confidence boxes) are not all "
+            "parallel to v, so Theorem A.1 does not apply; σ² solves Corollary A.1 exactly for every corner "
+            "(closed form in the DauM docstring), valid because Σ hides the part orthogonal to v",
+        )
+    sigma2 = float(per_pair.max(initial=0.0))
+    return _DauPlan(v, sigma2, per_pair, alpha, credit, perp, parallel, notes)
+
+
+class DauM(_GaussianConstraintMechanism):
+    """Directional + adversarial-uncertainty mechanism (Chen & Ohrimenko 2023,
+    Algorithm 1 of appendix A.2), in closed form.
+
+    Adds N(0, σ² vvᵀ): Gaussian noise along the unit vector v only, with
+
+        ``σ² = max over (θ, pair) of max(0, (α/r*)² − 1/(vᵀΣ⁻¹v))``,
+
+    α = largest |vᵀd| over the pair's differences d, Σ the common covariance
+    lower bound of the pair, r* the Gaussian radius (the paper's ε/c).
+    ``v`` defaults to the direction of the largest estimated mean difference.
+
+    Closed form of Algorithm 1 (line 7)
+    -----------------------------------
+    Line 7 asks for σ² with ``Σ + t vvᵀ ≻ 0``, ``t = σ² − (α/r*)²``. For
+    Σ ≻ 0 and q = vᵀΣ⁻¹v > 0, the matrix determinant lemma gives
+    ``det(Σ + t vvᵀ) = det(Σ)(1 + t q)``; a rank-one update moves at most one
+    eigenvalue across 0 (interlacing), so ``Σ + t vvᵀ ≻ 0 ⟺ t > −1/q``, i.e.
+    ``σ² > (α/r*)² − 1/q``. No bisection is needed. Moreover, by
+    Sherman–Morrison, ``vᵀ(Σ + σ²vvᵀ)⁻¹v = 1/(1/q + σ²)``, so for d = αv the
+    condition of Corollary A.1 reads ``α²/(1/q + σ²) ≤ r*²`` — i.e.
+    ``σ² ≥ (α/r*)² − 1/q`` with *equality allowed*: the paper's strict
+    inequality and its "increase σ² slightly" step come from the η in its
+    proof of Theorem A.1, not from the corollary, which is stated with ≤.
+    At equality the Mahalanobis distance is exactly r*, which is private; to
+    be conservative against rounding, σ² is computed for r*²(1 − 1e-9) and
+    the result is checked (:func:`certified_mahalanobis_sq`) and, if rounding
+    still violated it, increased by bisection (``repair``).
+
+    1/q = 1/(vᵀΣ⁻¹v) is the Schur complement ``a − bᵀM⁻¹b`` of Σ in the basis
+    (v, v⊥) (a = vᵀΣv, b = UᵀΣv, M = UᵀΣU), the largest c with Σ ⪰ c vvᵀ.
+    When Σ is singular along v (or the lower bound is indefinite) that credit
+    is ≤ 0 and none is taken: σ² = (α/r*)² (Σ + σ²vvᵀ ⪰ σ²vvᵀ).
+
+    Non-parallel differences
+    ------------------------
+    Theorem A.1 assumes every difference parallel to v; sampled calibrations
+    (boxes) and several pairs often break it. DauM then does not refuse but
+    solves Corollary A.1 exactly: with d = (δ_v, δ_U) in the basis (v, U),
+    block elimination gives ``dᵀ(Σ + σ²vvᵀ)⁻¹d = p⊥ + e²/(s₀ + σ²)`` with
+    ``p⊥ = δ_UᵀM⁻¹δ_U``, ``e = δ_v − bᵀM⁻¹δ_U``, ``s₀ = a − bᵀM⁻¹b``, so
+
+        ``σ² = max over corners of e²/(r*² − p⊥) − s₀``
+
+    (for d = αv: p⊥ = 0, e = α, s₀ = 1/q, the formula above). This needs
+    M ≻ 0 and p⊥ < r*² — Σ must hide the part of d orthogonal to v, which no
+    noise along v can reduce; otherwise construction raises ValidationError
+    (use EigM, DirM or OptimalGaussian). The fallback is recorded in
+    :attr:`assumption_notes` and the ``theorem``.
+
+    Parameters
+    ----------
+    calibration : Calibration
+    epsilon : float > 0
+    delta : float in (0, 1)
+    gaussian_calibration : {"analytic", "classic"}
+    direction : array (k,), optional
+        The paper's v (normalised here).
+
+    Attributes
+    ----------
+    direction : ndarray (k,)
+    sigma2 : float
+    parallel : bool
+        Whether Theorem A.1's assumption holds (up to rounding).
+    pair_table : DataFrame
+        Per (θ, pair): ``alpha``, ``credit`` (1/(vᵀΣ⁻¹v), NaN when Σ is
+        singular orthogonal to v), ``perp`` (p⊥), ``sigma2`` and the achieved
+        ``mahalanobis_sq``.
+    worst_theta : dict or None
+    assumption_notes : tuple of str
+
+    Privacy
+    -------
+    Definition: (ε, δ)-distribution privacy w.r.t. the calibration's pairs.
+
+    Theorem A.1 (Chen & Ohrimenko 2023, appendix A.2) when the differences
+    are parallel to v; Corollary A.1 with the closed form above otherwise.
+    Both rest on Theorem 4.4: Gaussian query, equal covariance within a pair
+    (``gaussian_query``, ``equal_covariance``: stated, not checked), with Σ
+    the Loewner lower bound (conservative: (Σ + S)⁻¹ ⪯ (Σ_lo + S)⁻¹) and d
+    every corner of the box (the condition is convex in d). The parallel
+    assumption is *checked* (not assumed), so it is not listed among the
+    guarantee's assumptions. With r* = ε/c the paper needs ε ≤ 1; the
+    analytic radius holds for every ε.
+
+    Paper notes: Algorithm 1 line 7 demands σ² > 0 strictly; σ² = 0 is fine
+    whenever Σ alone satisfies Theorem 4.4.
+    """
+
+    def __init__(
+        self,
+        calibration: Calibration,
+        *,
+        epsilon: float,
+        delta: float,
+        gaussian_calibration: str = "analytic",
+        direction: Any = None,
+    ) -> None:
+        super().__init__(calibration, epsilon=epsilon, delta=delta)
+        cons = self._setup(gaussian_calibration)
+        report, _ = _noiseless_report(cons, self.radius)
+        self.noiseless_report = report
+        try:
+            plan = _dau_plan(cons, self.radius, direction)
+        except ValidationError:
+            if not report.holds:
+                raise
+            # Theorem 4.4 holds: no noise, whatever v; the plan's table is not needed
+            v, notes = _dau_direction(cons, direction)
+            m = len(cons)
+            plan = _DauPlan(v, 0.0, np.zeros(m), np.abs(cons.corners() @ v).max(axis=1), np.full(m, np.nan),
+                            np.full(m, np.nan), False, notes)
+        if report.holds:
+            plan = dataclasses.replace(plan, sigma2=0.0, per_pair=np.zeros(len(cons)))
+        self.direction = plan.direction
+        self.direction.setflags(write=False)
+        self.parallel = plan.parallel
+        self.assumption_notes += plan.notes
+        vv = np.outer(plan.direction, plan.direction)
+        start = max(float((plan.alpha**2).max(initial=0.0)) / self.radius**2, 1e-300) * 1e-9
+        cov, self.repair = _repair(cons, self.radius**2, lambda t: (plan.sigma2 + t) * vv, start)
+        self.sigma2 = plan.sigma2 + self.repair
+        self._set_gaussian(cov)
+        self.theorem = (
+            "DauM: Chen & Ohrimenko 2023, Theorem 4.4 holds (no noise needed)"
+            if report.holds
+            else "DauM: Chen & Ohrimenko 2023, Algorithm 1 / Theorem A.1 (closed form)"
+            if plan.parallel
+            else "DauM: Chen & Ohrimenko 2023, Algorithm 1 generalised to non-parallel differences (Corollary A.1, closed form)"
+        )
+        worst = int(np.argmax(plan.per_pair)) if len(cons) else 0
+        self._finish({"alpha": plan.alpha, "credit": plan.credit, "perp": plan.perp, "sigma2": plan.per_pair}, worst)
