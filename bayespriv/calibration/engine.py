@@ -250,7 +250,7 @@ def calibration_from_samples(
     (default: this calibration's; a family passes the total over members).
     """
     S, n, k = samples.shape
-    means, covs, mean_se, cov_se = sample_moments(samples)
+    means, covs, mean_se, cov_se, cov_se_white = sample_moments(samples)
     if n_events is None:
         n_events = _events(S, k)
     names = query.component_names(k) if query is not None else tuple(f"F[{i}]" for i in range(k))
@@ -261,6 +261,7 @@ def calibration_from_samples(
         cov_array=covs,
         mean_se=mean_se,
         cov_se=cov_se,
+        cov_se_white=cov_se_white,
         confidence=confidence,
         z=bonferroni_z(confidence, n_events),
         query=query,

@@ -52,6 +52,10 @@ class Calibration:
     cov_array : ndarray (S, k, k)
     mean_se, cov_se : ndarray
         Monte-Carlo standard errors (zeros when exact).
+    cov_se_white : ndarray (S, k, k)
+        Standard errors of the whitened covariance entries, behind the
+        multiplicative Loewner lower bounds (see
+        :mod:`bayespriv.calibration.moments`); zeros when exact.
     confidence : float or None
         Probability, over the calibration's own randomness, that every bound
         holds: 1.0 for exact moments, ``None`` for a plug-in calibration (bounds
@@ -88,6 +92,7 @@ class Calibration:
     n_draws: int | None = None
     n_records: int | None = None
     sample_array: np.ndarray | None = field(default=None, repr=False)
+    cov_se_white: np.ndarray | None = field(default=None, repr=False)
     component_names: tuple[str, ...] = ()
     theta: Mapping[str, Any] | None = None
     diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -98,7 +103,11 @@ class Calibration:
             arr = np.array(self.sample_array, dtype=float)
             arr.setflags(write=False)
             object.__setattr__(self, "sample_array", arr)
-        for name in ("mean_array", "cov_array", "mean_se", "cov_se"):
+        if self.cov_se_white is None:
+            if np.any(np.asarray(self.cov_se)):
+                raise ValidationError("cov_se_white is required when cov_se is non-zero (it gives the covariance lower bounds)")
+            object.__setattr__(self, "cov_se_white", np.zeros_like(np.asarray(self.cov_array, dtype=float)))
+        for name in ("mean_array", "cov_array", "mean_se", "cov_se", "cov_se_white"):
             arr = np.array(getattr(self, name), dtype=float)
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
@@ -264,7 +273,7 @@ class Calibration:
         lower bounds (see :mod:`bayespriv.calibration.constraints`)."""
         labels, pairs, thetas, diffs, halfs, cas, cbs = [], [], [], [], [], [], []
         for m in self.members:
-            lows = loewner_lower(m.cov_array, m.cov_se, m.z)
+            lows = loewner_lower(m.cov_array, m.cov_se_white, m.z)
             prefix = _theta_label(m.theta) + ": " if self.is_family else ""
             for p in m.pairs:
                 ia, ib = m.index(p.a), m.index(p.b)
@@ -281,14 +290,14 @@ class Calibration:
     def cov_lower(self, secret: Secret) -> np.ndarray:
         """A matrix below Cov(F | secret) in the Loewner order (on the calibration's event)."""
         i = self.index(secret)
-        return loewner_lower(self.cov_array[i : i + 1], self.cov_se[i : i + 1], self.z)[0]
+        return loewner_lower(self.cov_array[i : i + 1], self.cov_se_white[i : i + 1], self.z)[0]
 
     def variance(self, *, bound: bool = False) -> np.ndarray:
         """Smallest conditional variance of each component over the secrets;
         with ``bound=True`` a lower bound (diagonal of the Loewner bounds)."""
         per = []
         for m in self.members:
-            lows = loewner_lower(m.cov_array, m.cov_se, m.z) if bound else m.cov_array
+            lows = loewner_lower(m.cov_array, m.cov_se_white, m.z) if bound else m.cov_array
             per.append(np.diagonal(lows, axis1=1, axis2=2).min(axis=0))
         return np.min(per, axis=0)
 

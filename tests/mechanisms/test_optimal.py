@@ -165,12 +165,13 @@ def _corners(cal: bp.Calibration, pair: bp.SecretPair) -> list[np.ndarray]:
 
 
 def _cov_lower(cal: bp.Calibration, pair: bp.SecretPair) -> np.ndarray:
-    """Σ̂ − z‖se‖_F I for both secrets, then the common lower bound (A + B)/2 − |A − B|/2
+    """Σ̂/(1 + z·ρ(s_white)) for both secrets, then the common lower bound (A + B)/2 − |A − B|/2
     (recomputed here from the calibration's raw arrays)."""
     low = []
     for s in pair.secrets:
         i = cal.index(s)
-        low.append(cal.cov_array[i] - cal.z * np.sqrt((cal.cov_se[i] ** 2).sum()) * np.eye(cal.k))
+        perron = np.linalg.eigvalsh(cal.cov_se_white[i])[-1]
+        low.append(cal.cov_array[i] / (1.0 + cal.z * perron))
     w, V = np.linalg.eigh((low[0] - low[1]) / 2)
     return (low[0] + low[1]) / 2 - (V * np.abs(w)) @ V.T
 
