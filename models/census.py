@@ -27,9 +27,11 @@ from __future__ import annotations
 from os import PathLike
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 import bayespriv as bp
+from bayespriv.random import RNGLike, as_generator
 
 __all__ = [
     "ADULT_COLUMNS",
@@ -37,6 +39,8 @@ __all__ = [
     "load_adult",
     "census_query",
     "income_pairs",
+    "workclass_pairs",
+    "split_adult",
     "census_model",
 ]
 
@@ -154,6 +158,38 @@ def income_pairs(delta_p: float = 0.1, n_records: int = 100) -> bp.SecretPair:
         bp.DatasetSecret.proportion("income", ">50K", lo),
         bp.DatasetSecret.proportion("income", ">50K", hi),
     )
+
+
+def workclass_pairs(delta_p: float = 0.04, n_records: int = 100) -> bp.SecretPair:
+    """Secret pair on the share of private-sector workers (``workclass == "Private"``):
+    ``0.5 − Δp/2`` vs ``0.5 + Δp/2`` (the paper's p_W, §5.1)."""
+    if isinstance(delta_p, bool) or not isinstance(delta_p, (int, float)) or not 0.0 < delta_p <= 1.0:
+        raise bp.ValidationError(f"delta_p must be a number in (0, 1]; got {delta_p!r}")
+    lo, hi = (_snap(0.5 + sign * delta_p / 2.0, n_records) for sign in (-1, 1))
+    return bp.SecretPair(
+        bp.DatasetSecret.proportion("workclass", "Private", lo),
+        bp.DatasetSecret.proportion("workclass", "Private", hi),
+    )
+
+
+def split_adult(
+    table: pd.DataFrame, rng: RNGLike = None, *, auxiliary: int = 10_000, testing: int = 10_000
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The paper's split (§5.1): ``(modeling, auxiliary, testing)``.
+
+    ``auxiliary`` random records for the attacker's shadow datasets,
+    ``testing`` for evaluating the attack, the rest (25 222 of 45 222) for
+    modeling the distributions the mechanisms are calibrated on.
+    """
+    n = len(table)
+    if auxiliary + testing >= n:
+        raise bp.ValidationError(
+            f"auxiliary + testing must leave records for modeling; got {auxiliary} + {testing} of {n} records"
+        )
+    order = as_generator(rng).permutation(n)
+    aux, test, rest = order[:auxiliary], order[auxiliary:auxiliary + testing], order[auxiliary + testing:]
+    pick = lambda idx: table.iloc[np.sort(idx)].reset_index(drop=True)  # noqa: E731
+    return pick(rest), pick(aux), pick(test)
 
 
 def _snap(p: float, n_records: int) -> float:

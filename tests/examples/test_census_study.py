@@ -1,0 +1,40 @@
+"""The census study script (examples/census_study.py), in quick mode, on the real Adult data.
+
+Checks the issue's acceptance figures in the paper's setting (plug-in moments
+from 1000 subsets, classic constant, ε = 1): L2 error of ExpM(G) within 10 % of
+34.98, DauM(G) within 15 % of 13.40, GroupDP(G) within 10 % of 1539.93; and,
+with analytic calibration and exact moments, OptimalGaussian at most 0.7 × 13.40.
+
+Tolerance: the L2 errors are averages of 20 000 noise norms (relative Monte-Carlo
+error < 1 %), and the calibration uses 1000 subsets per secret like the paper,
+whose own figure is one such estimate; the 10 % / 15 % bands are the issue's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _study():
+    spec = importlib.util.spec_from_file_location("census_study", ROOT / "examples" / "census_study.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_census_study_quick_reproduces_the_paper_and_beats_it(adult_dir, tmp_path):
+    study = _study()
+    r = study.run(adult_dir, tmp_path, repetitions=5, quick=True)
+    t2 = r["table2"].set_index(["mechanism", "ε"])
+    ours = t2["ours (same setting)"]
+    assert abs(ours["ExpM(G)", 1.0] / 34.98 - 1) <= 0.10
+    assert abs(ours["DauM(G)", 1.0] / 13.40 - 1) <= 0.15
+    assert abs(ours["GroupDP(G)", 1.0] / 1539.93 - 1) <= 0.10
+    assert r["optimal_vs_daum"]["exact moments"] <= 0.7
+    report = (tmp_path / "report.md").read_text()
+    assert "Table 2" in report and "Run time" in report
+    for png in ("figure2_error_vs_epsilon.png", "figure3_error_vs_delta_p.png", "figure4_attack_accuracy.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
