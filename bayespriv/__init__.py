@@ -6,7 +6,16 @@ Public names only; see DESIGN.md for the data flow
 
 from . import accounting, audit, mechanisms
 from .accounting import Ledger, VariableRelease, epsilon_on, epsilon_table, subset_count_table
-from .calibration import Calibration, calibrate
+from .calibration import (
+    Calibration,
+    MarkovChain,
+    Quilt,
+    calibrate,
+    calibrate_chain,
+    calibrate_quilts,
+    markov_quilts,
+    max_influence,
+)
 from .datamodels import BayesNetDataModel, DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
 from .errors import (
     BayesPrivError,
@@ -35,6 +44,12 @@ __all__ = [
     "subset_count_table",
     "Calibration",
     "calibrate",
+    "calibrate_quilts",
+    "calibrate_chain",
+    "markov_quilts",
+    "max_influence",
+    "Quilt",
+    "MarkovChain",
     "BayesNetDataModel",
     "DataModel",
     "DataModelFamily",

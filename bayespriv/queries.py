@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._validation import check_real, fail
+from ._validation import check_positive_int, check_real, fail
 from .errors import ParameterTypeError, ValidationError
 
 __all__ = ["Batch", "Query", "Component", "mean", "count", "proportion", "stack", "batch_from_frame"]
@@ -73,6 +75,13 @@ class Query:
         One name per component (defaults to ``name[0]``, ``name[1]``, ...).
     components : tuple of Component, optional
         Set by the ready-made additive queries; user queries leave it empty.
+    column_sensitivities : mapping, optional
+        Declared column sensitivities Δ_A F for :meth:`column_sensitivity`
+        (needed by the Markov quilt mechanisms when F is a user function):
+        keys are a column name or a collection of column names A, values the
+        largest L1 change of F when the columns in A change arbitrarily (other
+        columns fixed), as a number ≥ 0 or a callable ``n_records -> number``.
+        A declaration for a superset of A also covers A (Δ is monotone in A).
 
     Examples
     --------
@@ -85,6 +94,9 @@ class Query:
     name: str
     output_names: tuple[str, ...] | None = None
     components: tuple[Component, ...] = field(default=(), repr=False)
+    column_sensitivities: Mapping[str | frozenset[str] | tuple[str, ...], float | Callable[[int], float]] | None = field(
+        default=None, repr=False
+    )
 
     def __post_init__(self) -> None:
         if not callable(self.fn):
@@ -97,6 +109,8 @@ class Query:
             raise fail("name", "a non-empty string", self.name)
         if self.output_names is not None:
             object.__setattr__(self, "output_names", tuple(str(n) for n in self.output_names))
+        if self.column_sensitivities is not None:
+            object.__setattr__(self, "column_sensitivities", _declared_column_sensitivities(self.column_sensitivities))
 
     # -- shape -----------------------------------------------------------------
     @property
@@ -159,6 +173,78 @@ class Query:
             )
         return np.array([c.record_range / (n_records if c.per_mean else 1) for c in self.components], dtype=float)
 
+    def column_sensitivity(self, columns: str | Sequence[str], n_records: int, ord: int | float | str = 1) -> float:
+        """Δ_A F: largest change of F when the columns in A change arbitrarily.
+
+        Two datasets of ``n_records`` rows are *A-column neighbours* when they
+        agree on every column outside A (Zhang et al., Attribute Privacy, FAccT
+        2022, §5: Δ_A F = max |F(X) − F(X')| over A-column neighbours). Used by
+        the Markov quilt mechanisms with A the queried attributes that lie in
+        a quilt's nearby set.
+
+        Parameters
+        ----------
+        columns : str or sequence of str
+            The set A (columns the query does not read contribute nothing).
+        n_records : int
+            Rows of the dataset.
+        ord : 1, 2 or inf
+            Norm of the change of the vector F (default L1, as the Laplace
+            mechanism needs).
+
+        Returns
+        -------
+        float
+            For additive ready-made queries, the ``ord``-norm of the vector of
+            per-component bounds: a component whose columns do not meet A
+            cannot change (0); a count whose predicate reads a column in A can
+            change by up to ``n_records`` (every record may flip), a share by
+            1, a mean with ``bounds=(low, high)`` by ``high − low``. The
+            bound of each component is attained; the norm of the vector of
+            bounds is an upper bound of the joint change. A declared value
+            (``column_sensitivities``, read as an L1 bound) takes precedence;
+            for ``ord`` 2 or inf it is still an upper bound (‖v‖_p ≤ ‖v‖_1).
+
+        Raises
+        ------
+        ValidationError
+            When the query cannot bound the change: a user query without a
+            declaration covering A, or a mean of a column in A without bounds.
+        """
+        cols = (columns,) if isinstance(columns, str) else tuple(columns)
+        if not all(isinstance(c, str) for c in cols):
+            raise fail("columns", "a column name or a sequence of column names", columns)
+        n = check_positive_int(n_records, "n_records")
+        norm = {1: 1.0, 2: 2.0, "inf": np.inf, np.inf: np.inf}.get(ord)
+        if norm is None:
+            raise fail("ord", "1, 2 or inf", ord)
+        touched = frozenset(cols) & frozenset(self.columns)
+        if not touched:
+            return 0.0
+        declared = self.column_sensitivities or {}
+        covering = [value for key, value in declared.items() if touched <= key]
+        if covering:
+            return float(min(_declared_value(v, n, self.name) for v in covering))
+        if not self.components:
+            keys = [sorted(k) for k in declared]
+            raise ValidationError(
+                f"query {self.name!r} must declare a column sensitivity for columns {sorted(touched)!r} (or a superset) "
+                f"in column_sensitivities=...; got {'declarations for ' + repr(keys) if keys else 'none'} "
+                "(ready-made count/proportion/mean(bounds=...) queries derive it)"
+            )
+        bounds = np.zeros(len(self.components))
+        for i, comp in enumerate(self.components):
+            if not touched & frozenset(comp.columns):
+                continue
+            if comp.record_range is None:
+                raise ValidationError(
+                    f"query {self.name!r} must bound component {comp.name!r} to give a column sensitivity for "
+                    f"{sorted(touched)!r} (use mean(column, bounds=(low, high)) or column_sensitivities=...); "
+                    "got an unbounded mean"
+                )
+            bounds[i] = comp.record_range * (1 if comp.per_mean else n)
+        return float(np.linalg.norm(bounds, ord=norm))
+
     def linear_form(self, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """``(W, per_mean)`` with ``h_c(x) = W[c] @ x`` over ``columns``; None if not linear."""
         if not self.components or any(c.linear is None for c in self.components):
@@ -171,6 +257,31 @@ class Query:
                     return None
                 W[i, cols.index(col)] = w
         return W, np.array([c.per_mean for c in self.components])
+
+
+def _declared_column_sensitivities(value: Any) -> Mapping[frozenset[str], Any]:
+    """Normalise ``column_sensitivities``: keys to frozensets of names, values checked."""
+    if not isinstance(value, Mapping):
+        raise ParameterTypeError(f"column_sensitivities must be a mapping; got {type(value).__name__}")
+    out: dict[frozenset[str], Any] = {}
+    for key, v in value.items():
+        names = (key,) if isinstance(key, str) else tuple(key) if isinstance(key, (tuple, list, set, frozenset)) else None
+        if not names or not all(isinstance(c, str) for c in names):
+            raise fail("column_sensitivities keys", "a column name or a non-empty collection of column names", key)
+        if not callable(v):
+            v = check_real(f"column_sensitivities[{key!r}]", v)
+            if not (v >= 0 and np.isfinite(v)):
+                raise fail(f"column_sensitivities[{key!r}]", "a finite number >= 0 (or a callable of n_records)", v)
+        out[frozenset(names)] = v
+    return MappingProxyType(out)
+
+
+def _declared_value(value: Any, n_records: int, name: str) -> float:
+    v = value(n_records) if callable(value) else value
+    v = check_real(f"column sensitivity declared by query {name!r}", v)
+    if not (v >= 0 and np.isfinite(v)):
+        raise fail(f"column sensitivity declared by query {name!r}", "a finite number >= 0", v)
+    return v
 
 
 def batch_from_frame(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, np.ndarray]:

@@ -2,8 +2,21 @@
 
 from .engine import calibrate, calibration_from_samples, draw_query_samples
 from .constraints import PairConstraints, common_lower_bound
+from .influence import MaxInfluence, max_influence
+from .quilts import (
+    ChainCalibration,
+    MarkovChain,
+    Quilt,
+    QuiltCalibration,
+    QuiltScore,
+    calibrate_chain,
+    calibrate_quilts,
+    markov_quilts,
+)
 from .result import Calibration
 from .wasserstein import PairWasserstein, WassersteinBounds, wasserstein_bounds
 
 __all__ = ["calibrate", "calibration_from_samples", "draw_query_samples", "Calibration", "PairConstraints", "common_lower_bound",
-           "PairWasserstein", "WassersteinBounds", "wasserstein_bounds"]
+           "PairWasserstein", "WassersteinBounds", "wasserstein_bounds",
+           "MaxInfluence", "max_influence", "ChainCalibration", "MarkovChain", "Quilt", "QuiltCalibration",
+           "QuiltScore", "calibrate_chain", "calibrate_quilts", "markov_quilts"]

@@ -9,6 +9,7 @@ from .base import Guarantee, Mechanism, Release
 from .expected_value import DauM, DirM, EigM, ExpM, Noiseless, NoiselessReport, noiseless_ok
 from .optimal import OptimalGaussian
 from .groupdp import GroupDP
+from .quilt import APMQM, MQM
 from .wasserstein import ApproxWasserstein, Wasserstein
 from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radius, gaussian_sigma
 
@@ -23,6 +24,8 @@ __all__ = [
     "NoiselessReport",
     "noiseless_ok",
     "GroupDP",
+    "APMQM",
+    "MQM",
     "Wasserstein",
     "ApproxWasserstein",
     "Mechanism",

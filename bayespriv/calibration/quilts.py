@@ -1,0 +1,956 @@
+"""Markov quilts of a Bayesian network, and the calibration stage of the quilt mechanisms.
+
+A **Markov quilt** of a node X_i (Definition 6 of Zhang, Ohrimenko, Yang &
+Cummings, *Attribute Privacy*, FAccT 2022, after Song, Wang & Chaudhuri,
+SIGMOD 2017) is a set of nodes X_Q whose deletion splits the others into a
+*nearby* part X_N ∋ X_i and a *remote* part X_R with X_R ⊥ X_i | X_Q. For each
+Q we take the largest remote set — every node d-separated from X_i by Q —
+which gives the smallest nearby set, and so the least noise.
+
+* :func:`markov_quilts` lists quilts of one node: every subset of the other
+  nodes (exhaustive, small networks) or a candidate search (large networks).
+* :func:`calibrate_quilts` prepares APMQM (Algorithm 2 of the attribute-privacy
+  paper): for each sensitive node, its quilts with the column sensitivity
+  Δ_{A∩N} F of the query and the exact max-influence e_Θ(X_Q | X_i). It does
+  not depend on ε; the mechanism picks the quilt for its ε.
+* :func:`calibrate_chain` prepares MQM (Song et al. 2017) for one attribute
+  observed along a finite-state Markov chain: the exact max-influence of every
+  window quilt {X_{i−a}, X_{i+b}} of every position.
+
+d-separation of all nodes from X_i given Q is computed for many Q at once by
+a vectorised Bayes-ball (Shachter 1998; Koller & Friedman 2009, Algorithm 3.1):
+boolean matrix products over (quilts × nodes) states until a fixed point.
+Candidate quilts are also checked with :func:`networkx.is_d_separator`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .._validation import check_finite_array, check_positive_int, fail
+from ..errors import ParameterTypeError, ValidationError
+from ..queries import Query
+from .influence import InfluenceEngine, MaxInfluence
+
+__all__ = [
+    "Quilt",
+    "markov_quilts",
+    "EXHAUSTIVE_MAX_NODES",
+    "QuiltScore",
+    "QuiltCalibration",
+    "calibrate_quilts",
+    "MarkovChain",
+    "ChainCalibration",
+    "calibrate_chain",
+]
+
+#: Default largest network (all nodes) for the exhaustive search: 2^15 = 32768 subsets.
+EXHAUSTIVE_MAX_NODES = 16
+#: Hard ceiling of ``max_nodes`` (2^19 = 524 288 subsets: several seconds and as many Quilt objects).
+_EXHAUSTIVE_CEILING = 20
+_CHUNK = 1 << 15
+
+
+# -- quilts -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Quilt:
+    """A Markov quilt (Q, N, R) of a node: ``node ∈ nearby``, R ⊥ node | Q.
+
+    Attributes
+    ----------
+    quilt : frozenset
+        X_Q, the conditioning set.
+    nearby : frozenset
+        X_N: the node itself and every node neither in Q nor d-separated from it.
+    remote : frozenset
+        X_R: every node d-separated from the node given Q.
+    """
+
+    quilt: frozenset
+    nearby: frozenset
+    remote: frozenset
+
+    def __post_init__(self) -> None:
+        for name in ("quilt", "nearby", "remote"):
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+                raise ParameterTypeError(f"{name} must be a collection of nodes; got {type(value).__name__}")
+            object.__setattr__(self, name, frozenset(value))
+        if self.quilt & self.nearby or self.quilt & self.remote or self.nearby & self.remote:
+            raise fail("Quilt", "three disjoint sets (quilt, nearby, remote)", (sorted(map(str, self.quilt)),
+                                                                               sorted(map(str, self.nearby)),
+                                                                               sorted(map(str, self.remote))))
+
+    @property
+    def nodes(self) -> frozenset:
+        return self.quilt | self.nearby | self.remote
+
+    def __str__(self) -> str:
+        def show(s: frozenset) -> str:
+            return "{" + ", ".join(sorted(map(str, s))) + "}"
+
+        return f"Q={show(self.quilt)} N={show(self.nearby)} R={show(self.remote)}"
+
+
+def as_digraph(dag: Any, name: str = "dag") -> nx.DiGraph:
+    """A plain :class:`networkx.DiGraph` copy of a DAG (networkx or pgmpy network)."""
+    if not isinstance(dag, nx.DiGraph) and not (hasattr(dag, "nodes") and hasattr(dag, "edges")):
+        raise ParameterTypeError(
+            f"{name} must be a networkx DiGraph or a pgmpy network; got {type(dag).__name__}"
+        )
+    if isinstance(dag, nx.MultiDiGraph) or (isinstance(dag, nx.Graph) and not isinstance(dag, nx.DiGraph)):
+        raise ParameterTypeError(f"{name} must be a directed acyclic graph without parallel edges; got {type(dag).__name__}")
+    graph = nx.DiGraph()
+    graph.add_nodes_from(dag.nodes())
+    graph.add_edges_from(dag.edges())
+    if graph.number_of_nodes() == 0:
+        raise fail(name, "a graph with at least one node", "an empty graph")
+    if not nx.is_directed_acyclic_graph(graph):
+        cycle = nx.find_cycle(graph)
+        raise fail(name, "acyclic", f"a graph with the cycle {cycle}")
+    return graph
+
+
+class _Structure:
+    """Index arrays of a DAG for the vectorised Bayes-ball."""
+
+    def __init__(self, graph: nx.DiGraph) -> None:
+        self.graph = graph
+        self.nodes = list(graph.nodes())
+        self.index = {v: k for k, v in enumerate(self.nodes)}
+        n = len(self.nodes)
+        adj = np.zeros((n, n), dtype=np.float32)
+        for u, v in graph.edges():
+            adj[self.index[u], self.index[v]] = 1.0
+        self.adj = adj  # adj[u, v] = 1 when u -> v
+        # reach[v, z] = 1 when z is v or a descendant of v (transitive closure by repeated squaring).
+        reach = np.eye(n, dtype=bool) | adj.astype(bool)
+        while True:
+            nxt = reach | ((reach.astype(np.float32) @ reach.astype(np.float32)) > 0)
+            if np.array_equal(nxt, reach):
+                break
+            reach = nxt
+        self.reach_t = reach.T.astype(np.float32)  # reach_t[z, v]
+
+    def d_connected(self, node: int, conditioned: np.ndarray) -> np.ndarray:
+        """Nodes d-connected to ``node`` given each row of ``conditioned`` (bool S × V).
+
+        Bayes-ball over (node, direction) states: ``up`` = reached from a child,
+        ``down`` = reached from a parent. A node outside Z passes a ball from a
+        child to its parents and children, and from a parent to its children;
+        a node in Z or with a descendant in Z (an open collider) passes a ball
+        from a parent up to its parents.
+        """
+        z = conditioned
+        s, n = z.shape
+        anc = (z.astype(np.float32) @ self.reach_t) > 0  # v in Z or a descendant of v in Z
+        free = ~z
+        up = np.zeros((s, n), dtype=bool)
+        down = np.zeros((s, n), dtype=bool)
+        up[:, node] = True
+        adj, adj_t = self.adj, self.adj.T
+        for _ in range(2 * n + 2):
+            to_parents = ((up & free) | (down & anc)).astype(np.float32) @ adj_t > 0
+            to_children = ((up | down) & free).astype(np.float32) @ adj > 0
+            new_up = to_parents & ~up
+            new_down = to_children & ~down
+            if not new_up.any() and not new_down.any():
+                break
+            up |= new_up
+            down |= new_down
+        return (up | down) & free
+
+
+def _exhaustive_rows(n: int, node: int, start: int, stop: int) -> np.ndarray:
+    """Rows ``start..stop`` of all subsets of the n − 1 other nodes, as a bool (rows × n) matrix."""
+    masks = np.arange(start, stop, dtype=np.int64)
+    bits = ((masks[:, None] >> np.arange(n - 1, dtype=np.int64)) & 1).astype(bool)
+    return np.insert(bits, node, False, axis=1)
+
+
+def _check_node(structure: _Structure, node: Hashable) -> int:
+    try:
+        return structure.index[node]
+    except (KeyError, TypeError):
+        shown = sorted(map(str, structure.nodes))
+        raise fail("node", f"a node of the network {shown if len(shown) <= 12 else shown[:12] + ['...']}", node) from None
+
+
+def _check_max_nodes(max_nodes: Any) -> int:
+    m = check_positive_int(max_nodes, "max_nodes", minimum=1)
+    if m > _EXHAUSTIVE_CEILING:
+        raise fail("max_nodes", f"at most {_EXHAUSTIVE_CEILING} (2^{_EXHAUSTIVE_CEILING - 1} subsets)", max_nodes)
+    return m
+
+
+def _candidate_rows(structure: _Structure, node: int, targets: Iterable[Hashable] = ()) -> np.ndarray:
+    """Candidate quilts of a large network (bool rows × n, deduplicated)."""
+    graph, nodes, index = structure.graph, structure.nodes, structure.index
+    v = nodes[node]
+    n = len(nodes)
+    found: set[frozenset[int]] = {frozenset()}
+
+    def add(members: Iterable[Hashable]) -> None:
+        idx = frozenset(index[u] for u in members) - {node}
+        found.add(idx)
+
+    parents, children = set(graph.predecessors(v)), set(graph.successors(v))
+    spouses = {p for c in children for p in graph.predecessors(c)} - {v}
+    add(parents)
+    add(children)
+    add(parents | children)
+    add(parents | children | spouses)  # the Markov blanket
+    # Breadth-first layers of the moral graph (each layer separates in the moral graph, hence d-separates)
+    # and of the undirected skeleton; and the minimal d-separator between the node and everything beyond
+    # each moral layer, searched among the nodes up to that layer.
+    moral = nx.moral_graph(graph)
+    dist = nx.single_source_shortest_path_length(moral, v)
+    by_layer: dict[int, set] = {}
+    for u, d in dist.items():
+        by_layer.setdefault(d, set()).add(u)
+    for d in sorted(by_layer):
+        if d == 0:
+            continue
+        add(by_layer[d])
+        beyond = {u for u, du in dist.items() if du > d}
+        if beyond:
+            within = {u for u, du in dist.items() if 0 < du <= d}
+            sep = nx.find_minimal_d_separator(graph, {v}, beyond, restricted=within)
+            if sep is not None:
+                add(sep)
+    skel = nx.single_source_shortest_path_length(graph.to_undirected(as_view=True), v)
+    layers: dict[int, set] = {}
+    for u, d in skel.items():
+        layers.setdefault(d, set()).add(u)
+    for d, layer in layers.items():
+        if d > 0:
+            add(layer)
+    # A minimal d-separator towards each non-adjacent node.
+    adjacent = parents | children
+    for u in nodes:
+        if u == v or u in adjacent:
+            continue
+        sep = nx.find_minimal_d_separator(graph, {v}, {u})
+        if sep is not None:
+            add(sep)
+    # Quilts keeping the targets (e.g. the queried attributes) out of the nearby set: the targets
+    # themselves, and the adjacent targets plus a minimal d-separator from the others.
+    aims = {u for u in targets if u != v}
+    if aims:
+        add(aims)
+        near_aims, far_aims = aims & adjacent, aims - adjacent
+        if far_aims:
+            allowed = set(nodes) - far_aims - {v}
+            sep = nx.find_minimal_d_separator(graph, {v}, far_aims, included=near_aims, restricted=allowed)
+            if sep is not None:
+                add(sep)
+    rows = np.zeros((len(found), n), dtype=bool)
+    for r, members in enumerate(found):
+        rows[r, list(members)] = True
+    return rows
+
+
+def _quilt_rows(
+    structure: _Structure, node: int, exhaustive: bool, max_nodes: int, targets: Iterable[Hashable] = ()
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(Z, R)``: quilt and remote membership (bool S × n), sorted by quilt size then node order."""
+    n = len(structure.nodes)
+    if exhaustive:
+        if n > max_nodes:
+            raise ValidationError(
+                f"dag must have at most max_nodes={max_nodes} nodes for an exhaustive quilt search "
+                f"(it enumerates all 2^(nodes − 1) subsets of the other nodes); got {n} nodes. "
+                "Pass exhaustive=False for the candidate search (Markov blanket, minimal d-separators, "
+                "breadth-first layers), or raise max_nodes"
+            )
+        total = 1 << (n - 1)
+        zs, rs = [], []
+        for start in range(0, total, _CHUNK):
+            z = _exhaustive_rows(n, node, start, min(total, start + _CHUNK))
+            conn = structure.d_connected(node, z)
+            zs.append(z)
+            rs.append(~conn & ~z)
+        z, r = np.concatenate(zs), np.concatenate(rs)
+        r[:, node] = False
+    else:
+        z = _candidate_rows(structure, node, targets)
+        conn = structure.d_connected(node, z)
+        r = ~conn & ~z
+        r[:, node] = False
+        keep = np.ones(len(z), dtype=bool)
+        for k in range(len(z)):  # validate every candidate independently with networkx
+            remote = {structure.nodes[j] for j in np.flatnonzero(r[k])}
+            if remote:
+                quilt = {structure.nodes[j] for j in np.flatnonzero(z[k])}
+                keep[k] = nx.is_d_separator(structure.graph, {structure.nodes[node]}, remote, quilt)
+        z, r = z[keep], r[keep]
+    sizes = z.sum(axis=1)
+    # Sort by size, then lexicographically by the sorted member indices (weights 2^-j favour low indices).
+    weights = np.exp2(-np.arange(n, dtype=float))
+    order = np.lexsort((-(z * weights).sum(axis=1), sizes))
+    return z[order], r[order]
+
+
+def _to_quilts(structure: _Structure, z: np.ndarray, r: np.ndarray) -> list[Quilt]:
+    """Quilt objects of the rows (built without re-validation: the rows are disjoint by construction)."""
+    nodes = structure.nodes
+    everything = frozenset(nodes)
+    setter = object.__setattr__
+    out = []
+    for zr, rr in zip(z.tolist(), r.tolist()):
+        q = frozenset(v for v, inside in zip(nodes, zr) if inside)
+        rem = frozenset(v for v, inside in zip(nodes, rr) if inside)
+        quilt = object.__new__(Quilt)
+        setter(quilt, "quilt", q)
+        setter(quilt, "nearby", everything - q - rem)
+        setter(quilt, "remote", rem)
+        out.append(quilt)
+    return out
+
+
+def markov_quilts(
+    dag: Any,
+    node: Hashable,
+    *,
+    exhaustive: bool = True,
+    max_nodes: int = EXHAUSTIVE_MAX_NODES,
+    targets: Iterable[Hashable] = (),
+) -> list[Quilt]:
+    """Markov quilts of ``node`` in a Bayesian network.
+
+    Parameters
+    ----------
+    dag : networkx.DiGraph or pgmpy network
+        A ``DiscreteBayesianNetwork`` / ``LinearGaussianBayesianNetwork`` is
+        read through its nodes and edges.
+    node : hashable
+        The node X_i.
+    exhaustive : bool
+        True: every subset Q of the other nodes (2^(m−1) quilts for m nodes),
+        allowed for networks of at most ``max_nodes`` nodes. False: a candidate
+        search for large networks — the empty quilt, the parents, the
+        children, both, the Markov blanket, every breadth-first layer of the
+        moral graph and of the undirected skeleton, the minimal d-separator
+        (:func:`networkx.find_minimal_d_separator`) between the node and the
+        nodes beyond each moral layer, and towards each non-adjacent node.
+        Every candidate's remote set is re-checked with
+        :func:`networkx.is_d_separator`; one failing the check is dropped.
+    max_nodes : int
+        Largest network (counting every node) for the exhaustive search;
+        default 16 (32 768 subsets), at most 20.
+    targets : collection of nodes, optional
+        Candidate mode only: nodes to keep out of the nearby set (APMQM
+        passes the queried attributes). Adds the quilt Q = targets and the
+        quilt made of the targets adjacent to ``node`` plus a minimal
+        d-separator from the other targets.
+
+    Returns
+    -------
+    list of Quilt
+        Deduplicated, sorted by quilt size then by the nodes' order in the
+        graph; the first is always the trivial quilt (Q = ∅, N = the node and
+        every node d-connected to it, R = the nodes independent of it). R is
+        every node d-separated from ``node`` given Q (the largest valid remote
+        set), so N = all nodes − Q − R.
+
+    Raises
+    ------
+    ValidationError
+        Unknown node, a cyclic graph, or a network larger than ``max_nodes``
+        with ``exhaustive=True``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> chain = nx.DiGraph([("a", "b"), ("b", "c")])
+    >>> [str(q) for q in markov_quilts(chain, "a")]
+    ['Q={} N={a, b, c} R={}', 'Q={b} N={a} R={c}', 'Q={c} N={a, b} R={}', 'Q={b, c} N={a} R={}']
+    """
+    graph = as_digraph(dag)
+    structure = _Structure(graph)
+    idx = _check_node(structure, node)
+    if not isinstance(exhaustive, bool):
+        raise ParameterTypeError(f"exhaustive must be True or False; got {exhaustive!r}")
+    aims = list(targets) if not isinstance(targets, (str, bytes)) else [targets]
+    unknown = [u for u in aims if u not in structure.index]
+    if unknown:
+        raise fail("targets", "nodes of the network", unknown)
+    z, r = _quilt_rows(structure, idx, exhaustive, _check_max_nodes(max_nodes), aims)
+    return _to_quilts(structure, z, r)
+
+
+# -- calibration for APMQM --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class QuiltScore:
+    """One quilt of a sensitive node with what Algorithm 2 needs.
+
+    Attributes
+    ----------
+    quilt : Quilt
+    sensitivity : float
+        Δ_{A∩N} F: the query's column sensitivity over the queried attributes
+        in the nearby set (0 when none is nearby).
+    influence : MaxInfluence
+        e_Θ(X_Q | X_i).
+    """
+
+    quilt: Quilt
+    sensitivity: float
+    influence: MaxInfluence
+
+    @property
+    def max_influence(self) -> float:
+        return float(self.influence.value)
+
+    def score(self, epsilon: float) -> float:
+        """σ(Q) = Δ_{A∩N} F / (ε − e), or ``inf`` when e ≥ ε (not usable)."""
+        e = self.max_influence
+        if not e < epsilon:
+            return math.inf
+        return 0.0 if self.sensitivity == 0 else self.sensitivity / (epsilon - e)
+
+
+@dataclass(frozen=True, eq=False)
+class QuiltCalibration:
+    """What APMQM needs, before ε and before any data (built by :func:`calibrate_quilts`).
+
+    Attributes
+    ----------
+    networks : tuple
+        The network(s) over the attributes' parameters (several: a family Θ).
+    graph : networkx.DiGraph
+    sensitive : tuple
+        Sensitive nodes C.
+    query : Query
+    n_records : int
+    columns : mapping
+        Node -> tuple of dataset columns that are its attribute.
+    queried : frozenset
+        Nodes A whose columns the query reads.
+    sensitivity : float
+        Δ_A F (the trivial quilt's score numerator).
+    candidates : mapping
+        Sensitive node -> tuple of :class:`QuiltScore` (every quilt searched
+        except those dominated by a sub-quilt with no larger Δ, which can never
+        score lower since e only grows with Q).
+    n_quilts : mapping
+        Sensitive node -> number of quilts searched.
+    skipped : mapping
+        Sensitive node -> number of quilts not scored (joint table above ``max_states``).
+    exhaustive : bool
+    confidence : float
+        1.0: every max-influence is exact.
+    k : int
+        Number of components of F.
+    component_names : tuple of str
+    """
+
+    networks: tuple[Any, ...]
+    graph: nx.DiGraph = field(repr=False)
+    sensitive: tuple[Hashable, ...]
+    query: Query
+    n_records: int
+    columns: Mapping[Hashable, tuple[str, ...]]
+    queried: frozenset
+    sensitivity: float
+    candidates: Mapping[Hashable, tuple[QuiltScore, ...]] = field(repr=False)
+    n_quilts: Mapping[Hashable, int]
+    skipped: Mapping[Hashable, int]
+    exhaustive: bool
+    confidence: float
+    k: int
+    component_names: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    engine: InfluenceEngine | None = field(default=None, repr=False)
+
+    def evaluate(self, node: Hashable, quilt: Any) -> QuiltScore:
+        """The :class:`QuiltScore` of any set Q (or :class:`Quilt`) for a sensitive ``node``.
+
+        The remote set is recomputed (every node d-separated from ``node`` given
+        Q, checked with :func:`networkx.is_d_separator`), so a Quilt passed in
+        with a different split is refused rather than trusted.
+        """
+        if node not in self.candidates:
+            raise fail("node", f"a sensitive node {list(self.sensitive)!r}", node)
+        members = getattr(quilt, "quilt", quilt)
+        if isinstance(members, (str, bytes)) or not isinstance(members, Iterable):
+            raise ParameterTypeError(f"quilt must be a collection of nodes or a Quilt; got {type(quilt).__name__}")
+        q = frozenset(members)
+        structure = _Structure(self.graph)
+        unknown = [v for v in q if v not in structure.index]
+        if unknown or node in q:
+            raise fail("quilt", f"nodes of the network other than {node!r}", sorted(map(str, q)))
+        z = np.zeros((1, len(structure.nodes)), dtype=bool)
+        z[0, [structure.index[v] for v in q]] = True
+        conn = structure.d_connected(structure.index[node], z)[0]
+        remote = frozenset(v for j, v in enumerate(structure.nodes) if not conn[j] and not z[0, j])
+        if remote and not nx.is_d_separator(self.graph, {node}, set(remote), set(q)):  # pragma: no cover - safety net
+            raise ValidationError(f"internal check failed: {sorted(map(str, remote))} not d-separated from {node!r}")
+        full = Quilt(q, frozenset(structure.nodes) - q - remote, remote)
+        if isinstance(quilt, Quilt) and quilt != full:
+            raise fail("quilt", f"the Markov quilt of {node!r} with the largest remote set, {full}", str(quilt))
+        near_queried = full.nearby & self.queried
+        cols = [c for v in near_queried for c in self.columns[v]]
+        sens = self.query.column_sensitivity(cols, self.n_records, ord=1) if cols else 0.0
+        engine = self.engine if self.engine is not None else InfluenceEngine(list(self.networks))
+        return QuiltScore(full, float(sens), engine(node, q))
+
+    def best(self, node: Hashable, epsilon: float) -> QuiltScore | None:
+        """Algorithm 2's choice for ``node`` at ε: the least score among quilts with e < ε.
+
+        Ties go to the smaller max-influence (equal scores give equal noise, and
+        a smaller e is the stronger statement: with no noise, i.e. A ∩ N = ∅,
+        the privacy loss is at most e), then the smaller quilt. None when no
+        quilt has e < ε (cannot happen with the trivial quilt, e = 0).
+        """
+        if node not in self.candidates:
+            raise fail("node", f"a sensitive node {list(self.sensitive)!r}", node)
+        usable = [(c.score(epsilon), c.max_influence, len(c.quilt.quilt), k, c)
+                  for k, c in enumerate(self.candidates[node]) if c.max_influence < epsilon]
+        return min(usable, key=lambda t: t[:4])[4] if usable else None
+
+
+def _column_map(graph: nx.DiGraph, columns: Mapping[Hashable, Any] | None) -> dict[Hashable, tuple[str, ...]]:
+    out: dict[Hashable, tuple[str, ...]] = {}
+    given = {} if columns is None else columns
+    if not isinstance(given, Mapping):
+        raise ParameterTypeError(f"columns must be a mapping node -> column name(s); got {type(given).__name__}")
+    for key in given:
+        if key not in graph:
+            raise fail("columns", f"keyed by nodes of the network {sorted(map(str, graph.nodes()))}", key)
+    for v in graph.nodes():
+        if v in given:
+            value = given[v]
+            names = (value,) if isinstance(value, str) else tuple(value)
+            if not all(isinstance(c, str) for c in names):
+                raise fail(f"columns[{v!r}]", "a column name or a sequence of column names", value)
+        else:
+            names = (v,) if isinstance(v, str) else (str(v),)
+        out[v] = names
+    return out
+
+
+def _undominated(z: np.ndarray, sens: np.ndarray, exhaustive: bool, n: int, node: int) -> np.ndarray:
+    """Quilts not dominated by a strict sub-quilt with Δ no larger (bool mask).
+
+    e(Q) ≤ e(Q') for Q ⊆ Q' (marginalising cannot increase a max-ratio), so a
+    quilt with a sub-quilt of no larger Δ never scores lower at any ε.
+    """
+    s = len(z)
+    if exhaustive:
+        # Rows are all subsets; index them by their bitmask over the other nodes, then
+        # min over strict subsets by a sum-over-subsets DP.
+        others = [j for j in range(n) if j != node]
+        masks = (z[:, others].astype(np.int64) << np.arange(len(others), dtype=np.int64)).sum(axis=1)
+        by_mask = np.empty(1 << len(others))
+        by_mask[masks] = sens
+        sub = by_mask.copy()
+        full = np.arange(1 << len(others))
+        for b in range(len(others)):
+            has = full[(full >> b) & 1 == 1]
+            sub[has] = np.minimum(sub[has], sub[has ^ (1 << b)])
+        strict = np.full(1 << len(others), np.inf)
+        for b in range(len(others)):
+            has = full[(full >> b) & 1 == 1]
+            strict[has] = np.minimum(strict[has], sub[has ^ (1 << b)])
+        return sens < strict[masks]
+    keep = np.ones(s, dtype=bool)
+    zi = z.astype(np.float32)
+    sizes = z.sum(axis=1)
+    inter = zi @ zi.T  # |Q_a ∩ Q_b|
+    subset = (inter == sizes[:, None]) & (sizes[:, None] < sizes[None, :])  # a ⊂ b strictly
+    dominated = (subset & (sens[:, None] <= sens[None, :])).any(axis=0)
+    keep &= ~dominated
+    return keep
+
+
+def calibrate_quilts(
+    network: Any,
+    sensitive: Hashable | Sequence[Hashable],
+    query: Query,
+    *,
+    n_records: int,
+    columns: Mapping[Hashable, str | Sequence[str]] | None = None,
+    exhaustive: bool = True,
+    max_nodes: int = EXHAUSTIVE_MAX_NODES,
+    k: int | None = None,
+    max_states: int = 2**16,
+) -> QuiltCalibration:
+    """Quilts, column sensitivities and exact max-influences for APMQM (independent of ε).
+
+    Parameters
+    ----------
+    network : pgmpy network or sequence of them
+        The Bayesian network over the attributes' parameters φ (Definition 5:
+        φ_i governs attribute i; attributes are independent given all φ). A
+        ``DiscreteBayesianNetwork`` gives exact max-influences; a sequence
+        (same graph) is a family Θ and the supremum is taken.
+    sensitive : node or sequence of nodes
+        The sensitive attributes C.
+    query : Query
+        F; it must give :meth:`~bayespriv.Query.column_sensitivity` (ready-made
+        counts, shares and bounded means do; a user query declares
+        ``column_sensitivities``).
+    n_records : int
+        Rows of the dataset the mechanism will release on.
+    columns : mapping, optional
+        Node -> dataset column(s) of its attribute; default: the node's name.
+    exhaustive, max_nodes
+        As in :func:`markov_quilts`.
+    k : int, optional
+        Number of components of F, when the query cannot tell without data.
+    max_states : int
+        Quilts of a discrete network whose joint table P(φ_Q, φ_i) has more
+        states are not scored (counted in ``skipped``). Leaving quilts out only
+        removes options from Algorithm 2's minimum: the guarantee is unchanged
+        (the trivial quilt is always scored).
+
+    Returns
+    -------
+    QuiltCalibration
+
+    Raises
+    ------
+    ValidationError
+        Unknown sensitive node, a query reading columns that are no node's
+        attribute, a query without column sensitivity, too large a network for
+        the exhaustive search.
+    """
+    if not isinstance(query, Query):
+        raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+    n = check_positive_int(n_records, "n_records")
+    engine = InfluenceEngine(network)
+    graph = as_digraph(engine.networks[0], "network")
+    for j, net in enumerate(engine.networks[1:], start=1):
+        if set(net.edges()) != set(graph.edges()):
+            raise ValidationError(f"networks of a family must share one graph; member {j} has different edges")
+    structure = _Structure(graph)
+    sens_nodes = (sensitive,) if not isinstance(sensitive, (list, tuple)) else tuple(sensitive)
+    if not sens_nodes:
+        raise fail("sensitive", "a node or a non-empty sequence of nodes", sensitive)
+    sens_idx = []
+    for v in sens_nodes:
+        try:
+            sens_idx.append(structure.index[v])
+        except (KeyError, TypeError):
+            raise fail("sensitive", f"nodes of the network {sorted(map(str, structure.nodes))}", v) from None
+    colmap = _column_map(graph, columns)
+    owner: dict[str, Hashable] = {}
+    for v, names in colmap.items():
+        for c in names:
+            if c in owner:
+                raise fail("columns", "a mapping giving each column to one node", f"{c!r} given to {owner[c]!r} and {v!r}")
+            owner[c] = v
+    stray = [c for c in query.columns if c not in owner]
+    if stray:
+        raise ValidationError(
+            f"query must read only columns of the network's attributes {sorted(owner)!r}; got {stray!r} "
+            "(map nodes to columns with columns=...)"
+        )
+    queried = frozenset(owner[c] for c in query.columns)
+    if not isinstance(exhaustive, bool):
+        raise ParameterTypeError(f"exhaustive must be True or False; got {exhaustive!r}")
+    max_nodes = _check_max_nodes(max_nodes)
+    max_states = check_positive_int(max_states, "max_states", minimum=2)
+    kq = query.k if k is None else check_positive_int(k, "k")
+    if kq is None:
+        raise ValidationError(f"k must be given for query {query.name!r}, whose number of components is unknown; got None")
+
+    sens_cache: dict[frozenset, float] = {}
+
+    def delta(nodes_near: frozenset) -> float:
+        key = nodes_near & queried
+        if key not in sens_cache:
+            cols = [c for v in key for c in colmap[v]]
+            sens_cache[key] = query.column_sensitivity(cols, n, ord=1) if cols else 0.0
+        return sens_cache[key]
+
+    full = delta(queried)
+    nodes_arr = np.array(structure.nodes, dtype=object)
+    everything = frozenset(structure.nodes)
+    candidates: dict[Hashable, tuple[QuiltScore, ...]] = {}
+    counts: dict[Hashable, int] = {}
+    skipped: dict[Hashable, int] = {}
+    for v, idx in zip(sens_nodes, sens_idx):
+        z, r = _quilt_rows(structure, idx, exhaustive, max_nodes, queried)
+        counts[v] = len(z)
+        near = ~z & ~r
+        queried_mask = np.array([u in queried for u in structure.nodes])
+        # Δ depends on N only through A ∩ N: compute it per distinct pattern.
+        patterns, inverse = np.unique(near & queried_mask, axis=0, return_inverse=True)
+        pattern_sens = np.array([delta(frozenset(nodes_arr[p])) for p in patterns])
+        sens = pattern_sens[np.asarray(inverse).reshape(-1)]
+        keep = _undominated(z, sens, exhaustive, len(structure.nodes), idx)
+        scores = []
+        skipped[v] = 0
+        for row in np.flatnonzero(keep):
+            q = frozenset(nodes_arr[z[row]])
+            if q and engine.kind == "discrete" and engine.table_size(v, q) > max_states:
+                skipped[v] += 1
+                continue
+            rem = frozenset(nodes_arr[r[row]])
+            quilt = Quilt(q, everything - q - rem, rem)
+            scores.append(QuiltScore(quilt, float(sens[row]), engine(v, q)))
+        candidates[v] = tuple(scores)
+    return QuiltCalibration(
+        networks=engine.networks,
+        graph=graph,
+        sensitive=sens_nodes,
+        query=query,
+        n_records=n,
+        columns=MappingProxyType(colmap),
+        queried=queried,
+        sensitivity=float(full),
+        candidates=MappingProxyType(candidates),
+        n_quilts=MappingProxyType(counts),
+        skipped=MappingProxyType(skipped),
+        exhaustive=exhaustive,
+        confidence=1.0,
+        k=int(kq),
+        component_names=query.component_names(int(kq)),
+        assumptions=("parameters_bayes_net",),
+        engine=engine,
+    )
+
+
+# -- Markov chains (MQM of Song, Wang & Chaudhuri 2017) -----------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class MarkovChain:
+    """A finite-state Markov chain X_1 → X_2 → … → X_T.
+
+    Parameters
+    ----------
+    transition : array (k, k)
+        Row-stochastic: ``transition[s, t] = P(X_{j+1} = t | X_j = s)``.
+    initial : array (k,)
+        Distribution of X_1.
+    states : sequence, optional
+        Labels of the states (default 0..k−1), as they appear in the data.
+    """
+
+    transition: np.ndarray
+    initial: np.ndarray
+    states: tuple[Any, ...] | None = None
+
+    def __post_init__(self) -> None:
+        p = check_finite_array(self.transition, "transition", ndim=2)
+        if p.shape[0] != p.shape[1] or p.shape[0] < 2:
+            raise fail("transition", "a square matrix with at least 2 states", f"shape {p.shape}")
+        if np.any(p < 0) or not np.allclose(p.sum(axis=1), 1.0, atol=1e-12):
+            raise fail("transition", "row-stochastic (non-negative rows summing to 1)", p.tolist())
+        q = check_finite_array(self.initial, "initial", ndim=1)
+        if q.shape != (p.shape[0],) or np.any(q < 0) or not math.isclose(q.sum(), 1.0, abs_tol=1e-12):
+            raise fail("initial", f"a probability vector of length {p.shape[0]}", q.tolist())
+        p = p / p.sum(axis=1, keepdims=True)
+        q = q / q.sum()
+        p.setflags(write=False)
+        q.setflags(write=False)
+        object.__setattr__(self, "transition", p)
+        object.__setattr__(self, "initial", q)
+        states = tuple(range(p.shape[0])) if self.states is None else tuple(self.states)
+        if len(states) != p.shape[0] or len(set(states)) != len(states):
+            raise fail("states", f"{p.shape[0]} distinct labels", self.states)
+        object.__setattr__(self, "states", states)
+
+    @property
+    def k(self) -> int:
+        return int(self.transition.shape[0])
+
+    @classmethod
+    def stationary(cls, transition: Any, states: Sequence[Any] | None = None) -> "MarkovChain":
+        """The chain started from a stationary distribution of ``transition``."""
+        p = check_finite_array(transition, "transition", ndim=2)
+        w, vecs = np.linalg.eig(p.T)
+        j = int(np.argmin(np.abs(w - 1.0)))
+        pi = np.abs(np.real(vecs[:, j]))
+        return cls(p, pi / pi.sum(), None if states is None else tuple(states))
+
+
+def _log_ratio_table(cond: np.ndarray) -> np.ndarray:
+    """max over outcomes of log cond[s, x] − log cond[s', x] for every (s, s'): (k, k).
+
+    ``cond[s, x] = P(outcome x | X_i = s)``; outcomes impossible under both are
+    skipped; one impossible under s' only gives +inf.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logc = np.log(cond)
+        diff = logc[:, None, :] - logc[None, :, :]  # (s, s', x)
+    both_zero = (cond[:, None, :] == 0) & (cond[None, :, :] == 0)
+    diff = np.where(both_zero, -np.inf, diff)
+    out = diff.max(axis=2)
+    return np.where(np.isnan(out), -np.inf, out)
+
+
+def _chain_influences(chain: MarkovChain, length: int, window: int) -> np.ndarray:
+    """e[i, a, b]: max-influence of the quilt {X_{i−a}, X_{i+b}} on X_i (0-based i).
+
+    a = 0 / b = 0 means no quilt node on that side; entries whose node falls
+    outside the chain are ``nan``. Exact: given X_i, the past and the future
+    are independent, so the log-ratio is the sum of a backward and a forward
+    term, maximised jointly over the pair (s, s') of values of X_i.
+    """
+    k = chain.k
+    p, q = chain.transition, chain.initial
+    powers = np.empty((window + 1, k, k))
+    powers[0] = np.eye(k)
+    for d in range(1, window + 1):
+        powers[d] = powers[d - 1] @ p
+    marg = np.empty((length, k))
+    marg[0] = q
+    for t in range(1, length):
+        marg[t] = marg[t - 1] @ p
+    fwd = np.full((window + 1, k, k), -np.inf)
+    fwd[0] = 0.0
+    for b in range(1, window + 1):
+        fwd[b] = _log_ratio_table(powers[b])  # P(X_{i+b} = y | X_i = s) = P^b[s, y]
+    out = np.full((length, window + 1, window + 1), np.nan)
+    for i in range(length):
+        possible = marg[i] > 0
+        pair_ok = possible[:, None] & possible[None, :] & ~np.eye(k, dtype=bool)
+        if not pair_ok.any():
+            out[i] = 0.0
+            continue
+        back = np.full((window + 1, k, k), -np.inf)
+        back[0] = 0.0
+        for a in range(1, min(window, i) + 1):
+            # P(X_{i−a} = x | X_i = s) = m_{i−a}[x] P^a[x, s] / m_i[s]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cond = (marg[i - a][:, None] * powers[a]).T / marg[i][:, None]
+            cond = np.where(possible[:, None], cond, 0.0)
+            back[a] = _log_ratio_table(cond)
+        nb = min(window, length - 1 - i)
+        na = min(window, i)
+        total = back[: na + 1, None, :, :] + fwd[None, : nb + 1, :, :]  # (a, b, s, s')
+        total = np.where(pair_ok, total, -np.inf)
+        out[i, : na + 1, : nb + 1] = np.maximum(total.max(axis=(2, 3)), 0.0)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class ChainCalibration:
+    """What MQM needs (built by :func:`calibrate_chain`), independent of ε.
+
+    Attributes
+    ----------
+    chains : tuple of MarkovChain
+        Θ (the supremum of the max-influence is taken over them).
+    length : int
+        T, the number of entries (rows of the dataset).
+    column : str
+        The column holding the chain's states.
+    query : Query
+    lipschitz : float
+        L: the largest change of F when one entry changes.
+    window : int
+        Largest distance of a quilt node from X_i searched.
+    influence : ndarray (T, window + 1, window + 1)
+        e_Θ({X_{i−a}, X_{i+b}} | X_i) (a or b = 0: no node on that side;
+        ``nan`` where a node falls outside the chain).
+    """
+
+    chains: tuple[MarkovChain, ...]
+    length: int
+    column: str
+    query: Query
+    lipschitz: float
+    window: int
+    influence: np.ndarray = field(repr=False)
+    k: int = 1
+    component_names: tuple[str, ...] = ()
+    confidence: float = 1.0
+    assumptions: tuple[str, ...] = ("markov_chain",)
+
+    def nearby_counts(self) -> np.ndarray:
+        """card(N) for every (i, a, b): the entries strictly between the quilt nodes."""
+        t, w = self.length, self.window
+        i = np.arange(t)[:, None, None]
+        a = np.arange(w + 1)[None, :, None]
+        b = np.arange(w + 1)[None, None, :]
+        left = np.where(a == 0, i, a - 1)  # entries before X_i in N
+        right = np.where(b == 0, t - 1 - i, b - 1)
+        return (left + 1 + right).astype(float)
+
+    def scores(self, epsilon: float) -> np.ndarray:
+        """σ(i, a, b) = card(N) / (ε − e), inf where e ≥ ε or the quilt leaves the chain."""
+        e = self.influence
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = self.nearby_counts() / (epsilon - e)
+        return np.where(np.isfinite(e) & (e < epsilon), s, np.inf)
+
+
+def calibrate_chain(
+    chain: MarkovChain | Sequence[MarkovChain],
+    query: Query,
+    *,
+    length: int,
+    column: str | None = None,
+    lipschitz: float | None = None,
+    max_window: int | None = None,
+) -> ChainCalibration:
+    """Exact max-influences of every window quilt of a Markov chain (for MQM).
+
+    Parameters
+    ----------
+    chain : MarkovChain or sequence of them
+        Θ; a sequence is a family (supremum over it).
+    query : Query
+        F over the chain's column.
+    length : int
+        T, the number of entries.
+    column : str, optional
+        The column of the states (default: the query's only column).
+    lipschitz : float, optional
+        L (default: the L1 norm of :meth:`~bayespriv.Query.record_sensitivity`,
+        available for counts, shares and bounded means).
+    max_window : int, optional
+        Largest a, b searched (default T − 1: every quilt). The search costs
+        O(T · window² · k²); a smaller window only removes quilts, so the
+        guarantee still holds (the trivial quilt is always kept).
+
+    Returns
+    -------
+    ChainCalibration
+
+    Notes
+    -----
+    Song, Wang & Chaudhuri (2017, §4, MQM for Markov chains) search quilts of
+    the form {X_{i−a}, X_{i+b}} (and one-sided ones): any other quilt contains
+    one of them with the same or a larger nearby set and, since marginalising
+    cannot increase a max-ratio, no smaller max-influence.
+    """
+    chains = (chain,) if isinstance(chain, MarkovChain) else tuple(chain) if isinstance(chain, (list, tuple)) else None
+    if not chains or not all(isinstance(c, MarkovChain) for c in chains):
+        raise ParameterTypeError(f"chain must be a MarkovChain or a non-empty sequence of them; got {chain!r}")
+    if len({c.states for c in chains}) != 1:
+        raise ValidationError("chains of a family must share their states; got different state labels")
+    if not isinstance(query, Query):
+        raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+    t = check_positive_int(length, "length", minimum=2)
+    if column is None:
+        if len(query.columns) != 1:
+            raise fail("column", f"given when the query reads several columns {list(query.columns)!r}", None)
+        column = query.columns[0]
+    if column not in query.columns:
+        raise fail("column", f"a column the query reads {list(query.columns)!r}", column)
+    if len(query.columns) != 1:
+        raise fail("query", "a query over the chain's column only", list(query.columns))
+    if lipschitz is None:
+        lip = float(np.abs(query.record_sensitivity(t)).sum())
+    else:
+        lip = float(lipschitz)
+        if not (math.isfinite(lip) and lip >= 0):
+            raise fail("lipschitz", "a finite number >= 0", lipschitz)
+    w = t - 1 if max_window is None else min(check_positive_int(max_window, "max_window"), t - 1)
+    if t * (w + 1) ** 2 * chains[0].k ** 2 > 5e8:
+        raise fail("max_window", f"small enough that length·(window+1)²·k² ≤ 5e8 (length {t})", max_window)
+    infl = np.stack([_chain_influences(c, t, w) for c in chains]).max(axis=0)
+    infl.setflags(write=False)
+    kq = query.k or 1
+    return ChainCalibration(chains, t, column, query, lip, w, infl, kq, query.component_names(kq))

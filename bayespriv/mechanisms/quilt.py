@@ -1,0 +1,369 @@
+"""Markov quilt mechanisms: APMQM (attribute privacy) and MQM (Song et al. 2017).
+
+Both add Laplace noise whose scale is the best Markov quilt's score: a quilt
+X_Q of a sensitive node splits the network into a nearby part, whose change
+the noise must cover, and a remote part, independent of the sensitive node
+given X_Q; the quilt's own dependence on the sensitive node is paid from ε
+through the max-influence e(X_Q | X_i).
+
+* :class:`APMQM` — Algorithm 2 of Zhang, Ohrimenko, Yang & Cummings,
+  *Attribute Privacy* (FAccT 2022), on a :class:`~bayespriv.calibration.quilts.QuiltCalibration`.
+* :class:`MQM` — the Markov Quilt Mechanism of Song, Wang & Chaudhuri,
+  *Pufferfish Privacy Mechanisms for Correlated Data* (SIGMOD 2017), for one
+  attribute observed along a Markov chain, on a
+  :class:`~bayespriv.calibration.quilts.ChainCalibration`.
+
+Neither takes a :class:`~bayespriv.Calibration` (there are no moments of F to
+estimate): they override ``__init__`` and set what
+:class:`~bayespriv.mechanisms.base.Mechanism` needs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_epsilon, check_real, described, fail
+from ..calibration.quilts import ChainCalibration, QuiltCalibration, QuiltScore
+from ..errors import ParameterTypeError, ValidationError
+from .base import Guarantee, Mechanism
+
+__all__ = ["APMQM", "MQM", "ChainQuilt"]
+
+
+def _check_beta(beta: Any) -> float:
+    b = check_real("beta", beta)
+    if not (0.0 < b < 1.0):
+        raise fail("beta", "in the open interval (0, 1)", beta)
+    return b
+
+
+class _QuiltMechanism(Mechanism):
+    """Shared set-up: no moments calibration, pure ε, Laplace noise on every component."""
+
+    def _init_common(self, calibration: Any, epsilon: float) -> None:
+        self.calibration = calibration
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = 0.0
+        self._gaussian_cov = None
+        self._laplace = None
+        self.noise_kind = "laplace"
+
+    @property
+    def k(self) -> int:
+        return int(self.calibration.k)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(self.calibration.query.columns)
+
+    @property
+    def n_records(self) -> int:
+        cal = self.calibration
+        return int(cal.n_records if isinstance(cal, QuiltCalibration) else cal.length)
+
+    def release(self, dataset: pd.DataFrame, *, rng: Any = None, ledger: Any = None) -> Any:
+        """F(dataset) + noise; the dataset must have the calibrated number of rows.
+
+        The column sensitivities (APMQM) and nearby counts (MQM) were computed
+        for that many records; another size is refused.
+        """
+        if isinstance(dataset, pd.DataFrame) and len(dataset) != self.n_records:
+            raise fail("dataset", f"a DataFrame of {self.n_records} rows, as calibrated", described(f"{len(dataset)} rows"))
+        return super().release(dataset, rng=rng, ledger=ledger)
+
+    def accuracy(self, beta: float) -> float:
+        """α with P(‖M(X) − F(X)‖_∞ > α) ≤ β: ``b · ln(k/β)`` (exact for k = 1).
+
+        |Lap(b)| exceeds t with probability e^{−t/b}; a union bound over the
+        k components gives the sup-norm. (Theorem 4 of the attribute-privacy
+        paper prints ``log(1/(2β))``, the one-sided tail: with it the
+        two-sided error exceeds α with probability 2β, not β.)
+        """
+        beta = _check_beta(beta)
+        return float(self.scale * math.log(self.k / beta))
+
+    @property
+    def guarantee(self) -> Guarantee:
+        cal = self.calibration
+        return Guarantee(self.epsilon, 0.0, cal.confidence, tuple(cal.assumptions), self.theorem)
+
+    # The base class tests distributional assumptions of F on calibration samples and offers guarantees
+    # relaxed through Gaussian approximations of F. Neither applies here: the quilt mechanisms draw no
+    # samples, and their assumptions (the network, the chain) are about Θ, not about the law of F.
+    @property
+    def assumption_checks(self) -> Any:
+        """No check can be run on samples (there are none): an empty report."""
+        from ..calibration.assumptions import AssumptionReport
+
+        return AssumptionReport((), (), self.assumption_alpha)
+
+    def check(self, *, strict: bool = False, alpha: float | None = None) -> Any:
+        """An empty report: the proof's assumptions are about Θ and cannot be tested on samples."""
+        return self.assumption_checks
+
+    def _no_relaxation(self) -> ValidationError:
+        return ValidationError(
+            f"a relaxed guarantee (Chen & Ohrimenko 2023, Theorems 4.6 / 4.7) must be asked of a mechanism that "
+            f"approximates the law of F by Gaussians; got {type(self).__name__}, whose guarantee {self.guarantee} "
+            "rests on no such approximation"
+        )
+
+    def relaxed(self, *args: Any, **kwargs: Any) -> Guarantee:
+        raise self._no_relaxation()
+
+    @property
+    def relaxed_guarantee(self) -> Guarantee:
+        raise self._no_relaxation()
+
+    def with_extra_laplace(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._no_relaxation()
+
+
+class APMQM(_QuiltMechanism):
+    """Attribute-Private Markov Quilt Mechanism (Algorithm 2).
+
+    For each sensitive attribute i, among its Markov quilts (Q, N, R) with
+    max-influence e_Θ(X_Q | X_i) < ε, choose the least score
+
+        σ_i = Δ_{A∩N} F / (ε − e_Θ(X_Q | X_i)),
+
+    where A are the queried attributes and Δ_{A∩N} F the query's column
+    sensitivity over those lying in the nearby set (0 when none is nearby:
+    then the quilt costs no noise). The trivial quilt (Q = ∅, N = everything
+    connected to i) scores Δ_A F / ε, Algorithm 2's starting value b_i. The
+    release is F(X) + Lap(max_i σ_i) on each component.
+
+    Parameters
+    ----------
+    calibration : QuiltCalibration
+        From :func:`~bayespriv.calibration.quilts.calibrate_quilts`.
+    epsilon : float
+    quilts : mapping, optional
+        Sensitive node -> a quilt to use instead of the minimiser (a set of
+        nodes or a :class:`~bayespriv.calibration.quilts.Quilt`), e.g. to
+        reproduce a paper's choice. It must have e < ε; the guarantee is the
+        same, the noise possibly larger.
+
+    Attributes
+    ----------
+    chosen : mapping
+        Sensitive node -> the :class:`~bayespriv.calibration.quilts.QuiltScore` used.
+    scale : float
+        The Laplace scale b = max_i σ_i (0: released without noise).
+
+    Raises
+    ------
+    ValidationError
+        A forced quilt with e ≥ ε, or (only possible with forced quilts or
+        an empty search) no quilt with e < ε.
+
+    Privacy
+    -------
+    Definition: ε-distributional attribute privacy (Definition 5): ε-Pufferfish
+    privacy with secrets {φ_i ∈ Φ_a^i} on the parameters of the sensitive
+    attributes, every pair of them, and Θ the network(s) over the parameters.
+
+    Theorem 3 of Zhang, Ohrimenko, Yang & Cummings (FAccT 2022; proof in its
+    Appendix D), with Algorithm 2. Assumptions (``parameters_bayes_net``): the
+    attributes are independent given their parameters φ (the paper's "naive"
+    conditional independence) and the φ form the given Bayesian network(s).
+    Bound: exact — the max-influences are computed exactly (discrete
+    parameters) and the column sensitivities are closed forms; confidence 1.
+
+    Notes on the paper: Algorithm 2 admits quilts with e ≤ ε and divides by
+    ε − e; e = ε gives a division by zero, so we require e < ε. Theorem 4
+    writes the accuracy as max{…, Δ_A F/ε}·log(1/(2β)); since every b_i ≤
+    Δ_A F/ε the outer max should be the noise scale itself, and the two-sided
+    Laplace tail needs log(1/β) — see :meth:`accuracy`. In Example 1 the
+    second query (students taller than 66 in with SAT > 1300) is said to get
+    noise Δ_{s}F / (ε − e(X_gndr | X_i)) from the quilt Q = {gndr}; for a
+    count Δ_{s}F = Δ_{h,s}F = n, so that score exceeds the trivial quilt's
+    n/ε and Algorithm 2 picks the trivial quilt (or a quilt with A ∩ N = ∅
+    when ε allows). ``quilts=`` reproduces the example's choice.
+    """
+
+    theorem = "APMQM: Zhang, Ohrimenko, Yang & Cummings 2022 (Attribute Privacy), Theorem 3 / Algorithm 2"
+
+    def __init__(
+        self,
+        calibration: QuiltCalibration,
+        *,
+        epsilon: float,
+        quilts: Mapping[Hashable, Any] | None = None,
+    ) -> None:
+        if not isinstance(calibration, QuiltCalibration):
+            raise ParameterTypeError(
+                f"calibration must be a QuiltCalibration (from calibrate_quilts); got {type(calibration).__name__}"
+            )
+        self._init_common(calibration, epsilon)
+        forced = {} if quilts is None else quilts
+        if not isinstance(forced, Mapping):
+            raise ParameterTypeError(f"quilts must be a mapping sensitive node -> quilt; got {type(forced).__name__}")
+        for key in forced:
+            if key not in calibration.sensitive:
+                raise fail("quilts", f"keyed by sensitive nodes {list(calibration.sensitive)!r}", key)
+        eps = self.epsilon
+        chosen: dict[Hashable, QuiltScore] = {}
+        for node in calibration.sensitive:
+            if node in forced:
+                pick = calibration.evaluate(node, forced[node])
+                if not pick.max_influence < eps:
+                    why = "" if pick.influence.finite else f" ({pick.influence.reason})"
+                    raise ValidationError(
+                        f"quilts[{node!r}] must have a max-influence e < epsilon={eps:g}; got e = "
+                        f"{pick.max_influence:.6g} for {pick.quilt}{why}"
+                    )
+            else:
+                pick = calibration.best(node, eps)
+                if pick is None:
+                    least = min((c.max_influence for c in calibration.candidates[node]), default=math.inf)
+                    raise ValidationError(
+                        f"epsilon must exceed the max-influence of some Markov quilt of {node!r} (Algorithm 2 needs "
+                        f"e(X_Q | X_i) < ε); got epsilon={eps:g} with smallest e = {least:.6g}"
+                    )
+            chosen[node] = pick
+        self.chosen = MappingProxyType(chosen)
+        self.scale = float(max(c.score(eps) for c in chosen.values()))
+        self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        """The dataset columns of the sensitive attributes (the ledger charges these budgets)."""
+        cal = self.calibration
+        return tuple(dict.fromkeys(c for v in cal.sensitive for c in cal.columns[v]))
+
+    def report(self) -> pd.DataFrame:
+        """The chosen quilt per sensitive attribute: Q, N, R, e, Δ_{A∩N} F and score."""
+        rows = []
+        for node, c in self.chosen.items():
+            rows.append({
+                "sensitive": node,
+                "quilt": sorted(map(str, c.quilt.quilt)),
+                "nearby": sorted(map(str, c.quilt.nearby)),
+                "remote": sorted(map(str, c.quilt.remote)),
+                "max_influence": c.max_influence,
+                "sensitivity": c.sensitivity,
+                "score": c.score(self.epsilon),
+            })
+        return pd.DataFrame(rows).set_index("sensitive")
+
+    def __repr__(self) -> str:
+        picks = "; ".join(f"{n}: {c.quilt}" for n, c in self.chosen.items())
+        return f"APMQM(epsilon={self.epsilon:g}, scale={self.scale:.6g}, k={self.k}, quilts=[{picks}])"
+
+
+@dataclass(frozen=True)
+class ChainQuilt:
+    """The best quilt {X_{i−a}, X_{i+b}} of one position of a chain.
+
+    ``position`` is 0-based; ``before`` = a and ``after`` = b (0: no quilt node
+    on that side); ``nearby`` = card(N).
+    """
+
+    position: int
+    before: int
+    after: int
+    max_influence: float
+    nearby: int
+    score: float
+
+    @property
+    def quilt(self) -> tuple[int, ...]:
+        """Positions (0-based) of the quilt nodes."""
+        out = []
+        if self.before:
+            out.append(self.position - self.before)
+        if self.after:
+            out.append(self.position + self.after)
+        return tuple(out)
+
+
+class MQM(_QuiltMechanism):
+    """Markov Quilt Mechanism for one attribute along a Markov chain (Song et al. 2017).
+
+    The dataset is one path X_1, …, X_T of a finite-state Markov chain in Θ
+    (rows of the DataFrame, column ``calibration.column``). For each position
+    i and window quilt X_Q = {X_{i−a}, X_{i+b}} (one-sided and empty quilts
+    included) with e_Θ(X_Q | X_i) < ε,
+
+        σ(X_Q) = card(X_N) / (ε − e_Θ(X_Q | X_i)),
+
+    σ_max = max_i min_Q σ(X_Q), and the release is F(X) + Lap(L · σ_max) with
+    L the query's Lipschitz constant in one entry.
+
+    Parameters
+    ----------
+    calibration : ChainCalibration
+        From :func:`~bayespriv.calibration.quilts.calibrate_chain`.
+    epsilon : float
+
+    Attributes
+    ----------
+    sigma_max : float
+    worst : ChainQuilt
+        The position attaining σ_max with its best quilt.
+    scale : float
+        L · σ_max.
+
+    Privacy
+    -------
+    Definition: ε-Pufferfish privacy with secrets {X_i = a} for every position
+    i and state a of positive probability, every pair (X_i = a, X_i = b), and
+    Θ the given chain(s) (Song, Wang & Chaudhuri 2017, the entry-privacy
+    framework of their §4). Theorem: the privacy theorem of the Markov Quilt
+    Mechanism (Song et al. 2017, §4), with the exact max-influence of every
+    window quilt (their MQMExact search). Assumptions (``markov_chain``): the
+    data is a path of a chain in Θ; F changes by at most L when one entry
+    changes (exact for counts, shares and bounded means). Bound: exact.
+    This protects the value of one entry, not a distribution parameter; use
+    :class:`APMQM` for attribute privacy.
+    """
+
+    theorem = "MQM: Song, Wang & Chaudhuri 2017 (Pufferfish Privacy Mechanisms for Correlated Data), §4"
+
+    def __init__(self, calibration: ChainCalibration, *, epsilon: float) -> None:
+        if not isinstance(calibration, ChainCalibration):
+            raise ParameterTypeError(
+                f"calibration must be a ChainCalibration (from calibrate_chain); got {type(calibration).__name__}"
+            )
+        self._init_common(calibration, epsilon)
+        scores = calibration.scores(self.epsilon)
+        t, w1, _ = scores.shape
+        flat = scores.reshape(t, -1)
+        best = flat.argmin(axis=1)
+        per_node = flat[np.arange(t), best]
+        worst = int(np.argmax(per_node))
+        a, b = divmod(int(best[worst]), w1)
+        self.sigma = per_node
+        self.sigma_max = float(per_node[worst])
+        if not math.isfinite(self.sigma_max):  # pragma: no cover - the trivial quilt has e = 0 < ε
+            raise ValidationError(f"epsilon must exceed the max-influence of some quilt; got epsilon={self.epsilon:g}")
+        self.worst = ChainQuilt(worst, a, b, float(calibration.influence[worst, a, b]),
+                                int(calibration.nearby_counts()[worst, a, b]), self.sigma_max)
+        self.scale = float(calibration.lipschitz * self.sigma_max)
+        self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        return (self.calibration.column,)
+
+    def quilt_of(self, position: int) -> ChainQuilt:
+        """The best quilt of one (0-based) position at this ε."""
+        t = self.calibration.length
+        if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < t:
+            raise fail("position", f"an integer in [0, {t - 1}]", position)
+        scores = self.calibration.scores(self.epsilon)[position]
+        a, b = np.unravel_index(int(np.argmin(scores)), scores.shape)
+        return ChainQuilt(int(position), int(a), int(b), float(self.calibration.influence[position, a, b]),
+                          int(self.calibration.nearby_counts()[position, a, b]), float(scores[a, b]))
+
+    def __repr__(self) -> str:
+        return (f"MQM(epsilon={self.epsilon:g}, sigma_max={self.sigma_max:.6g}, scale={self.scale:.6g}, "
+                f"T={self.calibration.length})")

@@ -1,0 +1,222 @@
+"""Max-influence (Definition 7) against brute force and hand computations.
+
+The reference (:func:`brute_force`) multiplies the CPD tables of a discrete
+network over every joint assignment with NumPy (no pgmpy inference), sums out
+everything but (φ_Q, φ_i), and takes the largest log-ratio of the conditionals
+over all assignments and ordered pairs by explicit loops.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import bayespriv as bp
+from bayespriv.calibration.influence import MaxInfluence, max_influence
+from bayespriv.calibration.quilts import Quilt
+
+
+def tabular(node, card, table, parents=(), cards=()):
+    from pgmpy.factors.discrete import TabularCPD
+
+    return TabularCPD(node, card, np.asarray(table, dtype=float), evidence=list(parents) or None,
+                      evidence_card=list(cards) or None)
+
+
+def random_network(seed: int, n: int, max_card: int = 3, zero_prob: float = 0.0):
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    rng = np.random.default_rng(seed)
+    names = [f"v{i}" for i in range(n)]
+    cards = {v: int(rng.integers(2, max_card + 1)) for v in names}
+    edges = [(names[a], names[b]) for a in range(n) for b in range(a + 1, n) if rng.random() < 0.45]
+    bn = DiscreteBayesianNetwork(edges)
+    bn.add_nodes_from(names)
+    for v in names:
+        parents = sorted(bn.get_parents(v), key=names.index)
+        ncol = int(np.prod([cards[p] for p in parents]))
+        cols = rng.dirichlet(np.ones(cards[v]), size=ncol)
+        if zero_prob:
+            cols = np.where(rng.random(cols.shape) < zero_prob, 0.0, cols)
+            cols[cols.sum(axis=1) == 0, 0] = 1.0
+            cols /= cols.sum(axis=1, keepdims=True)
+        bn.add_cpds(tabular(v, cards[v], cols.T, parents, [cards[p] for p in parents]))
+    bn.check_model()
+    return bn, names, cards
+
+
+def joint_table(bn, names, cards) -> np.ndarray:
+    """P(all nodes) as an array indexed in the order of ``names``: product of CPDs over all assignments."""
+    grids = np.indices([cards[v] for v in names]).reshape(len(names), -1).T
+    p = np.ones(len(grids))
+    for v in names:
+        cpd = bn.get_cpds(v)
+        parents = cpd.variables[1:]
+        table = cpd.get_values()  # rows: states of v; columns: parent configurations (last parent fastest)
+        col = np.zeros(len(grids), dtype=int)
+        for par in parents:
+            col = col * cards[par] + grids[:, names.index(par)]
+        p *= table[grids[:, names.index(v)], col]
+    return p.reshape([cards[v] for v in names])
+
+
+def brute_force(joint: np.ndarray, names, quilt, node) -> float:
+    axes = [names.index(v) for v in quilt] + [names.index(node)]
+    other = tuple(j for j in range(len(names)) if j not in axes)
+    marg = joint.sum(axis=other) if other else joint
+    order = sorted(axes)
+    marg = np.transpose(marg, [order.index(a) for a in axes])
+    flat = marg.reshape(-1, marg.shape[-1])
+    p_node = flat.sum(axis=0)
+    best = 0.0
+    for a, b in itertools.permutations(range(flat.shape[1]), 2):
+        if p_node[a] == 0 or p_node[b] == 0:
+            continue
+        for x in range(flat.shape[0]):
+            pa, pb = flat[x, a] / p_node[a], flat[x, b] / p_node[b]
+            if pa == 0:  # ratio 0 (or 0/0: impossible under both): never the maximum
+                continue
+            best = max(best, math.inf if pb == 0 else math.log(pa / pb))
+    return best
+
+
+def two_node():
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    bn = DiscreteBayesianNetwork([("i", "q")])
+    bn.add_cpds(tabular("i", 2, [[0.5], [0.5]]), tabular("q", 2, [[0.8, 0.4], [0.2, 0.6]], ["i"], [2]))
+    return bn
+
+
+def test_hand_computed_two_node_network():
+    """P(q | i): columns (0.8, 0.2) and (0.4, 0.6). e(q | i) = ln(0.6/0.2) = ln 3, at q = 1, pair (1, 0).
+
+    Reversed: P(i = 0 | q = 0) = 0.4/0.6 = 2/3, P(i = 0 | q = 1) = 0.1/0.4 = 1/4, so
+    e(i | q) = ln((2/3)/(1/4)) = ln(8/3) at i = 0.
+    """
+    bn = two_node()
+    r = max_influence(bn, {"q"}, "i")
+    assert isinstance(r, MaxInfluence)
+    assert float(r) == pytest.approx(math.log(3.0), rel=1e-12)
+    assert r.assignment == {"q": 1} and r.pair == (1, 0) and r.exact and r.finite
+    r2 = max_influence(bn, ["i"], "q")
+    assert float(r2) == pytest.approx(math.log(8.0 / 3.0), rel=1e-12)
+    assert r2.assignment == {"i": 0} and r2.pair == (0, 1)
+    assert float(max_influence(bn, [], "i")) == 0.0
+    assert float(max_influence(bn, Quilt({"q"}, {"i"}, set()), "i")) == pytest.approx(math.log(3.0))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_agrees_with_brute_force_on_random_networks(seed):
+    bn, names, cards = random_network(seed, 6, zero_prob=0.15 if seed % 2 else 0.0)
+    joint = joint_table(bn, names, cards)
+    rng = np.random.default_rng(seed)
+    for _ in range(6):
+        node = names[int(rng.integers(len(names)))]
+        others = [v for v in names if v != node]
+        quilt = list(rng.choice(others, size=int(rng.integers(1, 4)), replace=False))
+        got = max_influence(bn, quilt, node)
+        want = brute_force(joint, names, quilt, node)
+        if math.isinf(want):
+            assert math.isinf(got.value) and "unbounded" in got.reason
+        else:
+            assert got.value == pytest.approx(want, rel=1e-9, abs=1e-12)
+            if want > 0:  # the reported argmax attains the value
+                a, b = (bn.get_cpds(node).state_names[node].index(s) for s in got.pair)
+                x = tuple(bn.get_cpds(v).state_names[v].index(got.assignment[v]) for v in quilt)
+                margq = brute_force_conditional(joint, names, quilt, node)
+                assert math.log(margq[x + (a,)] / margq[x + (b,)]) == pytest.approx(want, rel=1e-9)
+
+
+def brute_force_conditional(joint, names, quilt, node):
+    axes = [names.index(v) for v in quilt] + [names.index(node)]
+    other = tuple(j for j in range(len(names)) if j not in axes)
+    marg = joint.sum(axis=other)
+    order = sorted(axes)
+    marg = np.transpose(marg, [order.index(a) for a in axes])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return marg / marg.sum(axis=tuple(range(len(quilt))), keepdims=True)
+
+
+def test_zero_probabilities():
+    """P(q = 2 | i = 0) = 0 < P(q = 2 | i = 1): infinite, with the reason. A value of i with
+    probability 0 is not a secret of positive probability and is left out of the pairs; q = 1,
+    impossible under both, is skipped."""
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    bn = DiscreteBayesianNetwork([("i", "q")])
+    bn.add_cpds(tabular("i", 3, [[0.5], [0.5], [0.0]]),
+                tabular("q", 3, [[1.0, 0.5, 0.2], [0.0, 0.0, 0.3], [0.0, 0.5, 0.5]], ["i"], [3]))
+    r = max_influence(bn, ["q"], "i")
+    assert r.value == math.inf and r.pair == (1, 0) and r.assignment == {"q": 2}
+    assert "= 0 <" in r.reason and "unbounded" in r.reason
+    # Without the zero: q in {0, 1} only, i in {0, 1} possible.
+    bn2 = DiscreteBayesianNetwork([("i", "q")])
+    bn2.add_cpds(tabular("i", 3, [[0.5], [0.5], [0.0]]),
+                 tabular("q", 3, [[0.5, 0.25, 1.0], [0.0, 0.0, 0.0], [0.5, 0.75, 0.0]], ["i"], [3]))
+    r2 = max_influence(bn2, ["q"], "i")
+    assert r2.value == pytest.approx(math.log(2.0))  # q = 0: 0.5 / 0.25 (i = 2 has probability 0)
+    bn3 = DiscreteBayesianNetwork([("i", "q")])
+    bn3.add_cpds(tabular("i", 2, [[1.0], [0.0]]), tabular("q", 2, [[0.5, 0.1], [0.5, 0.9]], ["i"], [2]))
+    r3 = max_influence(bn3, ["q"], "i")
+    assert r3.value == 0.0 and "fewer than two values" in r3.reason
+
+
+def test_family_supremum_names_the_worst_member():
+    def build(p_hi: float):
+        from pgmpy.models import DiscreteBayesianNetwork
+
+        bn = DiscreteBayesianNetwork([("i", "q")])
+        bn.add_cpds(tabular("i", 2, [[0.5], [0.5]]),
+                    tabular("q", 2, [[1 - p_hi, 0.5], [p_hi, 0.5]], ["i"], [2]))
+        return bn
+
+    # e = max(ln((1-p)/0.5), ln(0.5/(1-p)), ln(p/0.5), ln(0.5/p)) = |ln(2p)| ∨ |ln(2(1-p))|
+    family = [build(0.5), build(0.9), build(0.3)]
+    r = max_influence(family, ["q"], "i")
+    assert r.value == pytest.approx(math.log(0.5 / 0.1)) and r.member == 1
+    r2 = max_influence(build, ["q"], "i", grid={"p_hi": [0.4, 0.2, 0.6]})
+    assert r2.value == pytest.approx(math.log(0.5 / 0.2)) and r2.member == {"p_hi": 0.2}
+    assert "worst of 3 members" in r2.reason
+    with pytest.raises(bp.ValidationError, match="grid must be a non-empty mapping"):
+        max_influence(build, ["q"], "i")
+
+
+def test_linear_gaussian_is_zero_or_infinite():
+    from pgmpy.factors.continuous import LinearGaussianCPD
+    from pgmpy.models import LinearGaussianBayesianNetwork
+
+    net = LinearGaussianBayesianNetwork([("i", "q")])
+    net.add_nodes_from(["z"])
+    net.add_cpds(LinearGaussianCPD("i", [0.0], 1.0), LinearGaussianCPD("q", [1.0, 0.5], 2.0, ["i"]),
+                 LinearGaussianCPD("z", [3.0], 1.0))
+    r = max_influence(net, ["q"], "i")
+    assert r.value == math.inf and "unbounded" in r.reason
+    r0 = max_influence(net, ["z"], "i")
+    assert r0.value == 0.0 and "independent" in r0.reason
+
+
+def test_bad_input():
+    bn = two_node()
+    with pytest.raises(bp.ValidationError, match="node must be a node of the network"):
+        max_influence(bn, ["q"], "nope")
+    with pytest.raises(bp.ValidationError, match="quilt must be a set of nodes not containing the node"):
+        max_influence(bn, ["q", "i"], "i")
+    with pytest.raises(bp.ValidationError, match="quilt must be nodes of the network"):
+        max_influence(bn, ["zz"], "i")
+    with pytest.raises(bp.ParameterTypeError, match="pgmpy DiscreteBayesianNetwork"):
+        max_influence(nx.DiGraph([("i", "q")]), ["q"], "i")
+    with pytest.raises(bp.ParameterTypeError, match="quilt must be a collection"):
+        max_influence(bn, "q", "i")
+
+
+def test_pymc_models_are_refused_with_the_reason():
+    pm = pytest.importorskip("pymc")
+    with pm.Model() as model:
+        pm.Uniform("phi_i", 0, 1)
+    with pytest.raises(bp.ValidationError, match="Continuous parameters in PyMC models are not supported"):
+        max_influence(model, ["phi_q"], "phi_i")

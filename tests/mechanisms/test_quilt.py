@@ -1,0 +1,399 @@
+"""APMQM and MQM: Algorithm 2 and Song et al.'s MQM against brute force, and an empirical privacy check.
+
+Brute force (exact): for every subset Q of the other nodes, the remote set by
+Lauritzen's moralisation criterion (written here, not networkx's), the column
+sensitivity of a count by its definition (n when a queried attribute is
+nearby, else 0), and the max-influence from the full joint table (product of
+the CPDs over every assignment). For chains, every subset of positions is a
+candidate quilt and the remote set is everything beyond the nearest quilt
+position on each side.
+
+Empirical check (:func:`loss_lower_bound`): for each bin B of the output and
+each direction, a one-sided Clopper–Pearson lower bound of P(B | a) and upper
+bound of P(B | b) at level a' = α / (4·bins) each. If the mechanism is
+ε-private every bin has P(B | a) ≤ e^ε P(B | b), so the lower bound of the
+log-ratio exceeds ε only when one of the 4·bins intervals fails: probability
+≤ α = 1e-4 whatever the seed (the seed is fixed for determinism only). The
+twin (half the noise scale) has a true log-ratio of about 1.93 > ε = 1 in the
+tails of this setup, which the bound detects with large margin.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import beta as beta_dist
+
+import bayespriv as bp
+from bayespriv.calibration.quilts import MarkovChain, Quilt, calibrate_chain, calibrate_quilts
+from bayespriv.mechanisms.quilt import APMQM, MQM
+
+ALPHA = 1e-4
+
+
+# -- references ------------------------------------------------------------------------------------------------
+def tabular(node, card, table, parents=(), cards=()):
+    from pgmpy.factors.discrete import TabularCPD
+
+    return TabularCPD(node, card, np.asarray(table, dtype=float), evidence=list(parents) or None,
+                      evidence_card=list(cards) or None)
+
+
+def random_network(seed: int, n: int):
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    rng = np.random.default_rng(seed)
+    names = [f"v{i}" for i in range(n)]
+    cards = {v: int(rng.integers(2, 4)) for v in names}
+    edges = [(names[a], names[b]) for a in range(n) for b in range(a + 1, n) if rng.random() < 0.35]
+    bn = DiscreteBayesianNetwork(edges)
+    bn.add_nodes_from(names)
+    for v in names:
+        parents = sorted(bn.get_parents(v), key=names.index)
+        ncol = int(np.prod([cards[p] for p in parents]))
+        # Concentration 3: influences of order 0.1–3, so that the choice depends on ε.
+        cols = rng.dirichlet(np.full(cards[v], 3.0), size=ncol)
+        bn.add_cpds(tabular(v, cards[v], cols.T, parents, [cards[p] for p in parents]))
+    bn.check_model()
+    return bn, names, cards
+
+
+def joint_table(bn, names, cards) -> np.ndarray:
+    grids = np.indices([cards[v] for v in names]).reshape(len(names), -1).T
+    p = np.ones(len(grids))
+    for v in names:
+        cpd = bn.get_cpds(v)
+        table = cpd.get_values()
+        col = np.zeros(len(grids), dtype=int)
+        for par in cpd.variables[1:]:
+            col = col * cards[par] + grids[:, names.index(par)]
+        p *= table[grids[:, names.index(v)], col]
+    return p.reshape([cards[v] for v in names])
+
+
+def influence(joint, names, quilt, node) -> float:
+    if not quilt:
+        return 0.0
+    axes = [names.index(v) for v in quilt] + [names.index(node)]
+    other = tuple(j for j in range(len(names)) if j not in axes)
+    marg = joint.sum(axis=other) if other else joint
+    order = sorted(axes)
+    flat = np.transpose(marg, [order.index(a) for a in axes]).reshape(-1, marg.shape[order.index(axes[-1])])
+    cond = flat / flat.sum(axis=0)
+    best = 0.0
+    for a, b in itertools.permutations(range(cond.shape[1]), 2):
+        for x in range(cond.shape[0]):
+            if cond[x, a] > 0:
+                best = max(best, math.inf if cond[x, b] == 0 else math.log(cond[x, a] / cond[x, b]))
+    return best
+
+
+def d_separated(edges, nodes, x, y, zs) -> bool:
+    parents = {v: [u for u, w in edges if w == v] for v in nodes}
+    keep, stack = {x, y} | set(zs), [x, y, *zs]
+    while stack:
+        for p in parents[stack.pop()]:
+            if p not in keep:
+                keep.add(p)
+                stack.append(p)
+    nbr = {v: set() for v in keep}
+    for v in keep:
+        for p in parents[v]:
+            nbr[v].add(p)
+            nbr[p].add(v)
+        for p, q in itertools.combinations(parents[v], 2):
+            nbr[p].add(q)
+            nbr[q].add(p)
+    seen, stack = {x}, [x]
+    while stack:
+        for w in nbr[stack.pop()]:
+            if w not in seen and w not in zs:
+                seen.add(w)
+                stack.append(w)
+    return y not in seen
+
+
+def brute_force_apmqm(bn, names, cards, sensitive, weights, eps) -> float:
+    """``weights``: queried node -> the largest change of its own component (count: n; mean: range)."""
+    joint = joint_table(bn, names, cards)
+    edges = list(bn.edges())
+    worst = 0.0
+    for i in sensitive:
+        others = [v for v in names if v != i]
+        best = math.inf
+        for r in range(len(others) + 1):
+            for q in itertools.combinations(others, r):
+                remote = {y for y in others if y not in q and d_separated(edges, names, i, y, set(q))}
+                nearby = set(names) - set(q) - remote
+                delta = float(sum(w for v, w in weights.items() if v in nearby))
+                e = influence(joint, names, q, i)
+                if e < eps:
+                    best = min(best, 0.0 if delta == 0 else delta / (eps - e))
+        worst = max(worst, best)
+    return worst
+
+
+# -- APMQM ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(8))
+def test_apmqm_attains_the_brute_force_minimum(seed):
+    """F stacks one component per queried attribute — a count (Δ = n) or a mean with bounds (0, r)
+    (Δ = r) — so that Δ_{A∩N} F = Σ of the nearby components' bounds takes many values."""
+    rng = np.random.default_rng(seed)
+    n_nodes = 5 + seed % 3
+    bn, names, cards = random_network(seed, n_nodes)
+    sensitive = list(rng.choice(names, size=1 + seed % 2, replace=False))
+    queried = [str(v) for v in rng.choice(names, size=1 + int(rng.integers(0, 3)), replace=False)]
+    n = 20
+    parts, weights = [], {}
+    for v in queried:
+        if rng.random() < 0.4:
+            parts.append(bp.count(lambda b, v=v: b[v] > 0, v, name=f"count {v}"))
+            weights[v] = float(n)
+        else:
+            r = float(rng.choice([1.0, 4.0]))
+            parts.append(bp.mean(v, bounds=(0.0, r)))
+            weights[v] = r
+    query = bp.stack(*parts)
+    cal = calibrate_quilts(bn, sensitive, query, n_records=n)
+    scales = []
+    for eps in (0.2, 1.0, 3.0):
+        mech = APMQM(cal, epsilon=eps)
+        want = brute_force_apmqm(bn, names, cards, sensitive, weights, eps)
+        assert mech.scale == pytest.approx(want, rel=1e-9)
+        np.testing.assert_allclose(mech.noise_scale, np.full(len(queried), want), rtol=1e-9)
+        for i, chosen in mech.chosen.items():
+            assert chosen.max_influence < eps
+            assert chosen.score(eps) <= mech.scale * (1 + 1e-12)
+        scales.append(mech.scale)
+    assert scales[0] >= scales[1] >= scales[2]
+
+
+def test_apmqm_noise_guarantee_release_and_ledger(tmp_path):
+    bn = two_node(0.8, 0.4)
+    query = bp.count(lambda b: b["q"] > 0, "q", name="q>0")
+    cal = calibrate_quilts(bn, "i", query, n_records=5)
+    # Quilts: ∅ (Δ = 5, e = 0) and {q} (Δ = 0, e = ln 3 ≈ 1.0986).
+    mech = APMQM(cal, epsilon=1.0)
+    assert mech.scale == pytest.approx(5.0) and mech.chosen["i"].quilt.quilt == frozenset()
+    np.testing.assert_allclose(mech.noise_cov, [[2 * 25.0]])
+    np.testing.assert_allclose(mech.noise_basis, [[1.0]])
+    assert mech.accuracy(0.05) == pytest.approx(5.0 * math.log(20.0))
+    g = mech.guarantee
+    assert (g.epsilon, g.delta, g.confidence) == (1.0, 0.0, 1.0) and "Theorem 3" in g.theorem
+    free = APMQM(cal, epsilon=1.2)
+    assert free.scale == 0.0 and free.noiseless and free.chosen["i"].quilt.quilt == {"q"}
+    df = pd.DataFrame({"q": [0, 1, 1, 0, 1], "i": [0] * 5})
+    assert free.release(df).value.tolist() == [3.0]
+    rel = mech.release_value([3.0], rng=7)
+    assert rel.seeded and rel.protected == ("i",) and rel.variables == ("q",)
+    with pytest.raises(bp.ValidationError, match="dataset must be a DataFrame of 5 rows"):
+        mech.release(df.iloc[:3])
+    ledger = bp.Ledger(tmp_path / "budget.sqlite")
+    ledger.set_budget("i", epsilon=1.5)
+    mech.release(df, ledger=ledger)
+    assert ledger.spent("i")[0] == pytest.approx(1.0)
+    with pytest.raises(bp.BudgetExceededError):
+        mech.release(df, ledger=ledger)
+    assert "APMQM" in repr(mech) and list(mech.report().columns)[:3] == ["quilt", "nearby", "remote"]
+    # Nothing to test on samples, and no Gaussian-approximation relaxation applies.
+    assert mech.check().failed == () and len(mech.assumption_checks) == 0
+    with pytest.raises(bp.ValidationError, match="relaxed guarantee .* got APMQM"):
+        mech.relaxed(0.01)
+
+
+def test_apmqm_forced_quilts_and_refusals():
+    bn = two_node(0.8, 0.4)
+    cal = calibrate_quilts(bn, "i", bp.count(lambda b: b["q"] > 0, "q"), n_records=5)
+    with pytest.raises(bp.ValidationError, match=r"quilts\['i'\] must have a max-influence e < epsilon=1; got e = 1.09861"):
+        APMQM(cal, epsilon=1.0, quilts={"i": {"q"}})
+    forced = APMQM(cal, epsilon=2.0, quilts={"i": Quilt({"q"}, {"i"}, set())})
+    assert forced.scale == 0.0
+    with pytest.raises(bp.ValidationError, match="quilt must be the Markov quilt"):
+        APMQM(cal, epsilon=2.0, quilts={"i": Quilt({"q"}, set(), {"i"})})
+    with pytest.raises(bp.ValidationError, match="quilts must be keyed by sensitive nodes"):
+        APMQM(cal, epsilon=2.0, quilts={"q": set()})
+    with pytest.raises(bp.ParameterTypeError, match="QuiltCalibration"):
+        APMQM(bp.Calibration.from_moments({s: [0.0] for s in PAIR.secrets}, {s: [[1.0]] for s in PAIR.secrets}, PAIR),
+              epsilon=1.0)
+    with pytest.raises(bp.ValidationError, match="epsilon must be a finite number > 0"):
+        APMQM(cal, epsilon=0.0)
+    # ε ≤ e for every quilt: only possible when the search has no usable quilt, e.g. without the trivial one.
+    stripped = cal.__class__(**{**cal.__dict__, "candidates": {"i": tuple(c for c in cal.candidates["i"] if c.quilt.quilt)}})
+    with pytest.raises(bp.ValidationError, match=r"epsilon must exceed the max-influence of some Markov quilt of 'i'.*smallest e = 1.09861"):
+        APMQM(stripped, epsilon=0.5)
+
+
+PAIR = bp.SecretPair(bp.DistributionSecret("i", 0.0), bp.DistributionSecret("i", 1.0))
+
+
+def two_node(p00: float, p01: float):
+    """i -> q, both binary, P(i) uniform; P(q = 0 | i = 0) = p00, P(q = 0 | i = 1) = p01."""
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    bn = DiscreteBayesianNetwork([("i", "q")])
+    bn.add_cpds(tabular("i", 2, [[0.5], [0.5]]), tabular("q", 2, [[p00, p01], [1 - p00, 1 - p01]], ["i"], [2]))
+    return bn
+
+
+# -- empirical privacy ---------------------------------------------------------------------------------------------
+def loss_lower_bound(xa: np.ndarray, xb: np.ndarray, edges: np.ndarray, alpha: float) -> float:
+    """Largest lower confidence bound of |log P(B | a)/P(B | b)| over bins (see the module docstring)."""
+    ca, _ = np.histogram(xa, edges)
+    cb, _ = np.histogram(xb, edges)
+    na, nb = len(xa), len(xb)
+    a1 = alpha / (4 * len(ca))
+    best = -np.inf
+    for c1, n1, c2, n2 in ((ca, na, cb, nb), (cb, nb, ca, na)):
+        lower = np.where(c1 > 0, beta_dist.ppf(a1, np.maximum(c1, 1), n1 - c1 + 1), 0.0)
+        upper = np.where(c2 < n2, beta_dist.ppf(1 - a1, c2 + 1, np.maximum(n2 - c2, 1)), 1.0)
+        with np.errstate(divide="ignore"):
+            best = max(best, float(np.max(np.log(lower) - np.log(upper))))
+    return best
+
+
+def tight_setup():
+    """φ_income → φ_sat, both binary with P(φ_sat = φ_income) = 0.99; one record whose sat equals
+    φ_sat; F = count(sat > 0.5) ∈ {0, 1}. At ε = 1 no quilt but the trivial one is usable
+    (e(sat | income) = ln 99), so APMQM adds Lap(1): the true loss is ln((0.99e + 0.01)/(0.01e + 0.99))
+    = 0.977 ≤ 1; with Lap(1/2) it is 1.93."""
+    bn = two_node(0.99, 0.01)
+    query = bp.count(lambda b: b["sat"] > 0.5, "sat", name="high sat")
+    cal = calibrate_quilts(bn, "i", query, n_records=1, columns={"i": "income", "q": "sat"})
+    return cal
+
+
+def draws(rng, income: int, n: int) -> np.ndarray:
+    """F(X) under φ_income = income: φ_sat = income with probability 0.99."""
+    same = rng.random(n) < 0.99
+    return np.where(same, income, 1 - income).astype(float)
+
+
+EDGES = np.array([-np.inf, -3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, np.inf])
+
+
+def test_empirical_loss_within_epsilon_and_twin_caught():
+    cal = tight_setup()
+    eps = 1.0
+    mech = APMQM(cal, epsilon=eps)
+    assert mech.scale == pytest.approx(1.0) and mech.protected == ("income",)
+    rng = np.random.default_rng(2024)
+    n = 100_000
+    fa, fb = draws(rng, 1, n), draws(rng, 0, n)
+    za, zb = rng.laplace(size=n), rng.laplace(size=n)
+    b = float(mech.noise_scale[0])
+    assert loss_lower_bound(fa + b * za, fb + b * zb, EDGES, ALPHA) <= eps
+    twin = b / 2  # the broken twin: half the noise
+    assert loss_lower_bound(fa + twin * za, fb + twin * zb, EDGES, ALPHA) > eps
+
+
+# -- MQM -------------------------------------------------------------------------------------------------------------
+def chain_brute_force(chains, t: int, eps: float) -> np.ndarray:
+    """σ_i = min over every subset Q of the other positions of card(N)/(ε − e), e from the joint of all paths."""
+    seqs = np.array(list(itertools.product(range(chains[0].k), repeat=t)))
+    joints = [ch.initial[seqs[:, 0]] * np.prod(ch.transition[seqs[:, :-1], seqs[:, 1:]], axis=1) for ch in chains]
+    out = np.empty(t)
+    for i in range(t):
+        others = [j for j in range(t) if j != i]
+        best = math.inf
+        for r in range(len(others) + 1):
+            for q in itertools.combinations(others, r):
+                lo = max([j for j in q if j < i], default=-1)
+                hi = min([j for j in q if j > i], default=t)
+                nearby = hi - lo - 1
+                e = 0.0
+                for p in joints:
+                    if not q:
+                        break
+                    key = np.ravel_multi_index(seqs[:, list(q)].T, [chains[0].k] * len(q))
+                    table = np.zeros((chains[0].k ** len(q), chains[0].k))
+                    np.add.at(table, (key, seqs[:, i]), p)
+                    cond = table / table.sum(axis=0)
+                    for a, b in itertools.permutations(range(chains[0].k), 2):
+                        for x in range(len(cond)):
+                            if cond[x, a] > 0:
+                                e = max(e, math.inf if cond[x, b] == 0 else math.log(cond[x, a] / cond[x, b]))
+                if e < eps:
+                    best = min(best, nearby / (eps - e))
+        out[i] = best
+    return out
+
+
+@pytest.mark.parametrize("seed, t", [(0, 4), (1, 5), (2, 6), (3, 7)])
+def test_mqm_matches_brute_force_on_binary_chains(seed, t):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet([4.0, 2.0], size=2)
+    p[1] = p[1][::-1]
+    chain = MarkovChain(p, rng.dirichlet([1.0, 1.0]))
+    query = bp.count(lambda b: b["x"] == 1, "x", name="ones")
+    cal = calibrate_chain(chain, query, length=t)
+    assert cal.lipschitz == 1.0
+    for eps in (0.5, 1.5, 4.0):
+        mech = MQM(cal, epsilon=eps)
+        want = chain_brute_force([chain], t, eps)
+        np.testing.assert_allclose(mech.sigma, want, rtol=1e-9)
+        assert mech.sigma_max == pytest.approx(want.max(), rel=1e-9)
+        assert mech.scale == pytest.approx(want.max(), rel=1e-9)
+        w = mech.worst
+        assert w.score == pytest.approx(want.max(), rel=1e-9)
+        assert mech.quilt_of(w.position).score == pytest.approx(want[w.position], rel=1e-9)
+
+
+def test_mqm_family_zero_transitions_and_release():
+    """A family takes the supremum; a transition of probability 0 makes a neighbour's influence infinite."""
+    a = MarkovChain([[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5])
+    b = MarkovChain([[0.7, 0.3], [0.4, 0.6]], [0.3, 0.7])
+    query = bp.count(lambda x: x["s"] == 1, "s")
+    fam = calibrate_chain([a, b], query, length=5)
+    for eps in (0.7, 2.0):
+        np.testing.assert_allclose(MQM(fam, epsilon=eps).sigma, chain_brute_force([a, b], 5, eps), rtol=1e-9)
+    hard = MarkovChain([[1.0, 0.0], [0.5, 0.5]], [0.5, 0.5])
+    cal = calibrate_chain(hard, query, length=5)
+    assert np.isinf(cal.influence[2, 1, 0])  # X_1 given X_2: P(X_1 = 1 | X_2 = 0) = 0 < P(X_1 = 1 | X_2 = 1)
+    np.testing.assert_allclose(MQM(cal, epsilon=1.0).sigma, chain_brute_force([hard], 5, 1.0), rtol=1e-9)
+    mech = MQM(cal, epsilon=1.0)
+    df = pd.DataFrame({"s": [0, 1, 1, 0, 1]})
+    rel = mech.release(df, rng=3)
+    assert rel.protected == ("s",) and rel.guarantee.delta == 0.0 and "Song" in rel.guarantee.theorem
+    with pytest.raises(bp.ValidationError, match="dataset must be a DataFrame of 5 rows"):
+        mech.release(df.iloc[:4])
+    prop = calibrate_chain(a, bp.proportion(lambda x: x["s"] == 1, "s"), length=5)
+    assert prop.lipschitz == pytest.approx(0.2)
+    assert MQM(prop, epsilon=1.0).scale == pytest.approx(0.2 * MQM(calibrate_chain(a, query, length=5), epsilon=1.0).scale)
+
+
+def test_mqm_bad_input():
+    q = bp.count(lambda x: x["s"] == 1, "s")
+    with pytest.raises(bp.ValidationError, match="transition must be row-stochastic"):
+        MarkovChain([[0.5, 0.6], [0.5, 0.5]], [0.5, 0.5])
+    with pytest.raises(bp.ValidationError, match="initial must be a probability vector of length 2"):
+        MarkovChain([[0.5, 0.5], [0.5, 0.5]], [1.0])
+    with pytest.raises(bp.ValidationError, match="per-record bounds"):
+        calibrate_chain(MarkovChain.stationary([[0.9, 0.1], [0.2, 0.8]]), bp.mean("s"), length=4)
+    with pytest.raises(bp.ParameterTypeError, match="ChainCalibration"):
+        MQM(object(), epsilon=1.0)
+    ch = MarkovChain.stationary([[0.9, 0.1], [0.2, 0.8]])
+    np.testing.assert_allclose(ch.initial, [2 / 3, 1 / 3])
+    with pytest.raises(bp.ValidationError, match="position must be an integer"):
+        MQM(calibrate_chain(ch, q, length=4), epsilon=1.0).quilt_of(9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_candidate_search_is_valid_and_never_beats_the_exhaustive_minimum(seed):
+    """Candidate mode searches fewer quilts: its noise is at least the exhaustive minimum, and the quilt
+    it uses is a valid Markov quilt (checked with the independent criterion above)."""
+    bn, names, cards = random_network(50 + seed, 9)
+    queried = names[5:]
+    query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0 + k)) for k, v in enumerate(queried)])
+    full = calibrate_quilts(bn, names[1], query, n_records=10)
+    cand = calibrate_quilts(bn, names[1], query, n_records=10, exhaustive=False)
+    assert cand.n_quilts[names[1]] < full.n_quilts[names[1]]
+    for eps in (0.3, 1.0, 3.0):
+        m_full, m_cand = APMQM(full, epsilon=eps), APMQM(cand, epsilon=eps)
+        assert m_cand.scale >= m_full.scale * (1 - 1e-12)
+        quilt = m_cand.chosen[names[1]].quilt
+        for y in quilt.remote:
+            assert d_separated(list(bn.edges()), names, names[1], y, set(quilt.quilt))
