@@ -1,6 +1,7 @@
 """Calibration: sample F(X) | secret and estimate what the mechanisms need."""
 
 from .engine import calibrate, calibration_from_samples, draw_query_samples
+from .assumptions import AssumptionCheck, AssumptionReport, check_assumptions
 from .constraints import PairConstraints, common_lower_bound
 from .influence import MaxInfluence, max_influence
 from .quilts import (
@@ -16,7 +17,7 @@ from .quilts import (
 from .result import Calibration
 from .wasserstein import PairWasserstein, WassersteinBounds, wasserstein_bounds
 
-__all__ = ["calibrate", "calibration_from_samples", "draw_query_samples", "Calibration", "PairConstraints", "common_lower_bound",
+__all__ = ["calibrate", "calibration_from_samples", "draw_query_samples", "Calibration", "PairConstraints", "common_lower_bound", "AssumptionCheck", "AssumptionReport", "check_assumptions",
            "PairWasserstein", "WassersteinBounds", "wasserstein_bounds",
            "MaxInfluence", "max_influence", "ChainCalibration", "MarkovChain", "Quilt", "QuiltCalibration",
            "QuiltScore", "calibrate_chain", "calibrate_quilts", "markov_quilts"]

@@ -4,8 +4,8 @@ Each takes a :class:`~bayespriv.Calibration` and (ε, δ), and exposes its
 ``guarantee`` and noise before any data is seen.
 """
 
-from .apgm import APGM
-from .base import Guarantee, Mechanism, Release
+from .apgm import APGM, APGMnG
+from .base import Guarantee, Mechanism, Release, WithExtraLaplace
 from .expected_value import DauM, DirM, EigM, ExpM, Noiseless, NoiselessReport, noiseless_ok
 from .optimal import OptimalGaussian
 from .groupdp import GroupDP
@@ -15,6 +15,8 @@ from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radiu
 
 __all__ = [
     "APGM",
+    "APGMnG",
+    "WithExtraLaplace",
     "ExpM",
     "DirM",
     "EigM",

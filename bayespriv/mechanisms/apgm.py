@@ -1,14 +1,19 @@
-"""The Attribute-Private Gaussian Mechanism (APGM)."""
+"""The Attribute-Private Gaussian Mechanism (APGM) and its non-Gaussian variant (APGMnG)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
 
+from .._validation import check_delta, fail
 from ..calibration import Calibration
-from .base import Mechanism, check_gaussian_params
+from ..calibration.assumptions import RelaxationEstimate, default_eta, estimate_lambda_eta
+from ..errors import ValidationError
+from .base import Guarantee, Mechanism, check_gaussian_params, check_nonnegative, relaxed_parameters
 
-__all__ = ["APGM"]
+__all__ = ["APGM", "APGMnG"]
 
 
 class APGM(Mechanism):
@@ -62,6 +67,10 @@ class APGM(Mechanism):
 
     def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic") -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
+        self._set_apgm_noise(calibration, gaussian_calibration)
+
+    def _set_apgm_noise(self, calibration: Calibration, gaussian_calibration: str) -> None:
+        """Algorithm 1's σ² (per pair, conservative), shared with :class:`APGMnG`."""
         self.gaussian_calibration = gaussian_calibration
         self.radius = check_gaussian_params(self, gaussian_calibration)
         cons = calibration.pair_constraints()
@@ -77,3 +86,129 @@ class APGM(Mechanism):
         self.worst_theta = cons.thetas[worst]
         self.sigma2 = float(sigma2[worst])
         self._set_gaussian(self.sigma2 * np.eye(self.k))
+
+
+class APGMnG(APGM):
+    """Attribute-Private Gaussian Mechanism for non-Gaussian data (Algorithm 2 of
+    Zhang, Ohrimenko, Yang & Cummings, *Attribute Privacy*, arXiv version).
+
+    The noise is APGM's (:class:`APGM`, identical numbers); only the guarantee
+    differs: it no longer assumes F | secret Gaussian (nor equal covariances),
+    and pays for the approximation with λ_η. The Gaussian approximations
+    (Algorithm 2: "choose a Gaussian approximation for each secret ... with
+    constant variance") are, for each pair, f̃_a = N(μ̂_a, C_ab) and
+    f̃_b = N(μ̂_b, C_ab) with C_ab = (Σ̂_a + Σ̂_b)/2 — chosen per pair rather
+    than per attribute, which the proof allows because privacy is a per-pair
+    condition.
+
+    Parameters
+    ----------
+    calibration : Calibration
+        With samples (built by :func:`~bayespriv.calibrate`), unless
+        ``lambda_eta`` is given.
+    epsilon, delta : float
+        (ε, δ) for the approximations; the guarantee is relaxed from them.
+    eta : float in (0, 1), optional
+        η of the η-approximate max-divergence. Default
+        :func:`~bayespriv.calibration.assumptions.default_eta` (max(δ, 500/n)).
+    lambda_eta : float ≥ 0, optional
+        A bound on the divergence you vouch for; otherwise estimated.
+    divergence_confidence : float
+        Level of the Monte-Carlo margins of the λ_η estimate.
+    gaussian_calibration : {"analytic", "classic"}
+
+    Privacy
+    -------
+    Definition: (ε', δ')-dataset (or distributional) attribute privacy, i.e.
+    Pufferfish privacy for the calibration's pairs and Θ.
+
+    Theorem 3 (arXiv version): if 𝒟^η(f_s, f̃_s) = max(D^η(f_s ‖ f̃_s),
+    D^η(f̃_s ‖ f_s)) ≤ λ_η for every secret s (and θ), APGMnG is
+    (ε + 2λ_η, e^{λ_η}δ + η)-private. **Erratum**: that δ' is not proven (the
+    proof treats "𝒟^η ≤ λ" as an event of probability 1 − η) and is false in
+    general: take λ = 0, f̃_a = f̃_b (so no noise is needed), f_a = f̃_a with
+    mass η moved into a set R of f̃-mass η, and f_b = f̃_b with R's mass moved
+    out; both divergences are ≤ 0 at η, yet P(output ∈ R | a) = 2η while
+    P(output ∈ R | b) = 0, so δ' ≥ 2η > η (checked in the tests). We use the
+    proven chain of Chen & Ohrimenko (AISTATS 2023, Theorem 4.6):
+
+        ε' = ε + 2λ_η,   δ' = e^{λ_η} δ + (1 + e^{ε+λ_η}) η.
+
+    APGM's noise makes the approximations (ε, δ)-indistinguishable
+    deterministically: ‖μ̂_a − μ̂_b‖ is at most the calibration's sensitivity
+    bound and λ_min(C_ab) ≥ the variance APGM credits.
+
+    Assumptions: ``estimated_divergence`` — λ_η is an **estimate** from the
+    calibration samples (:func:`~bayespriv.calibration.assumptions.estimate_lambda_eta`:
+    binned hockey-stick divergences with Monte-Carlo margins and the tails
+    charged in full; the density ratio inside a bin cannot be seen from
+    draws, so it is not a bound). With ``lambda_eta=`` it is replaced by
+    ``divergence_bound_given``. The calibration's own assumptions are
+    inherited. No Gaussian-query or equal-covariance assumption remains.
+    """
+
+    theorem = "APGMnG: Zhang et al. (arXiv), Algorithm 2 / Theorem 3, δ' per Chen & Ohrimenko 2023 Theorem 4.6"
+    proof_assumptions = ()
+
+    def __init__(
+        self,
+        calibration: Calibration,
+        *,
+        epsilon: float,
+        delta: float,
+        eta: float | None = None,
+        lambda_eta: float | None = None,
+        divergence_confidence: float = 0.95,
+        gaussian_calibration: str = "analytic",
+    ) -> None:
+        Mechanism.__init__(self, calibration, epsilon=epsilon, delta=delta)
+        if lambda_eta is None and any(m.sample_array is None for m in calibration.members):
+            raise ValidationError(
+                "calibration must carry samples (built by calibrate) for APGMnG to estimate λ_η; got one without "
+                "samples (from_moments). Pass lambda_eta= (a bound on the η-approximate max-divergence you vouch for)."
+            )
+        self._set_apgm_noise(calibration, gaussian_calibration)
+        self.eta = default_eta(calibration, self.delta) if eta is None else check_delta(eta, "eta")
+        self.divergence_confidence = float(divergence_confidence)
+        #: The λ_η estimate (None when ``lambda_eta`` was given).
+        self.lambda_estimate: RelaxationEstimate | None = None
+        if lambda_eta is None:
+            self.lambda_estimate = estimate_lambda_eta(calibration, self.eta, confidence=divergence_confidence)
+            if not math.isfinite(self.lambda_estimate.value):
+                n = min(int(m.sample_array.shape[1]) for m in calibration.members)
+                raise fail("eta", f"large enough for the {n} draws to estimate λ_η (about 500/n_draws = {500 / n:.3g} "
+                           "or more; or draw more)", self.eta)
+            self.lambda_eta = float(self.lambda_estimate.value)
+            self._divergence_label = "estimated_divergence"
+        else:
+            self.lambda_eta = check_nonnegative(lambda_eta, "lambda_eta")
+            self._divergence_label = "divergence_bound_given"
+
+    @property
+    def guarantee(self) -> Guarantee:
+        eps, delta = relaxed_parameters(self.epsilon, self.delta, self.lambda_eta, self.eta)
+        cal = self.calibration
+        assumptions = tuple(dict.fromkeys((self._divergence_label,) + cal.assumptions))
+        return Guarantee(eps, delta, cal.confidence, assumptions,
+                         f"{self.theorem} (η={self.eta:g}, λ_η={self.lambda_eta:.4g})")
+
+    def relaxed(self, eta: float | None = None, *, lambda_eta: float | None = None, confidence: float | None = None) -> Guarantee:
+        """The guarantee at another η (λ_η re-estimated) or with a given λ_η."""
+        if eta is None and lambda_eta is None:
+            return self.guarantee
+        eta = self.eta if eta is None else check_delta(eta, "eta")
+        conf = self.divergence_confidence if confidence is None else confidence
+        if lambda_eta is None:
+            lam = self._lambda_estimate(eta, conf).value
+            label = "estimated_divergence"
+        else:
+            lam = check_nonnegative(lambda_eta, "lambda_eta")
+            label = "divergence_bound_given"
+        eps, delta = relaxed_parameters(self.epsilon, self.delta, lam, eta)
+        cal = self.calibration
+        return Guarantee(eps, delta, cal.confidence, tuple(dict.fromkeys((label,) + cal.assumptions)),
+                         f"{self.theorem} (η={eta:g}, λ_η={lam:.4g})")
+
+    def __repr__(self) -> str:
+        return (f"APGMnG(epsilon={self.epsilon:g}, delta={self.delta:g}, eta={self.eta:g}, "
+                f"lambda_eta={self.lambda_eta:.4g}, sigma2={self.sigma2:.4g}, k={self.k})")
