@@ -16,7 +16,7 @@ from .calibration import (
     markov_quilts,
     max_influence,
 )
-from .datamodels import BayesNetDataModel, DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel
+from .datamodels import BayesNetDataModel, DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel, PyMCDataModel
 from .errors import (
     BayesPrivError,
     BayesPrivWarning,
@@ -56,6 +56,7 @@ __all__ = [
     "EmpiricalDataModel",
     "FunctionDataModel",
     "GaussianDataModel",
+    "PyMCDataModel",
     "BayesPrivError",
     "BayesPrivWarning",
     "BudgetExceededError",

@@ -64,6 +64,7 @@ paper's Θ-based values (:data:`PAPER`) beside.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -74,7 +75,7 @@ import pandas as pd
 
 import bayespriv as bp
 from bayespriv.errors import ParameterTypeError, UnsupportedSecretError, ValidationError
-from bayespriv.secrets import share_count
+from bayespriv.secrets import as_pairs, share_count
 from bayespriv.random import RNGLike, as_generator
 
 __all__ = [
@@ -89,6 +90,15 @@ __all__ = [
     "sample_hospital",
     "secret_pairs",
     "exact_moments",
+    "THETA_DEFAULTS",
+    "THETA_RANGES",
+    "QUERY_GRIDS",
+    "hospital_pymc_model",
+    "hospital_generator_pymc",
+    "hospital_family",
+    "pymc_secret_pairs",
+    "theta_moments",
+    "family_exact",
 ]
 
 #: Patients in the paper's dataset.
@@ -301,3 +311,281 @@ def exact_moments(query_name: str, p: float, n_records: int = N_RECORDS) -> tupl
     if query_name == "average temperature":
         return TEMP_MEAN, TEMP_SD**2 / n
     raise ValidationError(f"query_name must be one of {list(QUERIES)!r}; got {query_name!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Θ of §4.2 as PyMC models: the paper's "possible conditional distributions"
+# ---------------------------------------------------------------------------------------
+#: One member of the paper's Θ (§4.2, "We now describe the set Θ of possible
+#: distributions"): parameter -> default. Defaults are the middles of the
+#: paper's ranges (:data:`THETA_RANGES`); the standard deviations are the
+#: paper's (height 3 for women, 8 otherwise; weight 15; blood pressure 10;
+#: temperature 2).
+THETA_DEFAULTS: MappingProxyType[str, float] = MappingProxyType({
+    "p_female": 0.5,
+    "mu_female": 65.0,
+    "mu_other": 70.0,
+    "height_sd_female": 3.0,
+    "height_sd_other": 8.0,
+    "k1": 3.25,
+    "k2": 85.0,
+    "weight_sd": 15.0,
+    "bp_female": 100.0,
+    "bp_gap": 8.0,
+    "bp_sd": 10.0,
+    "temp_other": 98.6,
+    "temp_gap": 0.15,
+    "temp_sd": 2.0,
+})
+
+#: The paper's ranges: p ∈ (.25, .75), μ_F ∈ (64, 66), μ_O ∈ (69, 71),
+#: k₁ ∈ (3, 3.5), k₂ ∈ (80, 90), 6 ≤ b_F − b_O ≤ 10 (read as a gap of 6 to 10
+#: between the two blood-pressure means, see :func:`hospital_pymc_model`),
+#: 0 ≤ t_F − t_O ≤ 0.3. The open ends are included: the suprema over the open
+#: ranges are the values at the closed corners.
+THETA_RANGES: MappingProxyType[str, tuple[float, float]] = MappingProxyType({
+    "p_female": (0.25, 0.75),
+    "mu_female": (64.0, 66.0),
+    "mu_other": (69.0, 71.0),
+    "k1": (3.0, 3.5),
+    "k2": (80.0, 90.0),
+    "bp_gap": (6.0, 10.0),
+    "temp_gap": (0.0, 0.3),
+})
+
+#: Corners of the parameters that move each query's sensitivity or variance
+#: given the share of women (k₂, p and the means' common offsets do not).
+QUERY_GRIDS: MappingProxyType[str, MappingProxyType[str, tuple[float, ...]]] = MappingProxyType({
+    "average weight": MappingProxyType({"k1": (3.0, 3.5), "mu_female": (64.0, 66.0), "mu_other": (69.0, 71.0)}),
+    "average blood pressure": MappingProxyType({"bp_gap": (6.0, 10.0)}),
+    "average temperature": MappingProxyType({"temp_gap": (0.0, 0.3)}),
+})
+
+#: Column of each query of :data:`QUERIES`.
+_QUERY_COLUMN = {"average weight": "weight", "average blood pressure": "blood_pressure", "average temperature": "temperature"}
+
+_POSITIVE = ("height_sd_female", "height_sd_other", "weight_sd", "bp_sd", "temp_sd")
+
+
+def _hospital_theta(theta: dict[str, Any]) -> dict[str, float]:
+    """Defaults overridden by ``theta``, checked."""
+    unknown = sorted(set(theta) - set(THETA_DEFAULTS))
+    if unknown:
+        raise ValidationError(f"theta must name parameters among {sorted(THETA_DEFAULTS)!r}; got {unknown!r}")
+    full = dict(THETA_DEFAULTS)
+    for name, value in theta.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+            raise ValidationError(f"{name} must be a finite real number; got {value!r}")
+        full[name] = float(value)
+    for name in _POSITIVE:
+        if not full[name] > 0:
+            raise ValidationError(f"{name} must be a standard deviation > 0; got {full[name]!r}")
+    if not 0.0 <= full["p_female"] <= 1.0:
+        raise ValidationError(f"p_female must be a probability in [0, 1]; got {full['p_female']!r}")
+    return full
+
+
+def _build_hospital_pymc(n_records: int, **theta: float):
+    """``builder(n_records)`` of one member of Θ (module level: it pickles)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    t = theta
+    with pm.Model() as model:
+        female = pm.Bernoulli("gender", t["p_female"], shape=n_records)  # 1 = female, as in the paper
+        is_f = pt.eq(female, 1)
+        height = pm.Normal(
+            "height",
+            mu=pt.switch(is_f, t["mu_female"], t["mu_other"]),
+            sigma=pt.switch(is_f, t["height_sd_female"], t["height_sd_other"]),
+            shape=n_records,
+        )
+        pm.Normal("weight", mu=t["k1"] * height - t["k2"], sigma=t["weight_sd"], shape=n_records)
+        pm.Normal(
+            "blood_pressure",
+            mu=pt.switch(is_f, t["bp_female"], t["bp_female"] + t["bp_gap"]),
+            sigma=t["bp_sd"],
+            shape=n_records,
+        )
+        pm.Normal(
+            "temperature",
+            mu=pt.switch(is_f, t["temp_other"] + t["temp_gap"], t["temp_other"]),
+            sigma=t["temp_sd"],
+            shape=n_records,
+        )
+    return model
+
+
+def hospital_pymc_model(n_records: int = N_RECORDS, **theta: float):
+    """One member θ of the paper's Θ (§4.2) as a :class:`~bayespriv.datamodels.pymc.PyMCDataModel`.
+
+    Columns: ``gender`` (1 = female, 0 = other, as in the paper), ``height``,
+    ``weight``, ``blood_pressure``, ``temperature``::
+
+        gender      ~ Bernoulli(p_female)
+        height      ~ N(mu_female, height_sd_female) if female else N(mu_other, height_sd_other)
+        weight      ~ N(k1 · height − k2, weight_sd)
+        blood_press ~ N(bp_female, bp_sd) if female else N(bp_female + bp_gap, bp_sd)
+        temperature ~ N(temp_other + temp_gap, temp_sd) if female else N(temp_other, temp_sd)
+
+    (second parameters are standard deviations). The secret is the share of
+    women, ``DatasetSecret.proportion("gender", 1, p)``: gender has no random
+    parents, so conditioning is exact forward sampling with exactly p·n women
+    at random positions (route ``"forward"``, no MCMC).
+
+    The paper writes the blood-pressure constraint as 6 ≤ b_F − b_O ≤ 10, but
+    its generator gives women the *lower* pressure (100 vs 106); we follow the
+    generator's sign, b_O = b_F + ``bp_gap`` with ``bp_gap`` in [6, 10]. Only
+    |b_F − b_O| enters the sensitivity and the variance, so both readings give
+    the same calibration. Temperature follows the paper, t_F − t_O = ``temp_gap``.
+
+    Parameters
+    ----------
+    n_records : int, default 50
+    **theta : float
+        Overrides of :data:`THETA_DEFAULTS`; the model's ``theta`` records them.
+
+    Returns
+    -------
+    bayespriv.datamodels.pymc.PyMCDataModel
+    """
+    from bayespriv.datamodels.pymc import PyMCDataModel
+
+    n = _check_n(n_records)
+    full = _hospital_theta(theta)
+    builder = functools.partial(_build_hospital_pymc, **full)
+    return PyMCDataModel(builder, n_records=n, columns=COLUMNS, theta=dict(theta))
+
+
+def hospital_generator_pymc(n_records: int = N_RECORDS):
+    """The paper's *generator* (module docstring) written as a member of the
+    PyMC Θ family: same distribution as :func:`hospital_model`, with gender
+    coded 1 = female. Used to compare the PyMC sampler with NumPy."""
+    return hospital_pymc_model(
+        n_records,
+        p_female=P_FEMALE, mu_female=HEIGHT_MEAN["female"], mu_other=HEIGHT_MEAN["other"],
+        height_sd_female=HEIGHT_SD, height_sd_other=HEIGHT_SD,
+        k1=WEIGHT_SLOPE, k2=-WEIGHT_INTERCEPT, weight_sd=WEIGHT_SD,
+        bp_female=BP_MEAN["female"], bp_gap=BP_MEAN["other"] - BP_MEAN["female"], bp_sd=BP_SD,
+        temp_other=TEMP_MEAN, temp_gap=0.0, temp_sd=TEMP_SD,
+    )
+
+
+def hospital_family(n_records: int = N_RECORDS, grid: dict[str, Any] | None = None):
+    """The paper's Θ as a :class:`~bayespriv.datamodels.family.DataModelFamily` of PyMC models.
+
+    Parameters
+    ----------
+    n_records : int, default 50
+    grid : mapping parameter -> list of values, optional
+        Default: the corners of every range that moves a query's sensitivity
+        or variance (k₁, μ_F, μ_O, the blood-pressure and temperature gaps; 32
+        members). :data:`QUERY_GRIDS` holds the smaller grid each query needs.
+
+    Returns
+    -------
+    DataModelFamily
+        With ``covers="corners"``: every quantity the mechanisms need is
+        monotone in each parameter over the box (see :func:`family_exact`), so
+        the corners attain the suprema over Θ.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> fam = hospital_family(grid=dict(QUERY_GRIDS["average blood pressure"]))  # doctest: +SKIP
+    >>> cal = bp.calibrate(fam, pymc_secret_pairs(), bp.mean("blood_pressure"), n_draws=1000, rng=0)  # doctest: +SKIP
+    >>> cal.worst_theta  # doctest: +SKIP
+    {'bp_gap': 10.0}
+    """
+    from bayespriv.datamodels.family import DataModelFamily
+
+    n = _check_n(n_records)
+    if grid is None:
+        grid = {"k1": [3.0, 3.5], "mu_female": [64.0, 66.0], "mu_other": [69.0, 71.0],
+                "bp_gap": [6.0, 10.0], "temp_gap": [0.0, 0.3]}
+    grid = {k: list(v) for k, v in grid.items()}
+    _hospital_theta({k: v[0] for k, v in grid.items() if v})  # names and types, early
+    return DataModelFamily(functools.partial(hospital_pymc_model, n), grid, covers="corners")
+
+
+def pymc_secret_pairs(n_records: int = N_RECORDS) -> tuple[bp.SecretPair, ...]:
+    """:func:`secret_pairs` for the PyMC models, whose gender column is coded
+    1 = female: ``DatasetSecret.proportion("gender", 1, p)``, same shares."""
+    def recode(s: bp.DatasetSecret) -> bp.DatasetSecret:
+        return bp.DatasetSecret.proportion("gender", 1, s.value)
+
+    return tuple(bp.SecretPair(recode(p.a), recode(p.b)) for p in secret_pairs(n_records))
+
+
+def theta_moments(query_name: str, p: float, n_records: int = N_RECORDS, **theta: float) -> tuple[float, float]:
+    """Exact (mean, variance) of a query of :data:`QUERIES` given exactly p·n women, under member θ.
+
+    With f = k/n the share of women, the records are independent given gender:
+
+    * average weight: mean ``k1 (f μ_F + (1 − f) μ_O) − k2``, variance
+      ``(σ_w² + k1² (f σ_F² + (1 − f) σ_O²)) / n`` (law of total variance
+      through the height; it depends on f because σ_F ≠ σ_O);
+    * average blood pressure: mean ``b_F + (1 − f) gap``, variance ``σ_b² / n``;
+    * average temperature: mean ``t_O + f gap_t``, variance ``σ_t² / n``.
+    """
+    n = _check_n(n_records)
+    f = _women(p, n) / n
+    t = _hospital_theta(theta)
+    if query_name == "average weight":
+        mean = t["k1"] * (f * t["mu_female"] + (1 - f) * t["mu_other"]) - t["k2"]
+        var = (t["weight_sd"] ** 2 + t["k1"] ** 2 * (f * t["height_sd_female"] ** 2 + (1 - f) * t["height_sd_other"] ** 2)) / n
+        return mean, var
+    if query_name == "average blood pressure":
+        return t["bp_female"] + (1 - f) * t["bp_gap"], t["bp_sd"] ** 2 / n
+    if query_name == "average temperature":
+        return t["temp_other"] + f * t["temp_gap"], t["temp_sd"] ** 2 / n
+    raise ValidationError(f"query_name must be one of {list(QUERIES)!r}; got {query_name!r}")
+
+
+def family_exact(
+    query_name: str,
+    n_records: int = N_RECORDS,
+    grid: dict[str, Any] | None = None,
+    pairs: Any = None,
+) -> dict[str, Any]:
+    """Closed-form worst case of the family for one query, over the grid and the pairs.
+
+    Enumerates every θ of ``grid`` (default :data:`QUERY_GRIDS` of the query,
+    i.e. the corners of the paper's ranges) and every pair of ``pairs``
+    (default :func:`pymc_secret_pairs`), with :func:`theta_moments`.
+
+    Returns
+    -------
+    dict
+        ``sensitivity`` — max over θ and pairs of |E[F | a] − E[F | b]|;
+        ``worst_theta`` and ``worst_pair`` — where it is attained;
+        ``variance_min`` — min over θ and the pairs' secrets of Var(F | s)
+        (what APGM subtracts); ``variance_max``.
+
+    For n = 50 and the paper's ranges: weight 3.5·7·0.48 = 11.76 (the paper's
+    6.125 uses d(U) = 0.25, see the module docstring) with minimum variance
+    (15² + 3²(0.74·3² + 0.26·8²))/50 = 8.694 (paper: 4.5, without the height
+    term); blood pressure 10·0.48 = 4.8 and 10²/50 = 2; temperature
+    0.3·0.48 = 0.144 and 2²/50 = 0.08.
+    """
+    if query_name not in QUERIES:
+        raise ValidationError(f"query_name must be one of {list(QUERIES)!r}; got {query_name!r}")
+    n = _check_n(n_records)
+    grid = {k: list(v) for k, v in (QUERY_GRIDS[query_name] if grid is None else grid).items()}
+    pairs = pymc_secret_pairs(n) if pairs is None else as_pairs(pairs)
+    names = list(grid)
+    best: dict[str, Any] = {"sensitivity": -math.inf}
+    vmin, vmax = math.inf, -math.inf
+    for combo in (dict(zip(names, c)) for c in itertools.product(*grid.values())):
+        moments = {}
+        for pair in pairs:
+            for s in pair.secrets:
+                if s not in moments:
+                    moments[s] = theta_moments(query_name, s.value, n, **combo)
+        for pair in pairs:
+            d = abs(moments[pair.a][0] - moments[pair.b][0])
+            if d > best["sensitivity"] + 1e-12:
+                best = {"sensitivity": d, "worst_theta": dict(combo), "worst_pair": pair}
+        vmin = min(vmin, min(v for _, v in moments.values()))
+        vmax = max(vmax, max(v for _, v in moments.values()))
+    return {**best, "variance_min": vmin, "variance_max": vmax}

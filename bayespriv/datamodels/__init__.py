@@ -6,5 +6,6 @@ from .empirical import EmpiricalDataModel
 from .family import DataModelFamily
 from .function import FunctionDataModel
 from .gaussian import GaussianDataModel
+from .pymc import PyMCDataModel
 
-__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel"]
+__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel"]

@@ -1,0 +1,930 @@
+"""Θ as a PyMC hierarchical model.
+
+The adversary's belief about the data is written as a PyMC model: hyperparameters
+φ (free random variables) and record variables of shape ``(n_records,)`` drawn
+given them. :class:`PyMCDataModel` draws whole batches of datasets from it,
+conditioned on a secret, through one compiled PyTensor function per kind of
+secret, and runs MCMC (once per secret, in :meth:`PyMCDataModel.prepare`) where
+conditioning needs a posterior.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import logging
+import math
+import threading
+import uuid
+import weakref
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_positive_int, check_real, fail
+from ..errors import ConvergenceError, ParameterTypeError, UnsupportedSecretError, ValidationError
+from ..queries import Batch
+from ..random import as_seed_sequence
+from ..secrets import DatasetSecret, DistributionSecret, Secret, share_count
+from .base import DataModel
+
+__all__ = ["PyMCDataModel"]
+
+#: Runtimes (built model + compiled functions) kept alive per process, so that
+#: copies of one data model unpickled task after task in a worker compile once.
+_RECENT_RUNTIMES = 16
+_registry_lock = threading.Lock()
+_live_runtimes: "weakref.WeakValueDictionary[str, _Runtime]" = weakref.WeakValueDictionary()
+_recent_runtimes: "collections.OrderedDict[str, _Runtime]" = collections.OrderedDict()
+
+
+def _pm():
+    """Import PyMC lazily (it is slow to import and only this module needs it)."""
+    import pymc
+
+    return pymc
+
+
+# ---------------------------------------------------------------------------------------
+# graph helpers
+# ---------------------------------------------------------------------------------------
+def _ancestors(outputs, blockers=()):
+    """Ancestors of ``outputs`` (themselves included), in a deterministic traversal order."""
+    from pytensor.graph.traversal import ancestors
+
+    return dict.fromkeys(ancestors(list(outputs), blockers=list(blockers)))
+
+
+def _random_op_types() -> tuple[type, ...]:
+    from pymc.distributions.distribution import SymbolicRandomVariable
+    from pytensor.tensor.random.op import RandomVariable
+
+    return (RandomVariable, SymbolicRandomVariable)
+
+
+def _strip_dimshuffle(var):
+    from pytensor.tensor.elemwise import DimShuffle
+
+    while var.owner is not None and isinstance(var.owner.op, DimShuffle):
+        var = var.owner.inputs[0]
+    return var
+
+
+def _scalar_constant(var) -> float | None:
+    from pytensor.tensor.basic import get_underlying_scalar_constant_value
+    from pytensor.tensor.exceptions import NotScalarConstantError
+
+    try:
+        return float(get_underlying_scalar_constant_value(var))
+    except (NotScalarConstantError, TypeError, ValueError):
+        return None
+
+
+def _static_shape(var) -> tuple[int, ...] | None:
+    shape = var.type.shape
+    if all(s is not None for s in shape):
+        return tuple(int(s) for s in shape)
+    try:
+        return tuple(int(s) for s in var.shape.eval())
+    except Exception:  # noqa: BLE001 - a shape that depends on random draws
+        return None
+
+
+def _prune_to_ancestors(model, keep: Sequence[str]):
+    """A new model holding only the variables ``keep`` depends on (and ``keep``).
+
+    Same operation as :func:`pymc.model.transform.basic.prune_vars_detached_from_observed`,
+    but for any set of variables.
+    """
+    from pymc.model.fgraph import ModelVar, fgraph_from_model, model_from_fgraph
+
+    fgraph, memo = fgraph_from_model(model, inlined_views=True)
+    targets = [memo[model[name]] for name in keep]
+    needed = {v.owner for v in _ancestors(targets) if v.owner is not None}
+    for node in [n for n in fgraph.apply_nodes if isinstance(n.op, ModelVar) and n not in needed]:
+        if node in fgraph.apply_nodes:
+            fgraph.remove_node(node)
+    return model_from_fgraph(fgraph, mutate_fgraph=True)
+
+
+# ---------------------------------------------------------------------------------------
+# per-process runtime: the built model and its compiled functions
+# ---------------------------------------------------------------------------------------
+class _Runtime:
+    """The PyMC model built by ``builder(n_records)`` and compiled samplers of it.
+
+    Shared by all copies of one :class:`PyMCDataModel` within a process (see the
+    registry above); never pickled. ``lock`` serialises every use of the
+    compiled functions, whose RNG state is reseeded on each call.
+    """
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.lock = threading.RLock()
+        self.functions: dict[tuple, tuple[Any, list, list[str]]] = {}
+        self.plans: dict[Any, _Plan] = {}
+
+
+def _build_runtime(builder: Callable[[int], Any], n_records: int) -> _Runtime:
+    pm = _pm()
+    try:
+        model = builder(n_records)
+    except Exception as exc:  # noqa: BLE001 - re-raised with context
+        raise ValidationError(f"builder(n_records={n_records}) must build a PyMC model; it raised {exc!r}") from exc
+    if not isinstance(model, pm.Model):
+        raise ParameterTypeError(f"builder(n_records) must return a pymc.Model; got {type(model).__name__}")
+    return _Runtime(model)
+
+
+def _runtime_for(token: str, builder: Callable[[int], Any], n_records: int) -> _Runtime:
+    with _registry_lock:
+        rt = _live_runtimes.get(token)
+        if rt is None:
+            rt = _build_runtime(builder, n_records)
+            _live_runtimes[token] = rt
+        _recent_runtimes[token] = rt
+        _recent_runtimes.move_to_end(token)
+        while len(_recent_runtimes) > _RECENT_RUNTIMES:
+            _recent_runtimes.popitem(last=False)
+        return rt
+
+
+# ---------------------------------------------------------------------------------------
+# plans: how to draw given a secret
+# ---------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class _Plan:
+    """How :class:`PyMCDataModel` draws datasets given one secret.
+
+    route : "forward" | "conjugate" | "mcmc" | "rejection"
+    fixed : variables replaced by a constant value (pm.do), name -> unbatched array
+    permute : name of the fixed record variable whose positions are shuffled per draw
+    pool : variables whose joint (posterior) draws are fed to the forward sampler
+    observe : what MCMC observes on top of the model's own observed variables
+    mean : (column, value) for a mean secret (Gaussian conditioning on the column sum)
+    keep : variables the MCMC model is pruned to (ancestors of these)
+    interval : (parameter, lo, hi) for a set-valued distribution secret
+    conjugate : (parameter, a, b) posterior Beta(a, b) for the Beta-Bernoulli route
+    """
+
+    route: str
+    note: str
+    fixed: dict[str, np.ndarray] = field(default_factory=dict)
+    permute: str | None = None
+    pool: tuple[str, ...] = ()
+    observe: dict[str, np.ndarray] = field(default_factory=dict)
+    mean: tuple[str, float] | None = None
+    keep: tuple[str, ...] = ()
+    interval: tuple[str, float, float] | None = None
+    conjugate: tuple[str, float, float] | None = None
+
+
+class PyMCDataModel(DataModel):
+    """Θ given by a PyMC model: hyperparameters φ, then ``n_records`` records.
+
+    Parameters
+    ----------
+    builder : callable
+        ``builder(n_records)`` returns a :class:`pymc.Model` whose record
+        variables have shape ``(n_records,)``. It is called once per process
+        (the model is rebuilt, never pickled), so it must be deterministic and,
+        for process executors, picklable (a module-level function or a
+        :func:`functools.partial` of one). The user's model object is never
+        mutated: conditioning uses :func:`pymc.do` / :func:`pymc.observe`,
+        which return new models.
+    n_records : int
+        Records per dataset.
+    columns : sequence of str
+        Record variables exposed as columns: free random variables or
+        deterministics of shape ``(n_records,)``.
+    parameters : sequence of str, default ()
+        The hyperparameters φ that :class:`~bayespriv.DistributionSecret` may
+        name: free random variables of the model (scalars, for secrets).
+    intervals : mapping DistributionSecret -> (lo, hi), optional
+        Read the listed distribution secrets as the *event* ``lo <= φ_i <= hi``
+        ("φ_i in a set") rather than the point ``φ_i = value``.
+        :class:`~bayespriv.DistributionSecret` holds one number, so the set is
+        declared here; ``value`` must lie in ``[lo, hi]`` and serves as the
+        label. Example: ``{DistributionSecret("p", 0.25): (0.0, 0.5)}``.
+    draws, tune, chains : int, default 1000, 1000, 2
+        MCMC settings (:func:`pymc.sample`, one core, no progress bar), used
+        once per secret that needs a posterior.
+    target_accept : float, default 0.9
+        NUTS target acceptance rate.
+    max_r_hat, min_ess_bulk, max_divergences : default 1.01, 400, 0
+        Convergence thresholds: :meth:`prepare` raises
+        :class:`~bayespriv.errors.ConvergenceError` when the largest R-hat
+        exceeds ``max_r_hat``, the smallest bulk effective sample size is below
+        ``min_ess_bulk`` or there are more than ``max_divergences`` divergent
+        transitions.
+    conjugate : bool, default True
+        Use the exact Beta-Bernoulli posterior when it applies (see below);
+        ``False`` forces MCMC (useful to check one against the other).
+    theta : dict, optional
+        Parameters naming this model inside a
+        :class:`~bayespriv.datamodels.family.DataModelFamily`.
+
+    Notes
+    -----
+    **Secrets and how they are conditioned on.** Let ``O`` be the model's own
+    observed variables (public data the adversary has seen: the belief is the
+    posterior given them) and ``E`` the variables a secret fixes. ``A`` is the
+    set of free random variables upstream of ``E`` and ``O``. Because ``A``,
+    ``E`` and ``O`` together are closed under taking parents, every other
+    variable is distributed, given them, by its own conditional in the model:
+    so a draw is "``A`` from its posterior given ``E`` and ``O``, then
+    everything else forward, with ``E`` and ``O`` fixed" (a :func:`pymc.do`
+    intervention on ``A``, ``E`` and ``O``). Which variables are upstream is
+    read from the PyTensor graph (ancestors of each variable).
+
+    * ``DistributionSecret(φ_i, a)`` (a point). When no free random variable
+      upstream of φ_i (or of the public data) reaches the columns other than
+      through φ_i — e.g. φ_i is a root of the graph — conditioning on φ_i = a
+      *is* the intervention ``pm.do(model, {φ_i: a})``: exact forward
+      sampling (route ``"forward"``). When φ_i has parents that also reach the
+      records (e.g. τ → φ_i and τ → μ → y), conditioning is not intervening:
+      the parents are drawn from their posterior given φ_i = a
+      (``pm.observe`` + MCMC, route ``"mcmc"``), then ``pm.do`` on both.
+    * ``DistributionSecret`` listed in ``intervals`` (φ_i in ``[lo, hi]``):
+      φ_i and its ancestors are drawn jointly from the prior and kept when
+      ``lo <= φ_i <= hi`` — exact rejection sampling from the prior restricted
+      to the set, vectorised in rounds (an error is raised when the set has
+      prior probability below 1e-3). With public data in the model, the same
+      restriction is applied to posterior draws (MCMC).
+    * ``DatasetSecret.proportion(column, category, p)`` on a Bernoulli record
+      column: exactly ``k = p·n`` records have ``column == category`` (``k``
+      must be a whole number, see :func:`~bayespriv.secrets.share_count`). The
+      column is fixed to one configuration with ``k`` records in the category,
+      the hyperparameters upstream of the column are drawn from their
+      posterior given it (``pm.observe`` on the column + MCMC), and the other
+      columns are drawn given both. Records are assumed **exchangeable** given
+      the hyperparameters (the model is invariant under permuting record
+      positions, as every i.i.d.-given-φ model is): the posterior then depends
+      on the configuration only through ``k``, so the configuration is
+      shuffled uniformly per draw, which makes the draws correct for every
+      query, symmetric in the records or not. Exact routes, used instead of
+      MCMC and named in ``diagnostics``: (i) nothing upstream of the column
+      reaches the other columns (e.g. the column's distribution has constant
+      parameters) — forward sampling; (ii) the column is ``Bernoulli(p)``
+      with ``p ~ Beta(a, b)`` (constants) the only free variable upstream —
+      the posterior is ``Beta(a + ones, b + zeros)``, drawn directly.
+    * ``DatasetSecret.mean(column, a)`` on a Normal record column
+      ``x_r ~ N(m_r, s_r²)`` (independent given their parents): every drawn
+      dataset has column mean exactly ``a``. Given the parents, the records
+      are drawn by Gaussian conditioning on their sum (Matheron's rule,
+      ``x = y + s²/Σs² (n a − Σ y)`` with ``y`` an unconditional draw); the
+      parents' posterior is proportional to their prior times the density of
+      ``Σ x ~ N(Σ m, Σ s²)`` at ``n a`` (MCMC), or not needed when the
+      parameters are constants (exact forward route).
+
+    **Sampling.** Every route draws the whole batch ``(n_draws, n_records)``
+    from one compiled function: the model is intervened on (``pm.do``) at the
+    given variables, every random variable without random parents gets a
+    leading batch dimension (``change_dist_size``) and the rest of the graph is
+    vectorised (``vectorize_graph``), so no variable is shared across the
+    batch. Compiled functions are cached per (given variables, columns) and
+    per process, reseeded from the ``rng`` of each call: calibration is
+    reproducible and identical whichever executor runs it. Posterior draws
+    (``chains × draws``) are resampled with replacement, one per dataset.
+
+    **MCMC.** :meth:`prepare` (called once by :func:`~bayespriv.calibrate`)
+    runs :func:`pymc.sample` once per secret that needs it, on the model
+    observed at the secret and pruned to the variables upstream of the
+    evidence, checks R-hat, bulk ESS and divergences (ArviZ), records them in
+    :attr:`diagnostics` and returns a new model holding the posterior draws.
+    Sampling with such a secret on an unprepared model runs the MCMC inside
+    the call, every call (seeded from ``rng``). The calibration's Monte-Carlo
+    standard errors treat the resampled posterior draws as exact draws: the
+    ESS threshold keeps the neglected MCMC error small relative to them.
+
+    **Public (auxiliary) data.** Put what the adversary already knows into the
+    model as observed variables sharing the hyperparameters, e.g.
+    ``pm.Bernoulli("public", p, observed=survey)`` next to
+    ``pm.Bernoulli("gender", p, shape=n)``: the belief on φ is then the
+    posterior given those data, and every secret is conditioned jointly on
+    them and on the secret's evidence (one MCMC per secret, route ``"mcmc"``,
+    unless the data do not reach the columns). This is exact where fitting the
+    hyperprior first and resampling its draws would drop the dependence
+    between the public data and the secret's evidence, so there is no separate
+    ``auxiliary=`` argument.
+
+    Models with :func:`pymc.Potential` terms are refused (forward sampling
+    would ignore them while MCMC would not).
+
+    Examples
+    --------
+    >>> import pymc as pm, bayespriv as bp
+    >>> def build(n):
+    ...     with pm.Model() as m:
+    ...         p = pm.Beta("p", 2, 2)
+    ...         g = pm.Bernoulli("gender", p, shape=n)
+    ...         pm.Normal("height", pm.math.switch(g, 70.0, 64.0), 3.0, shape=n)
+    ...     return m
+    >>> model = PyMCDataModel(build, n_records=50, columns=["gender", "height"], parameters=["p"])
+    >>> batch = model.sample(bp.DistributionSecret("p", 0.3), 4, rng=0)
+    >>> batch["height"].shape
+    (4, 50)
+    """
+
+    def __init__(
+        self,
+        builder: Callable[[int], Any],
+        *,
+        n_records: int,
+        columns: Sequence[str],
+        parameters: Sequence[str] = (),
+        intervals: Mapping[DistributionSecret, tuple[float, float]] | None = None,
+        draws: int = 1000,
+        tune: int = 1000,
+        chains: int = 2,
+        target_accept: float = 0.9,
+        max_r_hat: float = 1.01,
+        min_ess_bulk: float = 400.0,
+        max_divergences: int = 0,
+        conjugate: bool = True,
+        theta: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not callable(builder):
+            raise ParameterTypeError(f"builder must be callable (n_records -> pymc.Model); got {type(builder).__name__}")
+        if isinstance(columns, str):
+            raise ParameterTypeError(f"columns must be a sequence of names, not a single string; got {columns!r}")
+        super().__init__(columns, n_records, theta)
+        if isinstance(parameters, str):
+            raise ParameterTypeError(f"parameters must be a sequence of names, not a single string; got {parameters!r}")
+        self.parameters = tuple(parameters)
+        if not all(isinstance(p, str) for p in self.parameters) or len(set(self.parameters)) != len(self.parameters):
+            raise fail("parameters", "distinct variable names", list(parameters))
+        self.builder = builder
+        self.draws = check_positive_int(draws, "draws")
+        self.tune = check_positive_int(tune, "tune", minimum=0)
+        self.chains = check_positive_int(chains, "chains")
+        self.target_accept = check_real("target_accept", target_accept)
+        if not 0.0 < self.target_accept < 1.0:
+            raise fail("target_accept", "in the open interval (0, 1)", target_accept)
+        self.max_r_hat = check_real("max_r_hat", max_r_hat)
+        if not self.max_r_hat >= 1.0:
+            raise fail("max_r_hat", ">= 1", max_r_hat)
+        self.min_ess_bulk = check_real("min_ess_bulk", min_ess_bulk)
+        if not self.min_ess_bulk >= 0:
+            raise fail("min_ess_bulk", ">= 0", min_ess_bulk)
+        self.max_divergences = check_positive_int(max_divergences, "max_divergences", minimum=0)
+        self.conjugate = bool(conjugate)
+        self._token = uuid.uuid4().hex
+        self._rt: _Runtime | None = None
+        self._pools: dict[Secret, dict[str, np.ndarray]] = {}
+        self._diagnostics: dict[str, Any] = {}
+        self._check_model()
+        self.intervals = self._check_intervals(intervals)
+
+    # -- model checks ----------------------------------------------------------------------
+    def _runtime(self) -> _Runtime:
+        if self._rt is None:
+            self._rt = _runtime_for(self._token, self.builder, self.n_records)
+        return self._rt
+
+    @property
+    def pymc_model(self):
+        """The PyMC model built by ``builder(n_records)`` (do not mutate it)."""
+        return self._runtime().model
+
+    def _check_model(self) -> None:
+        model = self.pymc_model
+        if model.potentials:
+            raise ValidationError(
+                "the PyMC model must not contain pm.Potential terms (forward sampling would ignore them); "
+                f"got {[p.name for p in model.potentials]!r}"
+            )
+        free = {v.name for v in model.free_RVs}
+        named = set(model.named_vars)
+        dets = {v.name for v in model.deterministics}
+        for c in self.columns:
+            if c not in named:
+                raise ValidationError(f"columns must name variables of the PyMC model; got {c!r}, model has {sorted(named)!r}")
+            if c not in free and c not in dets:
+                raise ValidationError(
+                    f"columns must be free random variables or deterministics (not observed data); got {c!r}"
+                )
+            shape = _static_shape(model[c])
+            if shape != (self.n_records,):
+                raise ValidationError(
+                    f"column {c!r} must have shape (n_records,) = ({self.n_records},) in builder(n_records); got {shape}"
+                )
+        for p in self.parameters:
+            if p not in free:
+                raise ValidationError(
+                    f"parameters must name free random variables of the PyMC model; got {p!r}, free variables are {sorted(free)!r}"
+                )
+            if p in self.columns:
+                raise ValidationError(f"parameters must be hyperparameters, not columns; got {p!r}")
+
+    def _check_intervals(self, intervals) -> dict[DistributionSecret, tuple[float, float]]:
+        if intervals is None:
+            return {}
+        if not isinstance(intervals, Mapping):
+            raise ParameterTypeError(f"intervals must be a mapping DistributionSecret -> (lo, hi); got {type(intervals).__name__}")
+        out = {}
+        for secret, bounds in intervals.items():
+            if not isinstance(secret, DistributionSecret):
+                raise ParameterTypeError(f"intervals keys must be DistributionSecret; got {type(secret).__name__}")
+            self._check_parameter(secret)
+            try:
+                lo, hi = (check_real("intervals bound", b) for b in bounds)
+            except TypeError:
+                raise ParameterTypeError(f"intervals values must be pairs (lo, hi); got {bounds!r} for {secret.label!r}") from None
+            if not (lo < hi) or math.isnan(lo) or math.isnan(hi):
+                raise fail(f"intervals[{secret.label}]", "a pair (lo, hi) with lo < hi", bounds)
+            if not lo <= secret.value <= hi:
+                raise fail(f"intervals[{secret.label}]", f"an interval containing the secret's value {secret.value:g}", bounds)
+            out[secret] = (lo, hi)
+        return out
+
+    def _check_parameter(self, secret: DistributionSecret) -> None:
+        if secret.parameter not in self.parameters:
+            raise ValidationError(
+                f"secret parameter must be one of the model's parameters {list(self.parameters)!r}; got {secret.parameter!r}"
+            )
+        var = self.pymc_model[secret.parameter]
+        if var.type.ndim != 0:
+            raise UnsupportedSecretError(
+                f"distribution secrets need a scalar parameter; {secret.parameter!r} has {var.type.ndim} dimension(s)"
+            )
+
+    def check_secret(self, secret: Secret | None) -> None:
+        """Raise a clear error when the model cannot condition on ``secret``.
+
+        Distribution secrets must name a scalar parameter; proportion secrets a
+        Bernoulli record column, a category 0 or 1 and a share ``p`` with
+        ``p·n`` whole; mean secrets a Normal record column.
+        """
+        if secret is None:
+            return
+        if isinstance(secret, DistributionSecret):
+            self._check_parameter(secret)
+            return
+        super().check_secret(secret)
+        from pytensor.tensor.random.basic import BernoulliRV, NormalRV
+
+        model = self.pymc_model
+        var = model[secret.column]
+        op = var.owner.op if var.owner is not None else None
+        if var not in model.free_RVs:
+            raise UnsupportedSecretError(
+                f"dataset secrets need a column that is a random variable of the model; {secret.column!r} is a deterministic"
+            )
+        if secret.statistic == "proportion":
+            if not isinstance(op, BernoulliRV):
+                raise UnsupportedSecretError(
+                    f"proportion secrets need a Bernoulli record column (values 0/1); {secret.column!r} is {op}"
+                )
+            cat = secret.category
+            if isinstance(cat, (bool, np.bool_)):
+                cat = int(cat)
+            if not isinstance(cat, (int, np.integer, float, np.floating)) or cat not in (0, 1):
+                raise fail("category", f"0 or 1 (the values of the Bernoulli column {secret.column!r})", secret.category)
+            share_count(secret.value, self.n_records)
+        else:
+            if not isinstance(op, NormalRV):
+                raise UnsupportedSecretError(
+                    f"mean secrets need a Normal record column (exact Gaussian conditioning on the sum); {secret.column!r} is {op}"
+                )
+
+    # -- plans -----------------------------------------------------------------------------
+    def _plan(self, secret: Secret | None) -> _Plan:
+        rt = self._runtime()
+        with rt.lock:
+            plan = rt.plans.get(secret)
+            if plan is None:
+                plan = self._make_plan(secret)
+                rt.plans[secret] = plan
+            return plan
+
+    def _free_upstream(self, targets: Sequence[str], exclude: set[str]) -> set[str]:
+        model = self.pymc_model
+        anc = _ancestors([model[t] for t in targets])
+        return {v.name for v in model.free_RVs if v in anc and v.name not in exclude}
+
+    def _reaching_columns(self, candidates: set[str], blockers: Sequence[str]) -> set[str]:
+        model = self.pymc_model
+        anc = _ancestors([model[c] for c in self.columns], blockers=[model[b] for b in blockers])
+        return {a for a in candidates if model[a] in anc}
+
+    def _make_plan(self, secret: Secret | None) -> _Plan:
+        model = self.pymc_model
+        observed = [v.name for v in model.observed_RVs]
+        if isinstance(secret, DistributionSecret) and secret in self.intervals:
+            lo, hi = self.intervals[secret]
+            name = secret.parameter
+            if observed:
+                keep = tuple(observed) + (name,)
+                pool = tuple(sorted(self._free_upstream(keep, set()) | {name}))
+                return _Plan("mcmc", f"posterior given the model's observed data, restricted to {lo:g} <= {name} <= {hi:g}",
+                             pool=pool, keep=keep, interval=(name, lo, hi))
+            pool = tuple(sorted(self._free_upstream([name], set()) | {name}))
+            return _Plan("rejection", f"prior of {list(pool)} restricted to {lo:g} <= {name} <= {hi:g} (exact rejection sampling)",
+                         pool=pool, interval=(name, lo, hi))
+
+        fixed: dict[str, np.ndarray] = {}
+        observe: dict[str, np.ndarray] = {}
+        permute = None
+        mean = None
+        if secret is None:
+            evidence: list[str] = []
+        elif isinstance(secret, DistributionSecret):
+            name = secret.parameter
+            value = np.asarray(secret.value, dtype=model[name].dtype)
+            evidence = [name]
+            fixed[name] = value
+            observe[name] = value
+        elif secret.statistic == "proportion":
+            name = secret.column
+            k = share_count(secret.value, self.n_records)
+            inside = np.arange(self.n_records) < k
+            config = (inside if int(secret.category) == 1 else ~inside).astype(model[name].dtype)
+            evidence = [name]
+            fixed[name] = config
+            observe[name] = config
+            permute = name
+        else:
+            evidence = []
+            mean = (secret.column, float(secret.value))
+        targets = observed + evidence + ([mean[0]] if mean else [])
+        upstream = self._free_upstream(targets, set(evidence) | ({mean[0]} if mean else set()))
+        relevant = self._reaching_columns(upstream, observed + evidence)
+        base = _Plan("forward", "", fixed=fixed, permute=permute, observe=observe, mean=mean)
+        if not relevant:
+            what = "no free random variable upstream of the evidence reaches the columns"
+            base.note = f"exact forward sampling ({what})" if secret is not None else "forward sampling from the prior"
+            return base
+        base.pool = tuple(sorted(upstream))
+        base.keep = tuple(observed + evidence) + (("__bayespriv_sum__",) if mean else ())
+        if self.conjugate and not observed and isinstance(secret, DatasetSecret) and secret.statistic == "proportion":
+            conj = self._beta_bernoulli(secret.column, upstream)
+            if conj is not None:
+                a, b = conj
+                ones = int(fixed[secret.column].sum())
+                zeros = self.n_records - ones
+                base.route = "conjugate"
+                p = next(iter(upstream))
+                base.conjugate = (p, a + ones, b + zeros)
+                base.pool = ()
+                base.fixed = {**fixed}
+                base.note = f"exact conjugate posterior {p} ~ Beta({a:g} + {ones}, {b:g} + {zeros}) (Beta-Bernoulli), no MCMC"
+                return base
+        base.route = "mcmc"
+        base.note = f"MCMC posterior of {list(base.pool)} given the evidence, then forward sampling"
+        return base
+
+    def _beta_bernoulli(self, column: str, upstream: set[str]) -> tuple[float, float] | None:
+        """(a, b) when ``column ~ Bernoulli(p)`` and ``p ~ Beta(a, b)`` is all that is upstream."""
+        from pytensor.tensor.random.basic import BernoulliRV, BetaRV
+
+        if len(upstream) != 1:
+            return None
+        model = self.pymc_model
+        p = model[next(iter(upstream))]
+        x = model[column]
+        if not isinstance(x.owner.op, BernoulliRV) or not isinstance(p.owner.op, BetaRV) or p.type.ndim != 0:
+            return None
+        (prob,) = x.owner.op.dist_params(x.owner)
+        if _strip_dimshuffle(prob) is not p:
+            return None
+        a, b = (_scalar_constant(v) for v in p.owner.op.dist_params(p.owner))
+        if a is None or b is None:
+            return None
+        return a, b
+
+    # -- compiled batched samplers ---------------------------------------------------------
+    def _function(self, givens: tuple[str, ...], mean_column: str | None, outputs: tuple[str, ...]):
+        """Compiled ``f(n_draws, *given batches[, mean values]) -> outputs``, cached per process.
+
+        Returns (function, its RNG shared variables, input names).
+        """
+        rt = self._runtime()
+        key = (givens, mean_column, outputs)
+        with rt.lock:
+            hit = rt.functions.get(key)
+            if hit is None:
+                hit = self._compile(givens, mean_column, outputs)
+                rt.functions[key] = hit
+            return hit
+
+    def _compile(self, givens, mean_column, outputs):
+        import pytensor
+        import pytensor.tensor as pt
+        from pymc.distributions.shape_utils import change_dist_size
+        from pytensor.graph.replace import graph_replace, vectorize_graph
+        from pytensor.tensor.random.type import RandomGeneratorType
+
+        pm = _pm()
+        model = self.pymc_model
+        n = self.n_records
+        placeholders = {name: model[name].type(name=f"{name}__given") for name in givens}
+        interventions: dict[str, Any] = dict(placeholders)
+        for obs in model.observed_RVs:  # public data stays fixed (a copy: pm.do renames what it is given)
+            data = model.rvs_to_values[obs]
+            interventions[obs.name] = np.array(data.get_value() if hasattr(data, "get_value") else data.data)
+        extra = []
+        if mean_column is not None:
+            x = model[mean_column]
+            loc, scale = (pt.cast(v, x.dtype) for v in x.owner.op.dist_params(x.owner))  # constants may be float32
+            loc_n = pt.broadcast_to(loc, (n,))
+            s2 = pt.broadcast_to(scale, (n,)) ** 2
+            y = pt.random.normal(loc_n, pt.sqrt(s2))
+            a = pt.scalar(f"{mean_column}__mean", dtype=x.dtype)
+            x_cond = y + s2 / pt.sum(s2, axis=-1) * (n * a - pt.sum(y, axis=-1))
+            interventions[mean_column] = pt.cast(x_cond, x.dtype)
+            extra.append(a)
+        do_model = pm.do(model, interventions) if interventions else model
+        outs = [do_model[name] for name in outputs]
+        batched_inputs = list(placeholders.values()) + extra
+        rv_types = _random_op_types()
+        nodes = []
+        for var in _ancestors(outs):
+            if var.owner is not None and isinstance(var.owner.op, rv_types) and var.owner not in nodes:
+                nodes.append(var.owner)
+        random_outputs = {v for node in nodes for v in node.outputs}
+        n_draws = pt.lscalar("n_draws")
+        replace = {}
+        for node in nodes:
+            params = [i for i in node.inputs if not isinstance(i.type, RandomGeneratorType)]
+            upstream = _ancestors(params) if params else set()
+            if not any(v in random_outputs or v in placeholders.values() or v in extra for v in upstream):
+                out = node.default_output()
+                replace[out] = change_dist_size(out, new_size=(n_draws,), expand=True)
+        batched = {v: pt.tensor(dtype=v.dtype, shape=(None,) + v.type.shape, name=v.name) for v in batched_inputs}
+        replace.update(batched)
+        vouts = vectorize_graph(outs, replace=replace)
+        # own RNGs: never touch the model's shared generators
+        # (in graph order, so that reseeding is the same in every process)
+        rngs_old = [v for v in _ancestors(vouts) if isinstance(v.type, RandomGeneratorType) and v.owner is None]
+        own = {r: pytensor.shared(np.random.default_rng(0), name=f"rng{i}") for i, r in enumerate(rngs_old)}
+        if own:
+            vouts = graph_replace(vouts, own, strict=False)
+        fn = pm.compile([n_draws] + [batched[v] for v in batched_inputs], vouts, on_unused_input="ignore")
+        return fn, list(own.values())
+
+    def _draw(self, givens: Mapping[str, np.ndarray], mean: tuple[str, float] | None, outputs: tuple[str, ...],
+              n_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Outputs ``(n_draws, ...)`` from the compiled sampler given batched ``givens``."""
+        from pymc.pytensorf import reseed_rngs
+
+        model = self.pymc_model
+        to_compute = tuple(o for o in outputs if o not in givens)
+        out = {o: givens[o] for o in outputs if o in givens}
+        if not to_compute:
+            return out
+        names = tuple(sorted(givens))
+        fn, rngs = self._function(names, mean[0] if mean else None, to_compute)
+        args = [np.asarray(givens[g], dtype=model[g].dtype) for g in names]
+        if mean is not None:
+            args.append(np.full(n_draws, mean[1], dtype=model[mean[0]].dtype))
+        seed = int(rng.integers(0, 2**63 - 1))
+        rt = self._runtime()
+        with rt.lock:
+            if rngs:
+                reseed_rngs(rngs, seed)
+            values = fn(n_draws, *args)
+        if not isinstance(values, list):
+            values = [values]
+        for o, v in zip(to_compute, values):
+            v = np.asarray(v)
+            if v.ndim == model[o].type.ndim:  # an output with no randomness in it
+                v = np.broadcast_to(v, (n_draws,) + v.shape)
+            out[o] = v
+        return out
+
+    # -- MCMC ------------------------------------------------------------------------------
+    def _mcmc_model(self, plan: _Plan):
+        pm = _pm()
+        import pytensor.tensor as pt
+
+        model = self.pymc_model
+        m = pm.observe(model, plan.observe) if plan.observe else model
+        if plan.mean is not None:
+            from pymc.model.fgraph import clone_model
+
+            column, value = plan.mean
+            m = clone_model(m)
+            x = m[column]
+            loc, scale = x.owner.op.dist_params(x.owner)
+            n = self.n_records
+            with m:
+                pm.Normal(
+                    "__bayespriv_sum__",
+                    mu=pt.sum(pt.broadcast_to(loc, (n,))),
+                    sigma=pt.sqrt(pt.sum(pt.broadcast_to(scale, (n,)) ** 2)),
+                    observed=n * value,
+                )
+        return _prune_to_ancestors(m, plan.keep)
+
+    def _run_mcmc(self, secret: Secret | None, plan: _Plan, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Posterior draws of ``plan.pool`` and their diagnostics; raises ConvergenceError."""
+        pm = _pm()
+        label = "no secret" if secret is None else secret.label
+        m = self._mcmc_model(plan)
+        free = [v.name for v in m.free_RVs]
+        logger = logging.getLogger("pymc")
+        level = logger.level
+        logger.setLevel(logging.WARNING)
+        try:
+            idata = pm.sample(
+                draws=self.draws, tune=self.tune, chains=self.chains, cores=1, random_seed=seed,
+                target_accept=self.target_accept, progressbar=False, compute_convergence_checks=False, model=m,
+            )
+        finally:
+            logger.setLevel(level)
+        post = idata.posterior
+        total = self.chains * self.draws
+        pool = {}
+        for name in plan.pool:
+            values = np.asarray(post[name].values)
+            pool[name] = values.reshape((total,) + values.shape[2:])
+        r_hat, ess_bulk, ess_tail = self._convergence(idata, free)
+        divergences = int(idata.sample_stats["diverging"].values.sum()) if "diverging" in idata.sample_stats else 0
+        diag: dict[str, Any] = {
+            "route": plan.route, "note": plan.note, "variables": free,
+            "r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_tail_min": ess_tail,
+            "divergences": divergences, "chains": self.chains, "draws": self.draws, "tune": self.tune,
+            "target_accept": self.target_accept, "seed": seed,
+        }
+        problems = []
+        if not r_hat <= self.max_r_hat:
+            problems.append(f"R-hat {r_hat:.4g} > {self.max_r_hat:g}")
+        if not ess_bulk >= self.min_ess_bulk:
+            problems.append(f"bulk ESS {ess_bulk:.4g} < {self.min_ess_bulk:g}")
+        if divergences > self.max_divergences:
+            problems.append(f"{divergences} divergent transitions > {self.max_divergences}")
+        if problems:
+            raise ConvergenceError(
+                f"MCMC for secret {label!r} (variables {free}) must pass its convergence checks; got "
+                + ", ".join(problems)
+                + f" with tune={self.tune}, draws={self.draws}, chains={self.chains}, target_accept={self.target_accept:g}. "
+                "Increase tune and draws, raise target_accept (divergences), or reparametrize the model "
+                "(e.g. a non-centred hierarchy); thresholds are set by max_r_hat, min_ess_bulk and max_divergences."
+            )
+        if plan.interval is not None:
+            name, lo, hi = plan.interval
+            keep = (pool[name] >= lo) & (pool[name] <= hi)
+            diag["in_interval"] = int(keep.sum())
+            if keep.sum() < min(100, total):
+                raise ConvergenceError(
+                    f"MCMC for secret {label!r} must leave at least 100 posterior draws with {lo:g} <= {name} <= {hi:g}; "
+                    f"got {int(keep.sum())} of {total}. Increase draws or widen the interval."
+                )
+            pool = {k: v[keep] for k, v in pool.items()}
+        return pool, diag
+
+    @staticmethod
+    def _convergence(idata, names: Sequence[str]) -> tuple[float, float, float]:
+        import arviz as az
+
+        post = idata.posterior[list(names)]
+        r_hat = az.rhat(post)
+        bulk = az.ess(post, method="bulk")
+        tail = az.ess(post, method="tail")
+        worst_r, worst_bulk, worst_tail = 1.0, math.inf, math.inf
+        for name in names:
+            values = np.asarray(post[name].values)
+            constant = values.reshape(values.shape[0] * values.shape[1], -1)
+            constant = np.all(constant == constant[:1], axis=0)  # a component that never moves
+            r = np.asarray(r_hat[name].values, dtype=float).reshape(-1)
+            b = np.asarray(bulk[name].values, dtype=float).reshape(-1)
+            t = np.asarray(tail[name].values, dtype=float).reshape(-1)
+            moving = ~constant
+            if moving.any():
+                r, b, t = r[moving], b[moving], t[moving]
+                worst_r = max(worst_r, float(np.max(np.where(np.isnan(r), np.inf, r))))
+                worst_bulk = min(worst_bulk, float(np.min(np.where(np.isnan(b), 0.0, b))))
+                worst_tail = min(worst_tail, float(np.min(np.where(np.isnan(t), 0.0, t))))
+        return worst_r, worst_bulk, worst_tail
+
+    @staticmethod
+    def _secret_seed(root: np.random.SeedSequence, secret: Secret | None) -> int:
+        """An MCMC seed for ``secret`` that does not depend on the order of the secrets."""
+        tag = zlib.crc32(repr(secret).encode())
+        seq = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (tag,))
+        return int(seq.generate_state(1, np.uint32)[0])
+
+    # -- preparation -----------------------------------------------------------------------
+    def prepare(self, secrets: Sequence[Secret], rng: np.random.Generator) -> "PyMCDataModel":
+        """Run the per-secret inference once; return a new model holding its draws.
+
+        For each secret whose route is ``"mcmc"`` (see the class notes), runs
+        :func:`pymc.sample` with a seed derived from ``rng`` and the secret,
+        checks convergence and stores the posterior draws; other routes need
+        nothing. The returned copy pickles (posterior draws are NumPy arrays;
+        compiled functions are rebuilt per process) and reports
+        :attr:`diagnostics`.
+
+        Raises
+        ------
+        ConvergenceError
+            When a posterior fails the R-hat / ESS / divergence thresholds.
+        """
+        root = as_seed_sequence(rng)
+        new = copy.copy(self)
+        new._pools = dict(self._pools)
+        per_secret: dict[str, Any] = {}
+        for secret in dict.fromkeys(secrets):
+            self.check_secret(secret)
+            plan = self._plan(secret)
+            label = "no secret" if secret is None else secret.label
+            if plan.route == "mcmc":
+                pool, diag = self._run_mcmc(secret, plan, self._secret_seed(root, secret))
+                new._pools[secret] = pool
+                per_secret[label] = diag
+            else:
+                per_secret[label] = {"route": plan.route, "note": plan.note}
+        new._diagnostics = {"mcmc": per_secret, "mcmc_thresholds": self.thresholds}
+        return new
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The convergence thresholds :meth:`prepare` enforces."""
+        return {"r_hat_max": self.max_r_hat, "ess_bulk_min": self.min_ess_bulk, "divergences_max": self.max_divergences}
+
+    @property
+    def diagnostics(self) -> Mapping[str, Any]:
+        """``{"mcmc": {secret label: {...}}, "mcmc_thresholds": {...}}`` after :meth:`prepare`, else ``{}``.
+
+        Each secret's entry names its ``route`` (``forward``, ``conjugate``,
+        ``rejection`` or ``mcmc``) with a ``note``; MCMC entries add
+        ``r_hat_max``, ``ess_bulk_min``, ``ess_tail_min``, ``divergences``,
+        ``chains``, ``draws``, ``tune``, ``target_accept``, ``variables`` and
+        ``seed``.
+        """
+        return self._diagnostics
+
+    def route(self, secret: Secret | None) -> str:
+        """How ``secret`` is conditioned on: ``"forward"``, ``"conjugate"``, ``"rejection"`` or ``"mcmc"``."""
+        self.check_secret(secret)
+        return self._plan(secret).route
+
+    # -- sampling --------------------------------------------------------------------------
+    def _sample(self, secret, n_draws, rng, columns) -> Batch:
+        plan = self._plan(secret)
+        givens: dict[str, np.ndarray] = {}
+        for name, value in plan.fixed.items():
+            if name == plan.permute:  # a 0/1 configuration: shuffle it as booleans (2.5x faster than int64)
+                flags = np.broadcast_to(value.astype(bool), (n_draws,) + value.shape)
+                givens[name] = rng.permuted(flags, axis=1).astype(value.dtype)
+            elif name not in plan.pool:
+                givens[name] = np.broadcast_to(value, (n_draws,) + value.shape)
+        if plan.route == "conjugate":
+            name, a, b = plan.conjugate
+            givens[name] = rng.beta(a, b, size=n_draws)
+        elif plan.route == "rejection":
+            givens.update(self._rejection(plan, n_draws, rng))
+        elif plan.route == "mcmc":
+            pool = self._pools.get(secret)
+            if pool is None:
+                rt = self._runtime()
+                with rt.lock:
+                    seed = int(rng.integers(0, 2**32 - 1))
+                    pool, _ = self._run_mcmc(secret, plan, seed)
+            size = next(iter(pool.values())).shape[0]
+            idx = rng.integers(0, size, size=n_draws)
+            for name, values in pool.items():
+                givens[name] = values[idx]
+        return self._draw(givens, plan.mean, tuple(columns), n_draws, rng)
+
+    def _rejection(self, plan: _Plan, n_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Prior draws of ``plan.pool`` with the parameter in its interval, in vectorised rounds."""
+        name, lo, hi = plan.interval
+        kept: dict[str, list[np.ndarray]] = {v: [] for v in plan.pool}
+        need, tried, accepted = n_draws, 0, 0
+        while need > 0:
+            rate = accepted / tried if accepted else None
+            size = max(2 * need, 256) if rate is None else int(math.ceil(1.2 * need / rate)) + 16
+            draws = self._draw({}, None, plan.pool, size, rng)
+            ok = (draws[name] >= lo) & (draws[name] <= hi)
+            tried += size
+            accepted += int(ok.sum())
+            for v in plan.pool:
+                kept[v].append(draws[v][ok])
+            need -= int(ok.sum())
+            if tried >= 100_000 and accepted < 1e-3 * tried:
+                raise ValidationError(
+                    f"intervals[{name}] must have prior probability >= 1e-3 for rejection sampling; "
+                    f"got about {accepted / tried:.2g} for [{lo:g}, {hi:g}]"
+                )
+        return {v: np.concatenate(kept[v])[:n_draws] for v in plan.pool}
+
+    # -- pickling --------------------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_rt"] = None  # the PyMC model and compiled functions are rebuilt per process
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        extra = f", theta={self.theta}" if self.theta else ""
+        return (
+            f"PyMCDataModel(columns={list(self.columns)}, parameters={list(self.parameters)}, "
+            f"n_records={self.n_records}{extra})"
+        )
