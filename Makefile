@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test bench study venv clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+study: $(STAMP)
+	$(PY) examples/census_study.py --out benchmarks/census-study
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

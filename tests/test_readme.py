@@ -19,3 +19,13 @@ def test_quickstart_runs(capsys):
     exec(compile(code, str(README), "exec"), {})
     out = capsys.readouterr().out
     assert "Calibration(" in out and "APGM" in out
+
+
+def test_every_python_block_runs_in_order():
+    """Later blocks build on the quickstart's imports; each runs as pasted."""
+    namespace: dict = {}
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert len(blocks) >= 2
+    for code in blocks:
+        exec(compile(code, str(README), "exec"), namespace)
+    assert namespace["cal"].worst_theta == {"rho": 0.8}

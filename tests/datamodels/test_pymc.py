@@ -227,6 +227,10 @@ def test_dataset_secret_mcmc_matches_quadrature_and_reports_diagnostics(logit_ca
         assert entry["r_hat_max"] <= 1.01 and entry["ess_bulk_min"] >= 400 and entry["divergences"] == 0
         assert entry["chains"] == 2 and entry["draws"] == 1000 and np.isfinite(entry["ess_tail_min"])
     assert cal.diagnostics["mcmc_thresholds"] == {"r_hat_max": 1.01, "ess_bulk_min": 400.0, "divergences_max": 0}
+    # the notebook representation shows them as a table, one row per secret
+    html = cal._repr_html_()
+    assert "<b>mcmc</b>" in html and "r_hat_max" in html and "ess_bulk_min" in html
+    assert all(s.label in html for s in LOGIT_SECRETS)
 
 
 class _PriorInsteadOfPosterior(PyMCDataModel):
