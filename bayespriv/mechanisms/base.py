@@ -80,7 +80,7 @@ class Guarantee:
     def __str__(self) -> str:
         conf = "plug-in" if self.confidence is None else f"confidence {self.confidence:g}"
         assume = ", ".join(self.assumptions) or "none"
-        failed = f"; FAILED on the calibration samples: {', '.join(self.failed_assumptions)}" if self.failed_assumptions else ""
+        failed = f"; FAILED check: {', '.join(self.failed_assumptions)}" if self.failed_assumptions else ""
         return f"(ε={self.epsilon:g}, δ={self.delta:g}) [{conf}; assumes: {assume}{failed}; {self.theorem}]"
 
 

@@ -81,7 +81,7 @@ def test_non_gaussian_calibration_reports_the_failure(gamma_cal):
     assert (g.epsilon, g.delta) == (1.0, 1e-5)  # the nominal claim, flagged
     assert g.failed_assumptions == ("gaussian_query",)
     assert not g.checks_passed
-    assert "FAILED on the calibration samples: gaussian_query" in str(g)
+    assert "FAILED check: gaussian_query" in str(g)
     assert mech.assumption_checks.holds("equal_covariance") is True  # Var equal: false failure ≤ 1e-3
     with pytest.raises(bp.ValidationError, match=r"assumptions of APGM's proof must hold .* gaussian_query \(p="):
         mech.check(strict=True)
