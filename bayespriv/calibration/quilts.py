@@ -11,8 +11,10 @@ which gives the smallest nearby set, and so the least noise.
   nodes (exhaustive, small networks) or a candidate search (large networks).
 * :func:`calibrate_quilts` prepares APMQM (Algorithm 2 of the attribute-privacy
   paper): for each sensitive node, its quilts with the column sensitivity
-  Δ_{A∩N} F of the query and the exact max-influence e_Θ(X_Q | X_i). It does
-  not depend on ε; the mechanism picks the quilt for its ε.
+  Δ_{A∩N} F of the query and the max-influence e_Θ(X_Q | X_i) — exact for
+  discrete parameter networks, a numerical estimate (assumption
+  ``"numerical_influence"``) for continuous parameters of PyMC models. It
+  does not depend on ε; the mechanism picks the quilt for its ε.
 * :func:`calibrate_chain` prepares MQM (Song et al. 2017) for one attribute
   observed along a finite-state Markov chain: the exact max-influence of every
   window quilt {X_{i−a}, X_{i+b}} of every position.
@@ -445,8 +447,9 @@ class QuiltCalibration:
     skipped : mapping
         Sensitive node -> number of quilts not scored (joint table above ``max_states``).
     exhaustive : bool
-    confidence : float
-        1.0: every max-influence is exact.
+    confidence : float or None
+        1.0: every max-influence is exact; None when some are numerical
+        estimates (continuous parameters; assumption ``"numerical_influence"``).
     k : int
         Number of components of F.
     component_names : tuple of str
@@ -464,7 +467,7 @@ class QuiltCalibration:
     n_quilts: Mapping[Hashable, int]
     skipped: Mapping[Hashable, int]
     exhaustive: bool
-    confidence: float
+    confidence: float | None
     k: int
     component_names: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
@@ -582,16 +585,22 @@ def calibrate_quilts(
     max_nodes: int = EXHAUSTIVE_MAX_NODES,
     k: int | None = None,
     max_states: int = 2**16,
+    influence_options: Mapping[str, Any] | None = None,
 ) -> QuiltCalibration:
-    """Quilts, column sensitivities and exact max-influences for APMQM (independent of ε).
+    """Quilts, column sensitivities and max-influences for APMQM (independent of ε).
 
     Parameters
     ----------
-    network : pgmpy network or sequence of them
+    network : pgmpy network, PyMC model, parameter density, or sequence of them
         The Bayesian network over the attributes' parameters φ (Definition 5:
         φ_i governs attribute i; attributes are independent given all φ). A
-        ``DiscreteBayesianNetwork`` gives exact max-influences; a sequence
-        (same graph) is a family Θ and the supremum is taken.
+        ``DiscreteBayesianNetwork`` gives exact max-influences; a PyMC model
+        (its scalar continuous free random variables, graph read from the
+        model) or a parameter density gives numerical estimates (see
+        :func:`~bayespriv.calibration.influence.max_influence`), and the
+        calibration then carries the assumption ``"numerical_influence"`` and
+        confidence None; a sequence (same graph) is a family Θ and the
+        supremum is taken.
     sensitive : node or sequence of nodes
         The sensitive attributes C.
     query : Query
@@ -610,7 +619,12 @@ def calibrate_quilts(
         Quilts of a discrete network whose joint table P(φ_Q, φ_i) has more
         states are not scored (counted in ``skipped``). Leaving quilts out only
         removes options from Algorithm 2's minimum: the guarantee is unchanged
-        (the trivial quilt is always scored).
+        (the trivial quilt is always scored). For continuous parameters,
+        quilts whose grid does not fit (see ``influence_options``) are skipped
+        likewise.
+    influence_options : mapping, optional
+        Continuous parameters: ``resolution``, ``bounds`` and ``max_points``
+        of :func:`~bayespriv.calibration.influence.max_influence`.
 
     Returns
     -------
@@ -626,10 +640,12 @@ def calibrate_quilts(
     if not isinstance(query, Query):
         raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
     n = check_positive_int(n_records, "n_records")
-    engine = InfluenceEngine(network)
-    graph = as_digraph(engine.networks[0], "network")
-    for j, net in enumerate(engine.networks[1:], start=1):
-        if set(net.edges()) != set(graph.edges()):
+    if influence_options is not None and not isinstance(influence_options, Mapping):
+        raise ParameterTypeError(f"influence_options must be a mapping; got {type(influence_options).__name__}")
+    engine = InfluenceEngine(network, **dict(influence_options or {}))
+    graph = as_digraph(engine.graph(0), "network")
+    for j in range(1, len(engine.networks)):
+        if set(engine.graph(j).edges()) != set(graph.edges()):
             raise ValidationError(f"networks of a family must share one graph; member {j} has different edges")
     structure = _Structure(graph)
     sens_nodes = (sensitive,) if not isinstance(sensitive, (list, tuple)) else tuple(sensitive)
@@ -692,13 +708,15 @@ def calibrate_quilts(
         skipped[v] = 0
         for row in np.flatnonzero(keep):
             q = frozenset(nodes_arr[z[row]])
-            if q and engine.kind == "discrete" and engine.table_size(v, q) > max_states:
+            if q and not engine.feasible(v, q, max_states):
                 skipped[v] += 1
                 continue
             rem = frozenset(nodes_arr[r[row]])
             quilt = Quilt(q, everything - q - rem, rem)
             scores.append(QuiltScore(quilt, float(sens[row]), engine(v, q)))
         candidates[v] = tuple(scores)
+    numerical = any(not c.influence.exact for scores in candidates.values() for c in scores)
+    extra = tuple(dict.fromkeys(a for scores in candidates.values() for c in scores for a in c.influence.assumptions))
     return QuiltCalibration(
         networks=engine.networks,
         graph=graph,
@@ -712,10 +730,10 @@ def calibrate_quilts(
         n_quilts=MappingProxyType(counts),
         skipped=MappingProxyType(skipped),
         exhaustive=exhaustive,
-        confidence=1.0,
+        confidence=None if numerical else 1.0,
         k=int(kq),
         component_names=query.component_names(int(kq)),
-        assumptions=("parameters_bayes_net",),
+        assumptions=("parameters_bayes_net",) + extra,
         engine=engine,
     )
 

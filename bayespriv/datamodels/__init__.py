@@ -6,6 +6,6 @@ from .empirical import EmpiricalDataModel
 from .family import DataModelFamily
 from .function import FunctionDataModel
 from .gaussian import GaussianDataModel
-from .pymc import PyMCDataModel
+from .pymc import ParameterDensity, PyMCDataModel, parameter_density
 
-__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel"]
+__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel", "ParameterDensity", "parameter_density"]

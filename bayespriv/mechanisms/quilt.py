@@ -176,6 +176,12 @@ class APMQM(_QuiltMechanism):
     conditional independence) and the φ form the given Bayesian network(s).
     Bound: exact — the max-influences are computed exactly (discrete
     parameters) and the column sensitivities are closed forms; confidence 1.
+    For continuous parameters (a PyMC model) the max-influence of a chosen
+    quilt is a numerical estimate with a refinement margin (see
+    :func:`~bayespriv.calibration.influence.max_influence`): the guarantee
+    then names ``"numerical_influence"`` and has confidence None (no
+    probability is claimed for an estimate); an underestimated e would make
+    the true loss exceed ε by at most the underestimate.
 
     Notes on the paper: Algorithm 2 admits quilts with e ≤ ε and divides by
     ε − e; e = ε gives a division by zero, so we require e < ε. Theorem 4
@@ -232,6 +238,25 @@ class APMQM(_QuiltMechanism):
         self.chosen = MappingProxyType(chosen)
         self.scale = float(max(c.score(eps) for c in chosen.values()))
         self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """ε-Pufferfish, δ = 0; with the assumptions of the max-influences of the quilts actually used.
+
+        When a chosen quilt's max-influence is a numerical estimate
+        (continuous parameters), the guarantee names ``"numerical_influence"``
+        (and ``"truncated_prior"`` if bounds restricted Θ) and claims no
+        probability (confidence None); with exact max-influences only (e.g.
+        the trivial quilt, e = 0) it is exact (confidence 1).
+        """
+        cal = self.calibration
+        used = [c.influence for c in self.chosen.values()]
+        extra = tuple(dict.fromkeys(a for inf in used for a in inf.assumptions))
+        per_quilt = {a for scores in cal.candidates.values() for c in scores for a in c.influence.assumptions}
+        base = tuple(a for a in cal.assumptions if a not in per_quilt)
+        exact = all(inf.exact for inf in used)
+        confidence = (cal.confidence if cal.confidence is not None else 1.0) if exact else None
+        return Guarantee(self.epsilon, 0.0, confidence, base + extra, self.theorem)
 
     @property
     def protected(self) -> tuple[str, ...]:

@@ -212,11 +212,3 @@ def test_bad_input():
         max_influence(nx.DiGraph([("i", "q")]), ["q"], "i")
     with pytest.raises(bp.ParameterTypeError, match="quilt must be a collection"):
         max_influence(bn, "q", "i")
-
-
-def test_pymc_models_are_refused_with_the_reason():
-    pm = pytest.importorskip("pymc")
-    with pm.Model() as model:
-        pm.Uniform("phi_i", 0, 1)
-    with pytest.raises(bp.ValidationError, match="Continuous parameters in PyMC models are not supported"):
-        max_influence(model, ["phi_q"], "phi_i")
