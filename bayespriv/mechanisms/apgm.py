@@ -198,12 +198,7 @@ class APGMnG(APGM):
             return self.guarantee
         eta = self.eta if eta is None else check_delta(eta, "eta")
         conf = self.divergence_confidence if confidence is None else confidence
-        if lambda_eta is None:
-            lam = self._lambda_estimate(eta, conf).value
-            label = "estimated_divergence"
-        else:
-            lam = check_nonnegative(lambda_eta, "lambda_eta")
-            label = "divergence_bound_given"
+        lam, label = self._divergence(eta, lambda_eta, conf)
         eps, delta = relaxed_parameters(self.epsilon, self.delta, lam, eta)
         cal = self.calibration
         return Guarantee(eps, delta, cal.confidence, tuple(dict.fromkeys((label,) + cal.assumptions)),

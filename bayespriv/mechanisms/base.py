@@ -367,16 +367,18 @@ class Mechanism(abc.ABC):
         _require_distributional(self, nominal)
         cal = self.calibration
         eta = default_eta(cal, nominal.delta) if eta is None else check_delta(eta, "eta")
-        if lambda_eta is None:
-            lam = self._lambda_estimate(eta, confidence).value
-            label = "estimated_divergence"
-        else:
-            lam = check_nonnegative(lambda_eta, "lambda_eta")
-            label = "divergence_bound_given"
+        lam, label = self._divergence(eta, lambda_eta, confidence)
         eps, delta = relaxed_parameters(nominal.epsilon, nominal.delta, lam, eta)
         assumptions = tuple(a for a in nominal.assumptions if a not in DISTRIBUTIONAL_ASSUMPTIONS) + (label,)
         theorem = f"Chen & Ohrimenko 2023, Theorem 4.6 (η={eta:g}, λ_η={lam:.4g}) applied to {nominal.theorem}"
         return Guarantee(eps, delta, nominal.confidence, assumptions, theorem)
+
+    def _divergence(self, eta: float, lambda_eta: float | None, confidence: float) -> tuple[float, str]:
+        """λ_η and how it was obtained: estimated from the calibration samples,
+        or given by the user (then it is their bound)."""
+        if lambda_eta is None:
+            return self._lambda_estimate(eta, confidence).value, "estimated_divergence"
+        return check_nonnegative(lambda_eta, "lambda_eta"), "divergence_bound_given"
 
     @property
     def relaxed_guarantee(self) -> Guarantee:
