@@ -1,6 +1,6 @@
 """Max-influence (Definition 7) against brute force and hand computations.
 
-The reference (:func:`brute_force`) multiplies the CPD tables of a discrete
+The reference (``_bn_oracles.influence_brute_force``) multiplies the CPD tables of a discrete
 network over every joint assignment with NumPy (no pgmpy inference), sums out
 everything but (φ_Q, φ_i), and takes the largest log-ratio of the conditionals
 over all assignments and ordered pairs by explicit loops.
@@ -8,7 +8,6 @@ over all assignments and ordered pairs by explicit loops.
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import networkx as nx
@@ -19,69 +18,11 @@ import bayespriv as bp
 from bayespriv.calibration.influence import MaxInfluence, max_influence
 from bayespriv.calibration.quilts import Quilt
 
+import sys
+from pathlib import Path
 
-def tabular(node, card, table, parents=(), cards=()):
-    from pgmpy.factors.discrete import TabularCPD
-
-    return TabularCPD(node, card, np.asarray(table, dtype=float), evidence=list(parents) or None,
-                      evidence_card=list(cards) or None)
-
-
-def random_network(seed: int, n: int, max_card: int = 3, zero_prob: float = 0.0):
-    from pgmpy.models import DiscreteBayesianNetwork
-
-    rng = np.random.default_rng(seed)
-    names = [f"v{i}" for i in range(n)]
-    cards = {v: int(rng.integers(2, max_card + 1)) for v in names}
-    edges = [(names[a], names[b]) for a in range(n) for b in range(a + 1, n) if rng.random() < 0.45]
-    bn = DiscreteBayesianNetwork(edges)
-    bn.add_nodes_from(names)
-    for v in names:
-        parents = sorted(bn.get_parents(v), key=names.index)
-        ncol = int(np.prod([cards[p] for p in parents]))
-        cols = rng.dirichlet(np.ones(cards[v]), size=ncol)
-        if zero_prob:
-            cols = np.where(rng.random(cols.shape) < zero_prob, 0.0, cols)
-            cols[cols.sum(axis=1) == 0, 0] = 1.0
-            cols /= cols.sum(axis=1, keepdims=True)
-        bn.add_cpds(tabular(v, cards[v], cols.T, parents, [cards[p] for p in parents]))
-    bn.check_model()
-    return bn, names, cards
-
-
-def joint_table(bn, names, cards) -> np.ndarray:
-    """P(all nodes) as an array indexed in the order of ``names``: product of CPDs over all assignments."""
-    grids = np.indices([cards[v] for v in names]).reshape(len(names), -1).T
-    p = np.ones(len(grids))
-    for v in names:
-        cpd = bn.get_cpds(v)
-        parents = cpd.variables[1:]
-        table = cpd.get_values()  # rows: states of v; columns: parent configurations (last parent fastest)
-        col = np.zeros(len(grids), dtype=int)
-        for par in parents:
-            col = col * cards[par] + grids[:, names.index(par)]
-        p *= table[grids[:, names.index(v)], col]
-    return p.reshape([cards[v] for v in names])
-
-
-def brute_force(joint: np.ndarray, names, quilt, node) -> float:
-    axes = [names.index(v) for v in quilt] + [names.index(node)]
-    other = tuple(j for j in range(len(names)) if j not in axes)
-    marg = joint.sum(axis=other) if other else joint
-    order = sorted(axes)
-    marg = np.transpose(marg, [order.index(a) for a in axes])
-    flat = marg.reshape(-1, marg.shape[-1])
-    p_node = flat.sum(axis=0)
-    best = 0.0
-    for a, b in itertools.permutations(range(flat.shape[1]), 2):
-        if p_node[a] == 0 or p_node[b] == 0:
-            continue
-        for x in range(flat.shape[0]):
-            pa, pb = flat[x, a] / p_node[a], flat[x, b] / p_node[b]
-            if pa == 0:  # ratio 0 (or 0/0: impossible under both): never the maximum
-                continue
-            best = max(best, math.inf if pb == 0 else math.log(pa / pb))
-    return best
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _bn_oracles import influence_brute_force, joint_table, random_network, tabular  # noqa: E402
 
 
 def two_node():
@@ -120,7 +61,7 @@ def test_agrees_with_brute_force_on_random_networks(seed):
         others = [v for v in names if v != node]
         quilt = list(rng.choice(others, size=int(rng.integers(1, 4)), replace=False))
         got = max_influence(bn, quilt, node)
-        want = brute_force(joint, names, quilt, node)
+        want = influence_brute_force(joint, names, quilt, node)
         if math.isinf(want):
             assert math.isinf(got.value) and "unbounded" in got.reason
         else:

@@ -32,91 +32,16 @@ import bayespriv as bp
 from bayespriv.calibration.quilts import MarkovChain, Quilt, calibrate_chain, calibrate_quilts
 from bayespriv.mechanisms.quilt import APMQM, MQM
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _bn_oracles import d_separated, influence_brute_force, joint_table, random_network, tabular  # noqa: E402
+
 ALPHA = 1e-4
 
 
 # -- references ------------------------------------------------------------------------------------------------
-def tabular(node, card, table, parents=(), cards=()):
-    from pgmpy.factors.discrete import TabularCPD
-
-    return TabularCPD(node, card, np.asarray(table, dtype=float), evidence=list(parents) or None,
-                      evidence_card=list(cards) or None)
-
-
-def random_network(seed: int, n: int):
-    from pgmpy.models import DiscreteBayesianNetwork
-
-    rng = np.random.default_rng(seed)
-    names = [f"v{i}" for i in range(n)]
-    cards = {v: int(rng.integers(2, 4)) for v in names}
-    edges = [(names[a], names[b]) for a in range(n) for b in range(a + 1, n) if rng.random() < 0.35]
-    bn = DiscreteBayesianNetwork(edges)
-    bn.add_nodes_from(names)
-    for v in names:
-        parents = sorted(bn.get_parents(v), key=names.index)
-        ncol = int(np.prod([cards[p] for p in parents]))
-        # Concentration 3: influences of order 0.1–3, so that the choice depends on ε.
-        cols = rng.dirichlet(np.full(cards[v], 3.0), size=ncol)
-        bn.add_cpds(tabular(v, cards[v], cols.T, parents, [cards[p] for p in parents]))
-    bn.check_model()
-    return bn, names, cards
-
-
-def joint_table(bn, names, cards) -> np.ndarray:
-    grids = np.indices([cards[v] for v in names]).reshape(len(names), -1).T
-    p = np.ones(len(grids))
-    for v in names:
-        cpd = bn.get_cpds(v)
-        table = cpd.get_values()
-        col = np.zeros(len(grids), dtype=int)
-        for par in cpd.variables[1:]:
-            col = col * cards[par] + grids[:, names.index(par)]
-        p *= table[grids[:, names.index(v)], col]
-    return p.reshape([cards[v] for v in names])
-
-
-def influence(joint, names, quilt, node) -> float:
-    if not quilt:
-        return 0.0
-    axes = [names.index(v) for v in quilt] + [names.index(node)]
-    other = tuple(j for j in range(len(names)) if j not in axes)
-    marg = joint.sum(axis=other) if other else joint
-    order = sorted(axes)
-    flat = np.transpose(marg, [order.index(a) for a in axes]).reshape(-1, marg.shape[order.index(axes[-1])])
-    cond = flat / flat.sum(axis=0)
-    best = 0.0
-    for a, b in itertools.permutations(range(cond.shape[1]), 2):
-        for x in range(cond.shape[0]):
-            if cond[x, a] > 0:
-                best = max(best, math.inf if cond[x, b] == 0 else math.log(cond[x, a] / cond[x, b]))
-    return best
-
-
-def d_separated(edges, nodes, x, y, zs) -> bool:
-    parents = {v: [u for u, w in edges if w == v] for v in nodes}
-    keep, stack = {x, y} | set(zs), [x, y, *zs]
-    while stack:
-        for p in parents[stack.pop()]:
-            if p not in keep:
-                keep.add(p)
-                stack.append(p)
-    nbr = {v: set() for v in keep}
-    for v in keep:
-        for p in parents[v]:
-            nbr[v].add(p)
-            nbr[p].add(v)
-        for p, q in itertools.combinations(parents[v], 2):
-            nbr[p].add(q)
-            nbr[q].add(p)
-    seen, stack = {x}, [x]
-    while stack:
-        for w in nbr[stack.pop()]:
-            if w not in seen and w not in zs:
-                seen.add(w)
-                stack.append(w)
-    return y not in seen
-
-
 def brute_force_apmqm(bn, names, cards, sensitive, weights, eps) -> float:
     """``weights``: queried node -> the largest change of its own component (count: n; mean: range)."""
     joint = joint_table(bn, names, cards)
@@ -127,10 +52,10 @@ def brute_force_apmqm(bn, names, cards, sensitive, weights, eps) -> float:
         best = math.inf
         for r in range(len(others) + 1):
             for q in itertools.combinations(others, r):
-                remote = {y for y in others if y not in q and d_separated(edges, names, i, y, set(q))}
+                remote = {y for y in others if y not in q and d_separated(edges, names, i, {y}, set(q))}
                 nearby = set(names) - set(q) - remote
                 delta = float(sum(w for v, w in weights.items() if v in nearby))
-                e = influence(joint, names, q, i)
+                e = influence_brute_force(joint, names, q, i)
                 if e < eps:
                     best = min(best, 0.0 if delta == 0 else delta / (eps - e))
         worst = max(worst, best)
@@ -144,7 +69,7 @@ def test_apmqm_attains_the_brute_force_minimum(seed):
     (Δ = r) — so that Δ_{A∩N} F = Σ of the nearby components' bounds takes many values."""
     rng = np.random.default_rng(seed)
     n_nodes = 5 + seed % 3
-    bn, names, cards = random_network(seed, n_nodes)
+    bn, names, cards = random_network(seed, n_nodes, edge_prob=0.35, concentration=3.0)  # influences 0.1–3
     sensitive = list(rng.choice(names, size=1 + seed % 2, replace=False))
     queried = [str(v) for v in rng.choice(names, size=1 + int(rng.integers(0, 3)), replace=False)]
     n = 20
@@ -385,7 +310,7 @@ def test_mqm_bad_input():
 def test_candidate_search_is_valid_and_never_beats_the_exhaustive_minimum(seed):
     """Candidate mode searches fewer quilts: its noise is at least the exhaustive minimum, and the quilt
     it uses is a valid Markov quilt (checked with the independent criterion above)."""
-    bn, names, cards = random_network(50 + seed, 9)
+    bn, names, cards = random_network(50 + seed, 9, edge_prob=0.35, concentration=3.0)
     queried = names[5:]
     query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0 + k)) for k, v in enumerate(queried)])
     full = calibrate_quilts(bn, names[1], query, n_records=10)
@@ -396,4 +321,4 @@ def test_candidate_search_is_valid_and_never_beats_the_exhaustive_minimum(seed):
         assert m_cand.scale >= m_full.scale * (1 - 1e-12)
         quilt = m_cand.chosen[names[1]].quilt
         for y in quilt.remote:
-            assert d_separated(list(bn.edges()), names, names[1], y, set(quilt.quilt))
+            assert d_separated(list(bn.edges()), names, names[1], {y}, set(quilt.quilt))
