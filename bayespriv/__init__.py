@@ -18,12 +18,15 @@ from .calibration import (
 )
 from .datamodels import BayesNetDataModel, DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel, PyMCDataModel
 from .errors import (
+    AssumptionFailedError,
     BayesPrivError,
     BayesPrivWarning,
     BudgetExceededError,
     ConvergenceError,
+    LedgerError,
     ParameterTypeError,
     PrivacyAssumptionWarning,
+    ReleaseMismatchError,
     UnsupportedSecretError,
     ValidationError,
 )
@@ -57,12 +60,15 @@ __all__ = [
     "FunctionDataModel",
     "GaussianDataModel",
     "PyMCDataModel",
+    "AssumptionFailedError",
     "BayesPrivError",
     "BayesPrivWarning",
     "BudgetExceededError",
     "ConvergenceError",
+    "LedgerError",
     "ParameterTypeError",
     "PrivacyAssumptionWarning",
+    "ReleaseMismatchError",
     "UnsupportedSecretError",
     "ValidationError",
     "Guarantee",

@@ -18,6 +18,9 @@ __all__ = [
     "UnsupportedSecretError",
     "BudgetExceededError",
     "ConvergenceError",
+    "AssumptionFailedError",
+    "LedgerError",
+    "ReleaseMismatchError",
     "BayesPrivWarning",
     "PrivacyAssumptionWarning",
     "warn",
@@ -43,6 +46,26 @@ class UnsupportedSecretError(ValidationError):
 class ConvergenceError(ValidationError):
     """Inference inside a data model (MCMC) failed its convergence checks; the
     message says which diagnostic failed and what to change."""
+
+
+class AssumptionFailedError(BayesPrivError, ValueError):
+    """A release was asked of a mechanism whose guarantee rests on an assumption
+    that failed its check on the calibration samples. Nothing was spent and no
+    noise was drawn; the message names the failed check, its statistic and the
+    remedies (an unequal-covariance calibration, ``relaxed(eta)``, more draws,
+    or ``accept_failed_assumptions=True`` to release with the guarantee
+    recorded as *not established*)."""
+
+
+class ReleaseMismatchError(ValidationError):
+    """The data given to ``release`` do not match what was calibrated (row
+    count, columns, query); nothing was spent and no noise was drawn."""
+
+
+class LedgerError(BayesPrivError, OSError):
+    """The ledger file cannot be used (missing directory, read-only, corrupt,
+    truncated, or not a bayespriv ledger); the message names the path and what
+    to do. Nothing was spent."""
 
 
 class BudgetExceededError(BayesPrivError):
