@@ -20,6 +20,7 @@ __all__ = [
     "ConvergenceError",
     "AssumptionFailedError",
     "LedgerError",
+    "ImmutableError",
     "ReleaseMismatchError",
     "BayesPrivWarning",
     "PrivacyAssumptionWarning",
@@ -55,6 +56,12 @@ class AssumptionFailedError(BayesPrivError, ValueError):
     remedies (an unequal-covariance calibration, ``relaxed(eta)``, more draws,
     or ``accept_failed_assumptions=True`` to release with the guarantee
     recorded as *not established*)."""
+
+
+class ImmutableError(BayesPrivError, AttributeError):
+    """An attribute of an immutable object (a mechanism after construction) was
+    assigned or deleted. Build a new object instead: its noise and guarantee
+    are computed once, at construction, from its arguments."""
 
 
 class ReleaseMismatchError(ValidationError):

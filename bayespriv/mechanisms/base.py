@@ -10,8 +10,9 @@ budget is checked and spent *before* any noise is drawn.
 from __future__ import annotations
 
 import abc
+import dataclasses
+import functools
 import math
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -29,91 +30,26 @@ from ..calibration.assumptions import (
     estimate_lambda_eta,
     estimate_w_infinity,
 )
-from ..errors import ParameterTypeError, ValidationError
-from ..random import RNGLike, release_generator
+from ..errors import ImmutableError, ParameterTypeError, ValidationError
+from ..random import RNGLike
+from .exact_noise import BitSource, discretization_reserve, plan_gaussian, plan_laplace
+from .guarantee import Guarantee, Release
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius, sample_gaussian, sample_laplace
+from .release_path import (
+    MAX_NOISE_SCALE,
+    bind_answer,
+    bind_dataset,
+    check_ledger,
+    check_mechanism_epsilon,
+    check_release_rng,
+    premise_gate,
+    watch_seed,
+)
 
 __all__ = ["Guarantee", "Release", "Mechanism", "LedgerLike", "WithExtraLaplace", "relaxed_parameters"]
 
 #: Assumptions about the law of F that the Gaussian approximations of Theorems 4.6 / 4.7 make unnecessary.
 DISTRIBUTIONAL_ASSUMPTIONS = CHECKABLE
-
-
-@dataclass(frozen=True)
-class Guarantee:
-    """What a mechanism promises.
-
-    Attributes
-    ----------
-    epsilon, delta : float
-        (ε, δ)-Pufferfish privacy for the calibration's secret pairs and Θ.
-    confidence : float or None
-        Probability over the calibration's own randomness that the guarantee
-        holds (1.0: exact; None: plug-in estimates, no probability claimed).
-    assumptions : tuple of str
-        Named assumptions the proof needs, e.g. ``"gaussian_query"``,
-        ``"translation"``, ``"equal_covariance"``, ``"estimated_moments"``,
-        ``"monte_carlo_clt"``.
-    theorem : str
-        Where the proof is.
-    failed_assumptions : tuple of str
-        Assumptions among ``assumptions`` whose check on the calibration
-        samples *failed* (:func:`~bayespriv.calibration.assumptions.check_assumptions`):
-        the proof's premise is contradicted by the draws, so (ε, δ) is not
-        established; see ``Mechanism.relaxed_guarantee``. Empty when every
-        check passed or could not be run — which does not prove the
-        assumptions, so they stay named in ``assumptions``.
-    """
-
-    epsilon: float
-    delta: float
-    confidence: float | None
-    assumptions: tuple[str, ...] = ()
-    theorem: str = ""
-    failed_assumptions: tuple[str, ...] = ()
-
-    @property
-    def checks_passed(self) -> bool:
-        """True when no named assumption failed its check."""
-        return not self.failed_assumptions
-
-    def __str__(self) -> str:
-        conf = "plug-in" if self.confidence is None else f"confidence {self.confidence:g}"
-        assume = ", ".join(self.assumptions) or "none"
-        failed = f"; FAILED check: {', '.join(self.failed_assumptions)}" if self.failed_assumptions else ""
-        return f"(ε={self.epsilon:g}, δ={self.delta:g}) [{conf}; assumes: {assume}{failed}; {self.theorem}]"
-
-
-@dataclass(frozen=True)
-class Release:
-    """A noisy answer with its guarantee. The true answer is never stored.
-
-    Attributes
-    ----------
-    value : ndarray (k,)
-    guarantee : Guarantee
-    mechanism : str
-    seeded : bool
-        True when the caller seeded the noise (replayable: for testing only).
-    query : str or None
-    component_names : tuple of str
-    variables : tuple of str
-        Columns the released value depends on (for per-variable ε accounting).
-    protected : tuple of str
-        Attributes whose secrets the guarantee protects (budget names).
-    """
-
-    value: np.ndarray
-    guarantee: Guarantee
-    mechanism: str
-    seeded: bool
-    query: str | None = None
-    component_names: tuple[str, ...] = field(default=())
-    variables: tuple[str, ...] = field(default=())
-    protected: tuple[str, ...] = field(default=())
-
-    def to_series(self) -> pd.Series:
-        return pd.Series(self.value, index=list(self.component_names) or None, name=self.query)
 
 
 class LedgerLike(Protocol):
@@ -166,9 +102,87 @@ class Mechanism(abc.ABC):
             raise ParameterTypeError(f"calibration must be a bayespriv Calibration; got {type(calibration).__name__}")
         self.calibration = calibration
         self.epsilon = check_epsilon(epsilon)
+        check_mechanism_epsilon(self.epsilon)
         self.delta = check_delta(delta, allow_zero=True)
         self._gaussian_cov: np.ndarray | None = None
         self._laplace: tuple[np.ndarray, np.ndarray] | None = None
+        #: δ at which Gaussian noise is calibrated: δ less the exact sampler's reserve, so that the
+        #: grid release is (ε, δ)-private with the δ asked for (:meth:`_discretized`).
+        self._noise_delta = (self.delta - discretization_reserve(self.epsilon, self.k)) if self.delta > 0 else 0.0
+        if self.delta > 0 and not self._noise_delta > 0:
+            raise fail("delta", f"larger than the exact sampler's reserve {self.delta - self._noise_delta:.3g}", delta)
+
+    # -- immutability ----------------------------------------------------------------------
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap each subclass's ``__init__`` so the instance freezes when the outermost one returns,
+        and move a subclass's ``guarantee`` property to ``_compute_guarantee`` (the guarantee is
+        computed once, at construction, and :attr:`guarantee` returns that frozen value)."""
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _freezing(cls.__dict__["__init__"])  # type: ignore[method-assign]
+        prop = cls.__dict__.get("guarantee")
+        if isinstance(prop, property):
+            cls._compute_guarantee = prop.fget  # type: ignore[attr-defined]
+            delattr(cls, "guarantee")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_frozen", False):
+            raise ImmutableError(
+                f"{type(self).__name__} is immutable after construction: its noise and guarantee were computed from "
+                f"its arguments; got an assignment to {name!r}. Build a new mechanism instead.")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if self.__dict__.get("_frozen", False):
+            raise ImmutableError(f"{type(self).__name__} is immutable after construction; got a deletion of {name!r}")
+        object.__delattr__(self, name)
+
+    def _finish_construction(self) -> None:
+        """Last stage of construction: refuse unusable noise, plan the exact sampler, fix the
+        guarantee (with the discretization's cost), freeze."""
+        self._check_noise_finite()
+        self.__dict__["_noise_plan"] = self._plan_noise()
+        self.__dict__["_guarantee_value"] = self._discretized(self._compute_guarantee())
+        self.__dict__["_frozen"] = True
+
+    def _plan_noise(self) -> Any:
+        """The floating-point-safe sampler of this mechanism's noise (None: no noise to add)."""
+        if self._laplace is not None:
+            scale, basis = self._laplace
+            return plan_laplace(scale, basis) if np.any(scale > 0) else None
+        if self._gaussian_cov is None or not np.any(self._gaussian_cov):
+            return None
+        return plan_gaussian(self._gaussian_cov)
+
+    def _discretized(self, g: Guarantee) -> Guarantee:
+        """The guarantee of the grid release (:mod:`~bayespriv.mechanisms.exact_noise`).
+
+        Laplace noise keeps ε exactly: the plan preserves the pointwise ratio bound every
+        Laplace-type proof rests on. Gaussian noise is within total variation τ of a
+        post-processing of the continuous mechanism, which costs (1 + e^ε)τ of δ
+        (:func:`~bayespriv.mechanisms.exact_noise.delta_with_discretization`); the noise was
+        calibrated at δ − reserve with reserve ≥ (1 + e^ε)τ (checked here), so the stated δ holds
+        for the grid release as it is.
+        """
+        plan = self.__dict__.get("_noise_plan")
+        if plan is None:
+            return g
+        tv = float(getattr(plan, "tv_bound", 0.0))
+        if tv:
+            spent = (1.0 + math.exp(min(self.epsilon, 700.0))) * tv
+            if spent > self.delta - self._noise_delta:  # pragma: no cover - plans keep σ ≥ 2^grid_bits steps
+                raise ValidationError(f"the exact Gaussian sampler's cost (1 + e^ε)τ = {spent:.3g} must fit in the "
+                                      f"reserve {self.delta - self._noise_delta:.3g}; got a plan with τ = {tv:.3g}")
+        note = f"; noise: {plan.theorem}" + (f", τ={tv:.2g} within δ" if tv else "")
+        return dataclasses.replace(g, theorem=g.theorem + note)
+
+    def _check_noise_finite(self) -> None:
+        cov = self.noise_cov
+        scales = np.sqrt(np.clip(np.diag(cov), 0, None)) if cov is not None else np.zeros(0)
+        if cov is not None and not np.all(np.isfinite(cov)) or np.any(scales > MAX_NOISE_SCALE):
+            worst = float(np.max(scales)) if scales.size and np.all(np.isfinite(scales)) else math.inf
+            raise fail("epsilon", f"large enough that the noise scale stays finite and at most {MAX_NOISE_SCALE:g} "
+                       f"(here it would be {worst:g}: the release would carry no information)", self.epsilon)
 
     # -- noise (set by subclasses) ------------------------------------------------------
     def _set_gaussian(self, cov: np.ndarray) -> None:
@@ -226,7 +240,9 @@ class Mechanism(abc.ABC):
         """Covariance (k × k) of the added noise (for Laplace: 2 B diag(b²) Bᵀ)."""
         if self._laplace is not None:
             scale, basis = self._laplace
-            return 2.0 * (basis * scale**2) @ basis.T
+            cov = 2.0 * (basis * scale**2) @ basis.T
+            cov.setflags(write=False)
+            return cov
         return self._gaussian_cov
 
     @property
@@ -257,25 +273,36 @@ class Mechanism(abc.ABC):
     # -- guarantee ---------------------------------------------------------------------
     def _guarantee(self, delta: float | None = None, extra: tuple[str, ...] = ()) -> "Guarantee":
         cal = self.calibration
-        assumptions = tuple(dict.fromkeys(self.proof_assumptions + extra + cal.assumptions))
-        failed = self._failed_assumptions(assumptions)
+        proof = getattr(self, "_proof_assumptions", self.proof_assumptions)
+        assumptions = tuple(dict.fromkeys(tuple(proof) + extra + cal.assumptions))
+        failed, unchecked = self._check_outcome(assumptions)
         return Guarantee(self.epsilon, self.delta if delta is None else delta, cal.confidence, assumptions, self.theorem,
-                         failed)
+                         failed, unchecked)
 
-    def _failed_assumptions(self, names: tuple[str, ...]) -> tuple[str, ...]:
+    def _check_outcome(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(failed, unchecked) among the checkable ``names``."""
         checkable = tuple(n for n in names if n in CHECKABLE)
         if not checkable:
-            return ()
-        return check_assumptions(self.calibration, checkable, alpha=self.assumption_alpha).failed
+            return (), ()
+        report = check_assumptions(self.calibration, checkable, alpha=self.assumption_alpha)
+        return report.failed, report.unchecked
+
+    def _compute_guarantee(self) -> Guarantee:
+        """The guarantee, computed from the mechanism's state (subclasses override through a
+        ``guarantee`` property, which :meth:`__init_subclass__` moves here)."""
+        return self._guarantee()
 
     @property
     def guarantee(self) -> Guarantee:
-        return self._guarantee()
+        """What this mechanism promises, fixed at construction (ask it before any data)."""
+        value = self.__dict__.get("_guarantee_value")
+        return self._compute_guarantee() if value is None else value
 
     # -- assumptions and relaxed guarantees ------------------------------------------------
     def _checked_names(self) -> tuple[str, ...]:
         named = self.guarantee.assumptions
-        return tuple(dict.fromkeys(self.proof_assumptions + tuple(n for n in named if n in CHECKABLE)))
+        proof = tuple(getattr(self, "_proof_assumptions", self.proof_assumptions))
+        return tuple(dict.fromkeys(proof + tuple(n for n in named if n in CHECKABLE)))
 
     @property
     def assumption_checks(self) -> AssumptionReport:
@@ -345,10 +372,12 @@ class Mechanism(abc.ABC):
         Returns
         -------
         Guarantee
-            ε = inf (and δ = 1) when the draws cannot support a finite λ at this η.
 
         Raises
         ------
+        ValidationError
+            When the relaxed guarantee would promise nothing (δ' ≥ 1, or no
+            finite λ at this η from these draws): refused, never returned.
         ValidationError
             When the guarantee assumes none of ``gaussian_query``,
             ``equal_covariance``, ``translation`` (nothing to relax), or λ must
@@ -368,7 +397,7 @@ class Mechanism(abc.ABC):
         cal = self.calibration
         eta = default_eta(cal, nominal.delta) if eta is None else check_delta(eta, "eta")
         lam, label = self._divergence(eta, lambda_eta, confidence)
-        eps, delta = relaxed_parameters(nominal.epsilon, nominal.delta, lam, eta)
+        eps, delta = meaningful_relaxation(*relaxed_parameters(nominal.epsilon, nominal.delta, lam, eta), eta=eta, lam=lam)
         assumptions = tuple(a for a in nominal.assumptions if a not in DISTRIBUTIONAL_ASSUMPTIONS) + (label,)
         theorem = f"Chen & Ohrimenko 2023, Theorem 4.6 (η={eta:g}, λ_η={lam:.4g}) applied to {nominal.theorem}"
         return Guarantee(eps, delta, nominal.confidence, assumptions, theorem)
@@ -396,39 +425,141 @@ class Mechanism(abc.ABC):
         return WithExtraLaplace(self, lam, eta=eta, confidence=confidence, w_infinity=w_infinity)
 
     # -- release -------------------------------------------------------------------------
-    def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None) -> Release:
-        """Compute the calibration's query on ``dataset`` and add the noise."""
+    def _calibrated_records(self) -> int | None:
+        """The dataset size the noise was calibrated for: the mechanism's own ``n_records`` (GroupDP,
+        quilt mechanisms) or the calibration's; None when unknown."""
+        n = getattr(self, "n_records", None)
+        return getattr(self.calibration, "n_records", None) if n is None else int(n)
+
+    def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
+                accept_failed_assumptions: bool = False) -> Release:
+        """Compute the calibration's query on ``dataset`` and add the noise.
+
+        Parameters
+        ----------
+        dataset : pandas.DataFrame
+            Must have the query's columns (unique names) and exactly the
+            calibrated number of rows (the calibration's ``n_records``, or the
+            mechanism's own for GroupDP and the quilt mechanisms): the noise covers
+            datasets of that size only.
+        rng : None, int, SeedSequence or Generator
+            None (default): fresh entropy from the OS CSPRNG. A seed makes the
+            noise replayable — for tests only; the Release says ``seeded``,
+            and reusing an integer seed on one mechanism warns.
+        ledger : Ledger, optional
+            Checked and charged (atomically) before any noise is drawn.
+        accept_failed_assumptions : bool
+            Release even though an assumption of the proof failed its check
+            (see :meth:`check`); the Release and the ledger row then record
+            the guarantee as NOT ESTABLISHED. Default False: refuse.
+
+        Raises
+        ------
+        ReleaseMismatchError
+            The dataset does not match the calibration (rows, columns).
+        AssumptionFailedError
+            The guarantee is not established and the caller did not opt in.
+        BudgetExceededError
+            The ledger's budget would be exceeded.
+
+        In every case nothing is spent and no noise is drawn.
+        """
         query = self.calibration.query
         if query is None:
             raise ValidationError(
                 "release needs a calibration with a query; this one has none (built with from_moments(query=None)). "
                 "Use release_value(answer) with an answer computed elsewhere."
             )
-        return self.release_value(query(dataset), rng=rng, ledger=ledger)
+        check_ledger(ledger)
+        check_release_rng(rng)
+        bind_dataset(dataset, tuple(query.columns), self._calibrated_records())
+        return self.release_value(query(dataset), rng=rng, ledger=ledger, n_records=len(dataset),
+                                  accept_failed_assumptions=accept_failed_assumptions)
 
-    def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None) -> Release:
-        """Add the noise to an answer F(X) of shape ``(k,)`` computed elsewhere."""
-        value = np.atleast_1d(check_finite_array(answer, "answer"))
-        if value.shape != (self.k,):
-            raise fail("answer", f"of shape ({self.k},) like the calibrated query", described(f"shape {value.shape}"))
-        if ledger is not None:
-            ledger.charge(self, seeded=rng is not None)  # raises before any noise is drawn
-        gen, seeded = release_generator(rng)
-        noise = self._draw_noise(gen)
+    def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
+                      n_records: int | None = None, accept_failed_assumptions: bool = False) -> Release:
+        """Add the noise to an answer F(X) of shape ``(k,)`` computed elsewhere.
+
+        The answer must come from the calibrated query on a dataset of the
+        calibrated size: pass ``n_records=`` to have the size checked;
+        without it the caller vouches for it. Other parameters and errors as
+        :meth:`release`.
+        """
+        check_ledger(ledger)
+        seeded = check_release_rng(rng)
+        value = bind_answer(answer, self.k, n_records=n_records, calibrated_n=self._calibrated_records())
+        guarantee = self.guarantee
+        premise_gate(self, guarantee, accept_failed_assumptions)
+        watch_seed(self, rng)
+        charge = ledger.charge(self, seeded=seeded) if ledger is not None else None  # raises before any noise
+        try:
+            out = self._noisy(value, rng)
+        except BaseException as exc:  # a failure after the spend: void the ledger row, spend nothing
+            _void(ledger, charge, exc)
+            raise
         q = self.calibration.query
-        out = value + noise
-        out.setflags(write=False)
-        return Release(out, self.guarantee, type(self).__name__, seeded, q.name if q else None,
-                       self.calibration.component_names, self.variables, self.protected)
+        return Release(out, guarantee, type(self).__name__, seeded, q.name if q else None,
+                       self.calibration.component_names, self.variables, self.protected,
+                       getattr(charge, "release_id", None))
+
+    def _noisy(self, value: np.ndarray, rng: RNGLike) -> np.ndarray:
+        """``value`` plus one draw of the noise from the exact grid sampler, finite (checked).
+
+        Random bits come from the OS CSPRNG, or from ``rng`` when the caller seeds (tests).
+        """
+        bits = BitSource.system() if rng is None else BitSource.from_rng(rng)
+        out = self._apply_noise(value, bits)
+        if not np.all(np.isfinite(out)):
+            raise ValidationError(f"the noisy value of {type(self).__name__} must be finite; got {out} "
+                                  "(noise scale near the floating-point range)")
+        return out
+
+    def _apply_noise(self, value: np.ndarray, bits: BitSource) -> np.ndarray:
+        plan = self.__dict__.get("_noise_plan")
+        return value.copy() if plan is None else np.array(plan.release(value, bits))
 
     def _draw_noise(self, gen: np.random.Generator) -> np.ndarray:
-        """One draw of the mechanism's noise (k,)."""
+        """One float draw of the noise law (k,), for simulations and audits — never used by a
+        release, whose noise comes from the exact sampler (:meth:`_apply_noise`)."""
         if self._laplace is not None:
             return sample_laplace(*self._laplace, gen)
         return sample_gaussian(self._gaussian_cov, gen)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(epsilon={self.epsilon:g}, delta={self.delta:g}, noise={self.noise}, k={self.k})"
+
+
+def _freezing(init: Any) -> Any:
+    """Wrap ``__init__``: ε is range-checked before any arithmetic on it, and the instance
+    finishes construction (noise checked, guarantee fixed, frozen) when the outermost
+    ``__init__`` of the class chain returns."""
+
+    @functools.wraps(init)
+    def wrapped(self: "Mechanism", *args: Any, **kwargs: Any) -> None:
+        depth = self.__dict__.get("_init_depth", 0)
+        if depth == 0 and "epsilon" in kwargs:
+            check_mechanism_epsilon(kwargs["epsilon"])
+        self.__dict__["_init_depth"] = depth + 1
+        try:
+            init(self, *args, **kwargs)
+        finally:
+            self.__dict__["_init_depth"] = depth
+        if depth == 0:
+            del self.__dict__["_init_depth"]
+            self._finish_construction()
+
+    return wrapped
+
+
+Mechanism.__init__ = _freezing(Mechanism.__init__)  # type: ignore[method-assign]
+
+
+def _void(ledger: Any, charge: Any, exc: BaseException) -> None:
+    """Undo a spend whose release could not be completed (the ledger records the void)."""
+    void = getattr(ledger, "void", None)
+    rid = getattr(charge, "release_id", None)
+    if callable(void) and rid is not None:
+        void(rid, f"release failed after the spend: {type(exc).__name__}: {exc}")
 
 
 def _require_distributional(mech: Mechanism, nominal: Guarantee) -> None:
@@ -448,6 +579,16 @@ def check_nonnegative(value: Any, name: str) -> float:
     if not (math.isfinite(v) and v >= 0):
         raise fail(name, "a finite number >= 0", value)
     return v
+
+
+def meaningful_relaxation(epsilon: float, delta: float, *, eta: float, lam: float) -> tuple[float, float]:
+    """Refuse a relaxed (ε', δ') that promises nothing (δ' ≥ 1 or ε' infinite)."""
+    if not math.isfinite(epsilon) or delta >= 1.0:
+        raise ValidationError(
+            f"the relaxed guarantee promises nothing: with eta={eta:g} and λ_η={lam:.4g} it is (ε={epsilon:g}, "
+            f"δ={delta:g}), which every mechanism satisfies, so it guarantees nothing. Draw more samples (λ_η shrinks), "
+            "choose another eta, or use a calibration that does not need the relaxation.")
+    return epsilon, delta
 
 
 def relaxed_parameters(epsilon: float, delta: float, lam: float, eta: float) -> tuple[float, float]:
@@ -535,6 +676,8 @@ class WithExtraLaplace(Mechanism):
         self._gaussian_cov = base._gaussian_cov
         self._laplace = base._laplace
         self.theorem = f"Chen & Ohrimenko 2023, Theorem 4.7 (η-trimmed, η={self.eta:g}, W={self.w_infinity:.4g}) on {nominal.theorem}"
+        meaningful_relaxation(*relaxed_parameters(nominal.epsilon, nominal.delta, self.lam, self.eta), eta=self.eta,
+                              lam=self.lam)
 
     @property
     def noise(self) -> str:
@@ -573,6 +716,22 @@ class WithExtraLaplace(Mechanism):
         """Already relaxed: returns :attr:`guarantee`."""
         return self.guarantee
 
+    def _plan_noise(self) -> Any:
+        """The base mechanism's exact sampler, then the extra Laplace noise's (see :meth:`_apply_noise`)."""
+        extra = plan_laplace(np.full(self.k, self.extra_scale), np.eye(self.k)) if self.extra_scale > 0 else None
+        self.__dict__["_extra_plan"] = extra
+        return self.base.__dict__.get("_noise_plan")
+
+    def _discretized(self, g: Guarantee) -> Guarantee:
+        return g  # the nominal guarantee is the base's, discretization included; the extra plan keeps ε
+
+    def _apply_noise(self, value: np.ndarray, bits: BitSource) -> np.ndarray:
+        """Base noise (exact sampler), then the extra Laplace noise added to that private output by
+        its own exact plan — whose pointwise ratio bound is Theorem 4.7's premise."""
+        out = self.base._apply_noise(value, bits)
+        extra = self.__dict__.get("_extra_plan")
+        return out if extra is None else np.array(extra.release(out, bits))
+
     def _draw_noise(self, gen: np.random.Generator) -> np.ndarray:
         out = self.base._draw_noise(gen)
         if self.extra_scale > 0:
@@ -591,4 +750,4 @@ def check_gaussian_params(mech: Mechanism, gaussian_calibration: str) -> float:
     """Validate δ for Gaussian noise and return r*(ε, δ)."""
     check_choice(gaussian_calibration, "gaussian_calibration", GAUSSIAN_CALIBRATIONS)
     check_delta(mech.delta)
-    return gaussian_radius(mech.epsilon, mech.delta, gaussian_calibration)
+    return gaussian_radius(mech.epsilon, getattr(mech, "_noise_delta", mech.delta), gaussian_calibration)

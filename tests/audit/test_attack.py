@@ -143,8 +143,8 @@ def test_laplace_mechanism_and_no_ledger_budget(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("the attack must not call release_value")
 
-    monkeypatch.setattr(mech, "release_value", forbidden)
-    monkeypatch.setattr(mech, "release", forbidden)
+    monkeypatch.setattr(type(mech), "release_value", forbidden)  # mechanisms are immutable: patch the class
+    monkeypatch.setattr(type(mech), "release", forbidden)
     res = property_inference_attack(mech, MODEL, MODEL, PAIR, rng=103, repetitions=20)  # query from the calibration
     tol = 0.5 * D / (2 * mech.noise_scale[0]) + hoeffding(20 * 200, ALPHA)
     assert abs(res.accuracy - 0.5) <= tol, (res.accuracy, tol)

@@ -84,12 +84,17 @@ def test_explicit_confidence_and_plug_in():
 
 
 def test_release_noise_is_the_declared_laplace():
-    """A seeded release adds exactly noise_scale · L with L the seed's standard Laplace draw."""
+    """A seeded release is exactly the exact sampler's grid release of the declared Laplace scale
+    (bits from the seed), and that plan keeps the scale up to its tiny inflation."""
+    from bayespriv.mechanisms.exact_noise import BitSource, plan_laplace
+
     mech = Wasserstein(uniform_cal(), epsilon=0.8, support=(0.0, 1.3))
+    plan = plan_laplace(mech.noise_scale, mech.noise_basis)
+    assert 1.0 <= plan.inflation <= 1.0 + 2.0**-50
     for seed in (0, 1, 2):
         rel = mech.release_value([0.4], rng=seed)
-        expected = 0.4 + mech.noise_scale[0] * np.random.default_rng(seed).laplace(0.0, 1.0, 1)[0]
-        assert rel.value[0] == pytest.approx(expected, rel=1e-15, abs=1e-15)
+        expected = plan.release(np.array([0.4]), BitSource.from_rng(seed))[0]
+        assert rel.value[0] == expected
         assert rel.seeded and rel.mechanism == "Wasserstein" and rel.guarantee == mech.guarantee
 
 

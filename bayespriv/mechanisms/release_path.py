@@ -1,0 +1,184 @@
+"""The release path, one stage per function: check, bind, gate, spend, draw, record.
+
+``Mechanism.release_value`` runs these stages in order. Everything that can
+fail is checked *before* the ledger is charged, so a refused release spends
+nothing and draws no noise:
+
+1. :func:`check_ledger` / :func:`check_release_rng` — the arguments are what they claim to be;
+2. :func:`bind_answer` / :func:`bind_dataset` — the data match what was calibrated
+   (row count, columns, the query's output length, finite values);
+3. :func:`premise_gate` — the guarantee's premises did not fail their checks,
+   unless the caller opts in (the release is then recorded as *not established*);
+4. :func:`watch_seed` — a seed reused for two releases of one mechanism warns;
+5. the ledger's ``charge`` (atomic check-and-spend);
+6. the noise, drawn from the mechanism's exact sampler; a failure after the
+   spend (impossible by construction, but guarded) voids the ledger row.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_finite_array, described, fail
+from ..errors import AssumptionFailedError, BayesPrivWarning, ParameterTypeError, ReleaseMismatchError, warn
+from ..random import as_seed_sequence
+from .guarantee import Guarantee
+
+__all__ = [
+    "MIN_EPSILON",
+    "MAX_EPSILON",
+    "MAX_NOISE_SCALE",
+    "check_ledger",
+    "check_release_rng",
+    "bind_answer",
+    "bind_dataset",
+    "premise_gate",
+    "watch_seed",
+    "check_mechanism_epsilon",
+]
+
+#: Smallest ε a mechanism accepts: below it a Laplace scale Δ/ε exceeds 10⁹ sensitivities (the release
+#: carries no information) and ratios such as Δ/ε leave the floating-point range for ε near 5e-324.
+MIN_EPSILON = 1e-9
+#: Largest ε a mechanism accepts: e^ε must be representable (e^709.78 overflows a double), and
+#: far below that ε promises nothing anyway.
+MAX_EPSILON = 700.0
+#: Largest noise standard deviation (or Laplace scale) a mechanism accepts: beyond it a release
+#: carries no information and sums of noise draws risk overflow.
+MAX_NOISE_SCALE = 1e100
+
+
+def check_mechanism_epsilon(epsilon: Any, name: str = "epsilon") -> None:
+    """Refuse ε outside [:data:`MIN_EPSILON`, :data:`MAX_EPSILON`] before any arithmetic on it.
+
+    Both ends are numerical, not privacy, limits: e^ε overflows a double beyond
+    ~709.78, and below 10⁻⁹ noise scales such as Δ/ε leave any useful (and, near
+    5e-324, any representable) range. Other values (types, NaN, ≤ 0) are left to
+    :func:`~bayespriv._validation.check_epsilon`.
+    """
+    if isinstance(epsilon, numbers.Real) and not isinstance(epsilon, bool) and math.isfinite(float(epsilon)):
+        eps = float(epsilon)
+        if eps > MAX_EPSILON:
+            raise fail(name, f"at most {MAX_EPSILON:g} (e^ε overflows double precision beyond ~709, and such an ε "
+                             "promises nothing)", epsilon)
+        if 0 < eps < MIN_EPSILON:
+            raise fail(name, f"at least {MIN_EPSILON:g} (below it the noise would exceed 10⁹ sensitivities: the "
+                             "release carries no information, and noise scales leave the floating-point range)", epsilon)
+
+
+def check_ledger(ledger: Any) -> None:
+    """``ledger`` is None or has a callable ``charge`` (a :class:`~bayespriv.Ledger`)."""
+    if ledger is not None and not callable(getattr(ledger, "charge", None)):
+        raise ParameterTypeError(
+            f"ledger must be None or a bayespriv Ledger (an object with a charge(mechanism) method); got "
+            f"{type(ledger).__name__}. Open one with bp.Ledger(path).")
+
+
+def check_release_rng(rng: Any) -> bool:
+    """Validate ``rng`` without drawing from it; returns whether the release is seeded."""
+    if rng is None:
+        return False
+    if not isinstance(rng, np.random.Generator):
+        as_seed_sequence(rng)  # raises ParameterTypeError naming rng
+    return True
+
+
+def bind_answer(answer: Any, k: int, *, n_records: Any = None, calibrated_n: int | None = None) -> np.ndarray:
+    """The answer as a finite ``(k,)`` array; with ``n_records``, it must equal the calibrated size."""
+    value = np.atleast_1d(check_finite_array(answer, "answer"))
+    if value.shape != (k,):
+        raise ReleaseMismatchError(
+            f"answer must be of shape ({k},) like the calibrated query; got shape {value.shape}")
+    if n_records is not None and calibrated_n is not None:
+        if isinstance(n_records, bool) or not isinstance(n_records, numbers.Integral) or int(n_records) != calibrated_n:
+            raise ReleaseMismatchError(
+                f"n_records must equal the calibrated number of records ({calibrated_n}): the noise was calibrated for "
+                f"datasets of that size; got {n_records!r}")
+    return value
+
+
+def bind_dataset(dataset: Any, columns: tuple[str, ...], calibrated_n: int | None) -> pd.DataFrame:
+    """The dataset must be a DataFrame with unique column names, the query's columns, and the calibrated row count."""
+    if not isinstance(dataset, pd.DataFrame):
+        raise ParameterTypeError(f"dataset must be a pandas DataFrame; got {type(dataset).__name__}")
+    dup = dataset.columns[dataset.columns.duplicated()].tolist()
+    if dup:
+        raise ReleaseMismatchError(f"dataset must have unique column names; got duplicates {dup}")
+    missing = [c for c in columns if c not in dataset.columns]
+    if missing:
+        raise ReleaseMismatchError(f"dataset must have the query's columns {list(columns)}; missing {missing}")
+    if calibrated_n is None:
+        raise ReleaseMismatchError(
+            "dataset can be released only against a calibration that knows its number of records (the noise is "
+            "calibrated for one dataset size); got a calibration with n_records=None. Pass n_records= to "
+            "Calibration.from_moments, or use release_value(answer) and vouch for the size yourself.")
+    if len(dataset) != calibrated_n:
+        raise ReleaseMismatchError(
+            f"dataset must have {calibrated_n} rows, as calibrated (the noise covers datasets of that size only); "
+            f"got {described(f'{len(dataset)} rows')}")
+    return dataset
+
+
+def premise_gate(mechanism: Any, guarantee: Guarantee, accept_failed_assumptions: bool) -> None:
+    """Refuse a release whose guarantee rests on an assumption that failed its check.
+
+    Raises
+    ------
+    AssumptionFailedError
+        Naming each failed check, its statistic and p-value, and the remedies.
+    """
+    if not isinstance(accept_failed_assumptions, bool):
+        raise ParameterTypeError(f"accept_failed_assumptions must be True or False; got {accept_failed_assumptions!r}")
+    if guarantee.established or accept_failed_assumptions:
+        return
+    raise AssumptionFailedError(
+        f"{type(mechanism).__name__} cannot release: its guarantee (ε={guarantee.epsilon:g}, δ={guarantee.delta:g}) is not "
+        f"established because the check of {', '.join(guarantee.failed_assumptions)} failed on the calibration "
+        f"({_failed_details(mechanism)}). Nothing was spent and no noise was drawn. Remedies: "
+        f"{_remedies(mechanism, guarantee)}; or pass accept_failed_assumptions=True to release anyway (the Release and "
+        "the ledger then record the guarantee as NOT ESTABLISHED).")
+
+
+def _failed_details(mechanism: Any) -> str:
+    try:
+        checks = [c for c in mechanism.assumption_checks if c.holds is False]
+    except Exception:  # pragma: no cover - exact calibrations without samples still have exact checks
+        return "see mechanism.check()"
+    parts = []
+    for c in checks:
+        p = f", p={c.p_value:.3g}" if c.p_value is not None else ""
+        parts.append(f"{c.name} for {c.subject}: statistic {c.statistic:.4g}{p} at alpha={c.alpha:g}")
+    return "; ".join(parts) or "see mechanism.check()"
+
+
+def _remedies(mechanism: Any, guarantee: Guarantee) -> str:
+    out = []
+    if "equal_covariance" in guarantee.failed_assumptions:
+        out.append("build the mechanism with covariance='unequal' (the calibration for unequal covariances, "
+                   "which drops this assumption)")
+    if any(a in guarantee.failed_assumptions for a in ("gaussian_query", "translation", "equal_covariance")):
+        out.append("use mechanism.relaxed(eta) (Theorem 4.6) or mechanism.with_extra_laplace(lam) (Theorem 4.7), "
+                   "or APGMnG")
+    out.append("calibrate again with more draws if the failure may be a fluke")
+    return "; ".join(out)
+
+
+def watch_seed(mechanism: Any, rng: Any) -> None:
+    """Warn when an integer seed is reused for a second release of one mechanism.
+
+    Two releases with the same seed carry the same noise: their difference is
+    the exact difference of the true answers. Seeds are for tests.
+    """
+    if rng is None or not isinstance(rng, numbers.Integral) or isinstance(rng, bool):
+        return
+    used = mechanism.__dict__.setdefault("_seeds_used", set())
+    if int(rng) in used:
+        warn(f"rng={int(rng)} was already used for a release of this {type(mechanism).__name__}: both releases carry "
+             "the same noise, so their difference reveals the exact difference of the true answers. Seeds are for "
+             "tests; leave rng=None for releases (fresh OS entropy).", BayesPrivWarning)
+    used.add(int(rng))

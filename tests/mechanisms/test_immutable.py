@@ -1,0 +1,69 @@
+"""Mechanisms are immutable once built: every public attribute of every class in
+``bp.mechanisms.__all__`` refuses assignment and deletion, and the guarantee is
+fixed at construction (issue 10, item 4)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bayespriv as bp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _every_mechanism import BUILDERS, mechanism_classes  # noqa: E402
+
+
+def test_every_mechanism_class_has_a_builder():
+    assert set(mechanism_classes()) <= set(BUILDERS), set(mechanism_classes()) - set(BUILDERS)
+
+
+def _public_attributes(mech) -> list[str]:
+    names = []
+    for name in dir(mech):
+        if name.startswith("_"):
+            continue
+        try:
+            getattr(mech, name)
+        except bp.BayesPrivError:
+            pass  # e.g. relaxed_guarantee of a quilt mechanism: refused, but still an attribute to protect
+        names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("name", mechanism_classes())
+def test_every_public_attribute_refuses_assignment(name):
+    mech, _ = BUILDERS[name](1.0)
+    attrs = _public_attributes(mech)
+    assert {"epsilon", "delta", "guarantee", "noise_cov", "calibration"} <= set(attrs)
+    for attr in attrs:
+        with pytest.raises(AttributeError):
+            setattr(mech, attr, None)
+        with pytest.raises(AttributeError):
+            delattr(mech, attr)
+    with pytest.raises(bp.errors.ImmutableError, match="immutable after construction"):
+        mech.brand_new_attribute = 1
+
+
+@pytest.mark.parametrize("name", mechanism_classes())
+def test_guarantee_is_fixed_at_construction_and_noise_read_only(name):
+    mech, _ = BUILDERS[name](1.0)
+    g = mech.guarantee
+    assert mech.guarantee is g  # computed once
+    cov = mech.noise_cov
+    if isinstance(cov, np.ndarray) and cov.size and name != "WithExtraLaplace":
+        with pytest.raises(ValueError):
+            cov[0, 0] = 123.0
+
+
+def test_the_issue_reproduction_cannot_lower_epsilon_after_construction():
+    """m = APGM(cal, epsilon=10, ...); m.epsilon = 0.1 would have stated ε = 0.1 with the noise of ε = 10."""
+    s1, s2 = bp.DistributionSecret("p", 0.2), bp.DistributionSecret("p", 0.8)
+    cal = bp.Calibration.from_moments({s1: np.array([0.0]), s2: np.array([1.0])},
+                                      {s1: np.array([[1.0]]), s2: np.array([[1.0]])}, [bp.SecretPair(s1, s2)])
+    m = bp.mechanisms.APGM(cal, epsilon=10, delta=1e-3)
+    with pytest.raises(bp.errors.ImmutableError, match="'epsilon'"):
+        m.epsilon = 0.1
+    assert m.guarantee.epsilon == 10
