@@ -2,7 +2,12 @@
 
 The school protects the distribution of its students' family income (the
 parameter φ_income, distributional attribute privacy). The adversary's model
-is a Bayesian network over the attributes' parameters (``models/school.py``).
+is a Bayesian network over the attributes' *parameters* — each node a share or
+a mean drawn once for the school, each student's attributes drawn given them —
+declared as ``ParameterNetwork(network, columns={parameter: column})``
+(``models/school.py``, ``school.parameter_network()``). A network over one
+student's attributes (like the classic "asia") is refused by calibrate_quilts:
+APMQM's theorem does not cover it.
 For each count, APMQM searches every Markov quilt of income, scores it
 Δ_{A∩N} F / (ε − e(X_Q | X_income)) and uses the best one — before seeing any
 data. The paper's own quilt for the example, Q = {gender}, is shown beside.
@@ -42,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     students = school.sample_school(args.seed, school.N_RECORDS)
     rows = []
     for key, query in school.QUERIES.items():
-        cal = school.calibration(key)  # ε-independent: quilts, Δ_{A∩N} F, exact max-influences
+        # ε-independent: quilts, Δ_{A∩N} F, exact max-influences, over school.parameter_network()
+        cal = school.calibration(key)
         choices = [("Algorithm 2", APMQM(cal, epsilon=args.epsilon))]
         try:
             choices.append(("Example 1's quilt", APMQM(cal, epsilon=args.epsilon, quilts={"income": {"gender"}})))

@@ -10,6 +10,19 @@ parameter φ_i, the φ's form a Bayesian network (Figure 1), and given the φ's
 the attributes of every student are drawn independently (the paper's "naive"
 conditional independence).
 
+A network over *parameters*, not over one student's attributes
+--------------------------------------------------------------
+A node of the network is a parameter φ_j of the population the school's
+students come from (a share, a mean), drawn **once per school**; given the
+φ's, each of the n students draws each attribute from a law indexed by its own
+parameter. That is what APMQM's theorem covers, and what
+:func:`parameter_network` declares by wrapping the pgmpy network in
+:class:`~bayespriv.calibration.influence.ParameterNetwork` with the column
+each parameter governs (:data:`PARAMETER_COLUMNS`). A network over one
+student's attributes (every student draws every node, like the classic
+"asia") is a different Θ: there a count of n students reveals a share far
+more than one draw of a node does, and :func:`calibrate_quilts` refuses it.
+
 The network over the parameters (our CPDs; the paper gives none)
 ----------------------------------------------------------------
 The figure's arrows cannot be recovered from the text; we take the
@@ -90,7 +103,7 @@ from scipy.stats import norm
 
 import bayespriv as bp
 from bayespriv._validation import check_epsilon, check_positive_int, fail
-from bayespriv.calibration.quilts import Quilt, QuiltCalibration, calibrate_quilts
+from bayespriv.calibration.quilts import ParameterNetwork, Quilt, QuiltCalibration, calibrate_quilts
 from bayespriv.errors import ParameterTypeError
 from bayespriv.random import RNGLike, as_generator
 
@@ -100,11 +113,13 @@ __all__ = [
     "NODES",
     "VALUES",
     "EDGES",
+    "PARAMETER_COLUMNS",
     "CPDS",
     "QUERIES",
     "EXAMPLE1_QUILT",
     "INFLUENCE",
     "network",
+    "parameter_network",
     "calibration",
     "sample_parameters",
     "sample_batch",
@@ -119,6 +134,8 @@ COLUMNS = ("sat", "height", "weight", "gender", "income")
 #: Nodes of the parameter network (named after the attribute each governs).
 NODES = ("income", "gender", "sat", "height", "weight")
 EDGES = (("income", "sat"), ("income", "gender"), ("gender", "height"), ("gender", "weight"), ("height", "weight"))
+#: The record column each parameter governs (φ_income: the share of "high" in column ``income``, ...).
+PARAMETER_COLUMNS: Mapping[str, str] = MappingProxyType({v: v for v in NODES})
 
 #: Values each parameter φ takes.
 VALUES: Mapping[str, tuple[float, ...]] = MappingProxyType({
@@ -182,7 +199,10 @@ INFLUENCE: Mapping[frozenset, float] = MappingProxyType({
 
 
 def network():
-    """The pgmpy ``DiscreteBayesianNetwork`` over the parameters (state names = parameter values)."""
+    """The pgmpy ``DiscreteBayesianNetwork`` over the parameters (state names = parameter values).
+
+    A bare pgmpy network does not say that its nodes are parameters; :func:`parameter_network` does.
+    """
     from pgmpy.factors.discrete import TabularCPD
     from pgmpy.models import DiscreteBayesianNetwork
 
@@ -202,10 +222,15 @@ def network():
     return bn
 
 
+def parameter_network() -> ParameterNetwork:
+    """:func:`network` declared as a network over parameters: node φ_j governs record column j."""
+    return ParameterNetwork(network(), columns=PARAMETER_COLUMNS)
+
+
 def calibration(query: str | bp.Query = "tall", *, n_records: int = N_RECORDS) -> QuiltCalibration:
-    """:func:`~bayespriv.calibration.quilts.calibrate_quilts` for income (exhaustive search)."""
+    """:func:`~bayespriv.calibration.quilts.calibrate_quilts` for φ_income (exhaustive search)."""
     q = QUERIES[query] if isinstance(query, str) else query
-    return calibrate_quilts(network(), "income", q, n_records=n_records)
+    return calibrate_quilts(parameter_network(), "income", q, n_records=n_records)
 
 
 def _check_query_key(query: Any) -> str:

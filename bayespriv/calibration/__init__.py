@@ -3,7 +3,7 @@
 from .engine import calibrate, calibration_from_samples, draw_query_samples
 from .assumptions import AssumptionCheck, AssumptionReport, check_assumptions
 from .constraints import PairConstraints, common_lower_bound
-from .influence import MaxInfluence, max_influence
+from .influence import MaxInfluence, ParameterNetwork, max_influence
 from .quilts import (
     ChainCalibration,
     MarkovChain,
@@ -19,5 +19,5 @@ from .wasserstein import PairWasserstein, WassersteinBounds, wasserstein_bounds
 
 __all__ = ["calibrate", "calibration_from_samples", "draw_query_samples", "Calibration", "PairConstraints", "common_lower_bound", "AssumptionCheck", "AssumptionReport", "check_assumptions",
            "PairWasserstein", "WassersteinBounds", "wasserstein_bounds",
-           "MaxInfluence", "max_influence", "ChainCalibration", "MarkovChain", "Quilt", "QuiltCalibration",
+           "MaxInfluence", "ParameterNetwork", "max_influence", "ChainCalibration", "MarkovChain", "Quilt", "QuiltCalibration",
            "QuiltScore", "calibrate_chain", "calibrate_quilts", "markov_quilts"]

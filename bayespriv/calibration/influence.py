@@ -32,6 +32,13 @@ Four cases are supported:
   ``builder`` + ``grid`` (all combinations), giving the supremum and naming
   the worst member.
 
+:class:`ParameterNetwork` wraps any of these with the record column(s) each
+parameter governs: it is what :func:`~bayespriv.calibration.quilts.calibrate_quilts`
+takes, and it refuses a discrete network whose states are record values (a
+record-level network such as "asia", where every record draws every node).
+:func:`max_influence` and :class:`InfluenceEngine` accept it as well as the
+bare network: e is a property of the network alone.
+
 The result is a frozen :class:`MaxInfluence` (value, argmax assignment of φ_Q,
 the pair of values of φ_i, the reason); ``float(result)`` is its value.
 
@@ -44,9 +51,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 import networkx as nx
@@ -55,7 +64,14 @@ import numpy as np
 from .._validation import check_mapping, check_positive_int, check_real, described, fail
 from ..errors import ParameterTypeError, ValidationError
 
-__all__ = ["MaxInfluence", "max_influence", "InfluenceEngine", "ParameterDensityLike", "MAX_GRID_POINTS"]
+__all__ = [
+    "MaxInfluence",
+    "max_influence",
+    "InfluenceEngine",
+    "ParameterDensityLike",
+    "ParameterNetwork",
+    "MAX_GRID_POINTS",
+]
 
 #: Largest joint table P(φ_Q, φ_i) the exact discrete computation builds.
 MAX_JOINT_STATES = 2**22
@@ -200,6 +216,230 @@ def _kind(network: Any) -> str:
     )
 
 
+# -- the network over parameters, with the columns each parameter governs ----------------------------------------
+def _is_parameter_value(state: Any) -> bool:
+    """A number (not a bool), or a non-empty tuple/list of numbers: what a distribution parameter's value looks like."""
+    if isinstance(state, (bool, np.bool_)):
+        return False
+    if isinstance(state, numbers.Real):
+        return True
+    if isinstance(state, (tuple, list)) and state:
+        return all(isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) for x in state)
+    return False
+
+
+def _member_nodes(net: Any) -> tuple:
+    return tuple(net.names) if _is_density(net) else tuple(net.nodes())
+
+
+def _discrete_states(net: Any, node: Hashable) -> list:
+    states = getattr(net, "states", None)
+    if isinstance(states, Mapping) and node in states:
+        return list(states[node])
+    cpd = net.get_cpds(node)
+    if cpd is None:
+        raise fail("network", "a network with a CPD for every node (check_model passes)", described(f"no CPD for node {node!r}"))
+    return list(cpd.state_names[node])
+
+
+def _check_parameter_states(net: Any, member: int) -> None:
+    """Refuse a discrete network whose states are record values (the signature of a record-level network)."""
+    for v in net.nodes():
+        states = _discrete_states(net, v)
+        if not all(_is_parameter_value(s) for s in states):
+            where = "" if member == 0 else f" (family member {member})"
+            raise ValidationError(
+                "network must be a network over distribution parameters, whose states are the values a parameter "
+                "takes (numbers, e.g. a share 0.2 / 0.5 / 0.8 or a mean 64 / 66 / 68, or tuples of numbers); got "
+                f"node {v!r}{where} with states {_show_states(states)}, which are record values. This looks like a "
+                "record-level network (every record draws every node, like the classic 'asia'): its nodes are "
+                "attributes of one record, not parameters shared by the dataset, and Theorem 3 of the attribute-"
+                "privacy paper does not apply (APMQM would price one record's dependence on the secret as if it "
+                "were the whole column's). For such data use BayesNetDataModel(network, n_records=...) with "
+                "DatasetSecret.proportion / DistributionSecret('P(node=state)', p) and calibrate(...); for APMQM, "
+                "build a network whose nodes are the parameters behind the attributes (see models/school.py)"
+            )
+
+
+def _show_states(states: Sequence[Any]) -> str:
+    shown = [repr(s) for s in states[:6]]
+    return "[" + ", ".join(shown) + (", ...]" if len(states) > 6 else "]")
+
+
+def _column_names(node: Hashable, value: Any) -> tuple[str, ...]:
+    names = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else None
+    if names is None or not all(isinstance(c, str) and c for c in names):
+        raise fail(f"columns[{node!r}]", "a column name, a sequence of column names, or () for a latent parameter",
+                   value)
+    if len(set(names)) != len(names):
+        raise fail(f"columns[{node!r}]", "distinct column names", value)
+    return names
+
+
+@dataclass(frozen=True, eq=False)
+class ParameterNetwork:
+    """A Bayesian network whose nodes are the distribution parameters φ behind a dataset's attributes.
+
+    This is the Θ of distributional attribute privacy (Definition 5 of Zhang,
+    Ohrimenko, Yang & Cummings, *Attribute Privacy*, FAccT 2022, §5): each
+    node is a parameter φ_j (a share, a mean, a probability vector) drawn
+    **once per dataset**; given all the φ's, every record's attribute j is
+    drawn from a law indexed by φ_j alone, independently of the other
+    attributes and records (the paper's "naive" conditional independence).
+    ``columns`` says which record column(s) each parameter governs. It is
+    *not* a network over one record's attributes (like the classic "asia",
+    where every record draws every node): for that, use
+    :class:`~bayespriv.BayesNetDataModel` and :func:`~bayespriv.calibrate`.
+
+    Parameters
+    ----------
+    network : network or sequence of networks
+        A pgmpy ``DiscreteBayesianNetwork`` whose states are the parameter's
+        values (numbers or tuples of numbers — e.g. φ_income ∈ {0.2, 0.5,
+        0.8}; integer codes are accepted as labels of values), a
+        ``LinearGaussianBayesianNetwork`` over real parameters, a PyMC model
+        (its scalar continuous free random variables) or a parameter density
+        (:class:`ParameterDensityLike`); a sequence of them with the same
+        nodes is a family Θ.
+    columns : mapping
+        Every node -> the record column it governs, a sequence of columns,
+        or ``()`` for a latent parameter governing no column (e.g. a
+        hyper-parameter). Required and complete: the mapping is the
+        declaration that the nodes are parameters. A column belongs to at
+        most one node.
+
+    Attributes
+    ----------
+    networks : tuple
+        The member networks (PyMC models turned into their parameter densities).
+    nodes : tuple
+        The parameters, in the first member's order.
+    columns : mapping
+        Read-only: node -> tuple of column names.
+    kind : str
+        ``"discrete"``, ``"gaussian"`` or ``"density"``.
+
+    Raises
+    ------
+    ParameterTypeError
+        ``network`` of an unsupported type (or itself a ParameterNetwork), ``columns`` not a mapping.
+    ValidationError
+        A node without a ``columns`` entry, a key that is no node, a column given to two nodes, no column at
+        all, members with different nodes, or a discrete node whose states are record values (strings or
+        booleans such as ``'yes'`` / ``'no'``: the signature of a record-level network).
+
+    Notes
+    -----
+    The state check catches record-level networks whose states name record
+    values (asia's ``'yes'`` / ``'no'``). A record-level network coded with
+    integer states cannot be told apart from a parameter network by its
+    tables: wrapping a network in ``ParameterNetwork`` is the user's
+    statement that its nodes are parameters, and every guarantee built on it
+    names the assumption ``"parameters_bayes_net"``.
+
+    Examples
+    --------
+    >>> from pgmpy.models import DiscreteBayesianNetwork
+    >>> from pgmpy.factors.discrete import TabularCPD
+    >>> bn = DiscreteBayesianNetwork([("p_high_income", "mean_sat")])
+    >>> bn.add_cpds(TabularCPD("p_high_income", 2, [[0.5], [0.5]], state_names={"p_high_income": [0.2, 0.8]}),
+    ...             TabularCPD("mean_sat", 2, [[0.7, 0.3], [0.3, 0.7]], evidence=["p_high_income"],
+    ...                        evidence_card=[2], state_names={"mean_sat": [1100.0, 1300.0],
+    ...                                                        "p_high_income": [0.2, 0.8]}))
+    >>> net = ParameterNetwork(bn, columns={"p_high_income": "income", "mean_sat": "sat"})
+    >>> net.columns["mean_sat"]
+    ('sat',)
+    """
+
+    network: Any
+    columns: Mapping[Hashable, Any]
+    networks: tuple[Any, ...] = field(init=False, repr=False)
+    nodes: tuple[Hashable, ...] = field(init=False, repr=False)
+    kind: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        members = [self.network] if isinstance(self.network, ParameterNetwork) else _as_network_list(self.network)
+        if any(isinstance(m, ParameterNetwork) for m in members):
+            raise ParameterTypeError("network must be a network (or a sequence of them), not a ParameterNetwork; "
+                                     "got a ParameterNetwork inside a ParameterNetwork")
+        nets = tuple(_as_density(m) for m in members)
+        kinds = {_kind(m) for m in nets}
+        if len(kinds) > 1:
+            raise fail("network", "a family of networks of one kind (discrete, linear Gaussian or densities)",
+                       sorted(kinds))
+        nodes = _member_nodes(nets[0])
+        for j, net in enumerate(nets[1:], start=1):
+            if set(_member_nodes(net)) != set(nodes):
+                raise fail("network", "a family whose members have the same nodes",
+                           described(f"member {j} with nodes {sorted(map(str, _member_nodes(net)))}"))
+        kind = kinds.pop()
+        if kind == "discrete":
+            for j, net in enumerate(nets):
+                _check_parameter_states(net, j)
+        object.__setattr__(self, "networks", nets)
+        object.__setattr__(self, "nodes", nodes)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "columns", MappingProxyType(self._checked_columns(self.columns, nodes)))
+
+    @staticmethod
+    def _checked_columns(columns: Any, nodes: tuple) -> dict[Hashable, tuple[str, ...]]:
+        if not isinstance(columns, Mapping):
+            raise ParameterTypeError(
+                f"columns must be a mapping parameter node -> record column(s); got {type(columns).__name__}")
+        unknown = [k for k in columns if k not in nodes]
+        if unknown:
+            raise fail("columns", f"keyed by parameter nodes of the network {sorted(map(str, nodes))}", unknown)
+        missing = [v for v in nodes if v not in columns]
+        if missing:
+            raise fail("columns", "a mapping with an entry for every parameter node (the column(s) its parameter "
+                       "governs, or () for a latent parameter)", described(f"no entry for {sorted(map(str, missing))}"))
+        out = {v: _column_names(v, columns[v]) for v in nodes}
+        owner: dict[str, Hashable] = {}
+        for v, names in out.items():
+            for c in names:
+                if c in owner:
+                    raise fail("columns", "a mapping giving each column to one parameter node",
+                               described(f"{c!r} given to {owner[c]!r} and {v!r}"))
+                owner[c] = v
+        if not owner:
+            raise fail("columns", "a mapping giving at least one record column to a parameter node", dict(columns))
+        return out
+
+    def graph(self, j: int = 0) -> nx.DiGraph:
+        """The DAG of member ``j`` (u → v: φ_u is a parent of φ_v), as a networkx copy."""
+        net = self.networks[j]
+        src = net.graph if self.kind == "density" else net
+        g = nx.DiGraph()
+        g.add_nodes_from(src.nodes())
+        g.add_edges_from(src.edges())
+        return g
+
+    def owner(self, column: str) -> Hashable | None:
+        """The parameter node governing ``column`` (None if none does)."""
+        for v, names in self.columns.items():
+            if column in names:
+                return v
+        return None
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{v!r}: {list(c)!r}" for v, c in self.columns.items())
+        fam = f"{len(self.networks)} members, " if len(self.networks) > 1 else ""
+        return f"ParameterNetwork({fam}{self.kind}, columns={{{shown}}})"
+
+
+def _is_bare_pgmpy(network: Any) -> bool:
+    """Whether ``network`` (or a member of a sequence) is a bare pgmpy network — ambiguous between records and parameters."""
+    try:
+        members = _as_network_list(network)
+    except ValidationError:
+        return False
+    try:
+        from pgmpy.models import DiscreteBayesianNetwork, LinearGaussianBayesianNetwork
+    except ImportError:  # pragma: no cover - pgmpy is a dependency
+        return False
+    return any(isinstance(m, (DiscreteBayesianNetwork, LinearGaussianBayesianNetwork)) for m in members)
+
+
 def _check_bounds(bounds: Any, nodes: Sequence[Hashable]) -> dict[Hashable, tuple[float, float]]:
     if bounds is None:
         return {}
@@ -224,9 +464,10 @@ class InfluenceEngine:
 
     Parameters
     ----------
-    networks : network or sequence of networks
+    networks : network, sequence of networks, or ParameterNetwork
         pgmpy networks over the same nodes, PyMC models, or parameter
-        densities (see :func:`max_influence`); several form a family Θ.
+        densities (see :func:`max_influence`); several form a family Θ. A
+        :class:`ParameterNetwork` gives its member networks.
     members : sequence, optional
         A label per network (default: its index), reported as the worst member.
     resolution, bounds, max_points
@@ -352,6 +593,8 @@ class InfluenceEngine:
 
 
 def _as_network_list(networks: Any) -> list[Any]:
+    if isinstance(networks, ParameterNetwork):
+        return list(networks.networks)
     if isinstance(networks, (list, tuple)):
         if not networks:
             raise fail("network", "a network or a non-empty sequence of networks", networks)
@@ -933,7 +1176,7 @@ def max_influence(
 
     Parameters
     ----------
-    network : network, sequence of networks, or callable
+    network : network, sequence of networks, ParameterNetwork, or callable
         A pgmpy ``DiscreteBayesianNetwork`` (parameters with finitely many
         values; exact) or ``LinearGaussianBayesianNetwork`` (exact: 0 or
         ``inf``) over the attributes' parameters; a PyMC model (or
@@ -942,8 +1185,11 @@ def max_influence(
         ``supports`` and ``log_density`` (:class:`ParameterDensityLike`, e.g.
         :func:`~bayespriv.datamodels.pymc.parameter_density` of a model) —
         a numerical estimate, see Notes; a sequence of them (a family Θ: the
-        supremum, naming the worst member by its index); or a callable
-        ``builder(**params)`` returning one, with ``grid``.
+        supremum, naming the worst member by its index); a
+        :class:`ParameterNetwork` (its networks); or a callable
+        ``builder(**params)`` returning one, with ``grid``. The nodes are read
+        as parameters whatever the network: a bare record-level network gives
+        a number with no privacy meaning (see :class:`ParameterNetwork`).
     quilt : collection of nodes, or a :class:`~bayespriv.calibration.quilts.Quilt`
         The set Q (for a Quilt, its ``quilt`` set).
     node : hashable
@@ -1056,3 +1302,21 @@ def max_influence(
     if grid is not None:
         raise fail("grid", "None unless network is a callable builder", grid)
     return InfluenceEngine(network, **options)(node, quilt)
+
+
+def _parameter_model_with_default_columns(network: Any, columns: Any) -> ParameterNetwork:
+    """A PyMC model / parameter density (or a family) as a ParameterNetwork; unnamed nodes govern their namesake column.
+
+    Such models are over parameters by construction (their free random variables; observed data on the
+    parameters is refused by :func:`~bayespriv.datamodels.pymc.parameter_density`), so no wrapper is asked of them.
+    """
+    members = [_as_density(m) for m in _as_network_list(network)]
+    for m in members:
+        _kind(m)  # the uniform ParameterTypeError for anything else
+    given = {} if columns is None else columns
+    if not isinstance(given, Mapping):
+        raise ParameterTypeError(f"columns must be a mapping parameter node -> record column(s); got {type(given).__name__}")
+    nodes = _member_nodes(members[0])
+    full = {v: given[v] if v in given else (v if isinstance(v, str) else str(v)) for v in nodes}
+    full.update({k: v for k, v in given.items() if k not in full})  # unknown keys: refused by ParameterNetwork
+    return ParameterNetwork(members if len(members) > 1 else members[0], full)

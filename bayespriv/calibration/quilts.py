@@ -9,6 +9,11 @@ which gives the smallest nearby set, and so the least noise.
 
 * :func:`markov_quilts` lists quilts of one node: every subset of the other
   nodes (exhaustive, small networks) or a candidate search (large networks).
+* :class:`ParameterNetwork` (from :mod:`.influence`) declares the network APMQM
+  takes: its nodes are the distribution *parameters* φ behind the attributes
+  (drawn once per dataset), with the record columns each governs — not one
+  record's attributes (a record-level network such as "asia" is refused, see
+  :func:`calibrate_quilts`).
 * :func:`calibrate_quilts` prepares APMQM (Algorithm 2 of the attribute-privacy
   paper): for each sensitive node, its quilts with the column sensitivity
   Δ_{A∩N} F of the query and the max-influence e_Θ(X_Q | X_i) — exact for
@@ -39,9 +44,16 @@ import numpy as np
 from .._validation import check_finite_array, check_positive_int, fail
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
-from .influence import InfluenceEngine, MaxInfluence
+from .influence import (
+    InfluenceEngine,
+    MaxInfluence,
+    ParameterNetwork,
+    _is_bare_pgmpy,
+    _parameter_model_with_default_columns,
+)
 
 __all__ = [
+    "ParameterNetwork",
     "Quilt",
     "markov_quilts",
     "EXHAUSTIVE_MAX_NODES",
@@ -329,9 +341,10 @@ def markov_quilts(
 
     Parameters
     ----------
-    dag : networkx.DiGraph or pgmpy network
+    dag : networkx.DiGraph, pgmpy network or ParameterNetwork
         A ``DiscreteBayesianNetwork`` / ``LinearGaussianBayesianNetwork`` is
-        read through its nodes and edges.
+        read through its nodes and edges, a ParameterNetwork through its
+        first member's graph. Quilts are a property of the graph alone.
     node : hashable
         The node X_i.
     exhaustive : bool
@@ -375,7 +388,7 @@ def markov_quilts(
     >>> [str(q) for q in markov_quilts(chain, "a")]
     ['Q={} N={a, b, c} R={}', 'Q={b} N={a} R={c}', 'Q={c} N={a, b} R={}', 'Q={b, c} N={a} R={}']
     """
-    graph = as_digraph(dag)
+    graph = dag.graph(0) if isinstance(dag, ParameterNetwork) else as_digraph(dag)
     structure = _Structure(graph)
     idx = _check_node(structure, node)
     if not isinstance(exhaustive, bool):
@@ -428,12 +441,14 @@ class QuiltCalibration:
     networks : tuple
         The network(s) over the attributes' parameters (several: a family Θ).
     graph : networkx.DiGraph
+        The DAG over the parameters.
     sensitive : tuple
         Sensitive nodes C.
     query : Query
     n_records : int
     columns : mapping
-        Node -> tuple of dataset columns that are its attribute.
+        Parameter node -> tuple of the record columns it governs (``()``:
+        a latent parameter).
     queried : frozenset
         Nodes A whose columns the query reads.
     sensitivity : float
@@ -453,6 +468,13 @@ class QuiltCalibration:
     k : int
         Number of components of F.
     component_names : tuple of str
+    assumptions : tuple of str
+        ``"parameters_bayes_net"`` (the data arise from a network over
+        parameters in Θ, see :class:`ParameterNetwork`) and those of the
+        max-influences (``"numerical_influence"``, ``"truncated_prior"``).
+    engine : InfluenceEngine
+    parameter_network : ParameterNetwork
+        The declared network over parameters, with its columns.
     """
 
     networks: tuple[Any, ...]
@@ -472,6 +494,7 @@ class QuiltCalibration:
     component_names: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
     engine: InfluenceEngine | None = field(default=None, repr=False)
+    parameter_network: ParameterNetwork | None = field(default=None, repr=False)
 
     def evaluate(self, node: Hashable, quilt: Any) -> QuiltScore:
         """The :class:`QuiltScore` of any set Q (or :class:`Quilt`) for a sensitive ``node``.
@@ -520,26 +543,6 @@ class QuiltCalibration:
         return min(usable, key=lambda t: t[:4])[4] if usable else None
 
 
-def _column_map(graph: nx.DiGraph, columns: Mapping[Hashable, Any] | None) -> dict[Hashable, tuple[str, ...]]:
-    out: dict[Hashable, tuple[str, ...]] = {}
-    given = {} if columns is None else columns
-    if not isinstance(given, Mapping):
-        raise ParameterTypeError(f"columns must be a mapping node -> column name(s); got {type(given).__name__}")
-    for key in given:
-        if key not in graph:
-            raise fail("columns", f"keyed by nodes of the network {sorted(map(str, graph.nodes()))}", key)
-    for v in graph.nodes():
-        if v in given:
-            value = given[v]
-            names = (value,) if isinstance(value, str) else tuple(value)
-            if not all(isinstance(c, str) for c in names):
-                raise fail(f"columns[{v!r}]", "a column name or a sequence of column names", value)
-        else:
-            names = (v,) if isinstance(v, str) else (str(v),)
-        out[v] = names
-    return out
-
-
 def _undominated(z: np.ndarray, sens: np.ndarray, exhaustive: bool, n: int, node: int) -> np.ndarray:
     """Quilts not dominated by a strict sub-quilt with Δ no larger (bool mask).
 
@@ -574,8 +577,125 @@ def _undominated(z: np.ndarray, sens: np.ndarray, exhaustive: bool, n: int, node
     return keep
 
 
+def _bare_network_error(network: Any) -> ParameterTypeError:
+    """The error for a bare pgmpy network passed where a network over parameters is meant."""
+    members = network if isinstance(network, (list, tuple)) else [network]
+    kind = ", ".join(dict.fromkeys(type(m).__name__ for m in members))
+    return ParameterTypeError(
+        "network must be a ParameterNetwork — a Bayesian network whose nodes are the distribution parameters φ "
+        "behind the attributes (e.g. the share of smokers), drawn once per dataset, with columns= naming the record "
+        "column(s) each parameter governs — or a PyMC model / parameter density over parameters; got a bare "
+        f"{kind}. A pgmpy network usually describes one record (every record draws every node, like the classic "
+        "'asia'): its nodes are attributes, not parameters, and APMQM's Theorem 3 does not cover it (it can then "
+        "release an exact count as private). If the nodes really are parameters, wrap the network: "
+        "calibrate_quilts(ParameterNetwork(network, columns={node: column, ...}), ...). For a record-level network "
+        "use BayesNetDataModel(network, n_records=...) with calibrate(...) and a Gaussian or Wasserstein mechanism"
+    )
+
+
+def _parameter_network(network: Any, columns: Any) -> ParameterNetwork:
+    """Stage 1 of :func:`calibrate_quilts`: the network over parameters, with the columns each governs."""
+    if isinstance(network, ParameterNetwork):
+        if columns is not None:
+            raise fail("columns", "None when network is a ParameterNetwork (it carries its columns)", columns)
+        return network
+    if _is_bare_pgmpy(network):
+        raise _bare_network_error(network)
+    return _parameter_model_with_default_columns(network, columns)
+
+
+@dataclass(frozen=True, eq=False)
+class _QuiltSearch:
+    """Stage 2 of :func:`calibrate_quilts`: validated inputs of the search."""
+
+    pnet: ParameterNetwork
+    engine: InfluenceEngine
+    structure: _Structure
+    sensitive: tuple[Hashable, ...]
+    sens_idx: tuple[int, ...]
+    queried: frozenset
+    n: int
+    k: int
+    exhaustive: bool
+    max_nodes: int
+    max_states: int
+
+
+def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int, options: Mapping[str, Any]) -> _QuiltSearch:
+    engine = InfluenceEngine(pnet, **dict(options["influence_options"] or {}))
+    graph = as_digraph(engine.graph(0), "network")
+    for j in range(1, len(engine.networks)):
+        if set(engine.graph(j).edges()) != set(graph.edges()):
+            raise ValidationError(f"networks of a family must share one graph; member {j} has different edges")
+    structure = _Structure(graph)
+    sens_nodes = (sensitive,) if not isinstance(sensitive, (list, tuple)) else tuple(sensitive)
+    if not sens_nodes:
+        raise fail("sensitive", "a node or a non-empty sequence of nodes", sensitive)
+    sens_idx = []
+    for v in sens_nodes:
+        try:
+            sens_idx.append(structure.index[v])
+        except (KeyError, TypeError):
+            raise fail("sensitive", f"nodes of the network {sorted(map(str, structure.nodes))}", v) from None
+    stray = [c for c in query.columns if pnet.owner(c) is None]
+    if stray:
+        governed = sorted(c for names in pnet.columns.values() for c in names)
+        raise ValidationError(
+            f"query must read only columns governed by the network's parameters {governed!r}; got {stray!r} "
+            "(declare the parameter of each column in ParameterNetwork(network, columns=...))"
+        )
+    if not isinstance(options["exhaustive"], bool):
+        raise ParameterTypeError(f"exhaustive must be True or False; got {options['exhaustive']!r}")
+    kq = query.k if options["k"] is None else check_positive_int(options["k"], "k")
+    if kq is None:
+        raise ValidationError(f"k must be given for query {query.name!r}, whose number of components is unknown; got None")
+    return _QuiltSearch(pnet, engine, structure, sens_nodes, tuple(sens_idx),
+                        frozenset(pnet.owner(c) for c in query.columns), n, int(kq), options["exhaustive"],
+                        _check_max_nodes(options["max_nodes"]),
+                        check_positive_int(options["max_states"], "max_states", minimum=2))
+
+
+def _score_quilts(s: _QuiltSearch, query: Query) -> tuple[dict, dict, dict, float]:
+    """Stage 3: the undominated quilts of every sensitive node with Δ_{A∩N} F and e(X_Q | X_i)."""
+    sens_cache: dict[frozenset, float] = {}
+
+    def delta(nodes_near: frozenset) -> float:
+        key = nodes_near & s.queried
+        if key not in sens_cache:
+            cols = [c for v in key for c in s.pnet.columns[v]]
+            sens_cache[key] = query.column_sensitivity(cols, s.n, ord=1) if cols else 0.0
+        return sens_cache[key]
+
+    full = delta(s.queried)
+    nodes_arr = np.array(s.structure.nodes, dtype=object)
+    everything = frozenset(s.structure.nodes)
+    queried_mask = np.array([u in s.queried for u in s.structure.nodes])
+    candidates: dict[Hashable, tuple[QuiltScore, ...]] = {}
+    counts: dict[Hashable, int] = {}
+    skipped: dict[Hashable, int] = {}
+    for v, idx in zip(s.sensitive, s.sens_idx):
+        z, r = _quilt_rows(s.structure, idx, s.exhaustive, s.max_nodes, s.queried)
+        counts[v] = len(z)
+        # Δ depends on N only through A ∩ N: compute it per distinct pattern.
+        patterns, inverse = np.unique(~z & ~r & queried_mask, axis=0, return_inverse=True)
+        pattern_sens = np.array([delta(frozenset(nodes_arr[p])) for p in patterns])
+        sens = pattern_sens[np.asarray(inverse).reshape(-1)]
+        keep = _undominated(z, sens, s.exhaustive, len(s.structure.nodes), idx)
+        scores = []
+        skipped[v] = 0
+        for row in np.flatnonzero(keep):
+            q = frozenset(nodes_arr[z[row]])
+            if q and not s.engine.feasible(v, q, s.max_states):
+                skipped[v] += 1
+                continue
+            rem = frozenset(nodes_arr[r[row]])
+            scores.append(QuiltScore(Quilt(q, everything - q - rem, rem), float(sens[row]), s.engine(v, q)))
+        candidates[v] = tuple(scores)
+    return candidates, counts, skipped, float(full)
+
+
 def calibrate_quilts(
-    network: Any,
+    network: ParameterNetwork | Any,
     sensitive: Hashable | Sequence[Hashable],
     query: Query,
     *,
@@ -591,26 +711,35 @@ def calibrate_quilts(
 
     Parameters
     ----------
-    network : pgmpy network, PyMC model, parameter density, or sequence of them
-        The Bayesian network over the attributes' parameters φ (Definition 5:
-        φ_i governs attribute i; attributes are independent given all φ). A
-        ``DiscreteBayesianNetwork`` gives exact max-influences; a PyMC model
-        (its scalar continuous free random variables, graph read from the
-        model) or a parameter density gives numerical estimates (see
+    network : ParameterNetwork, PyMC model, parameter density, or sequence of the latter
+        The Bayesian network over the attributes' **distribution parameters**
+        φ (Definition 5 of the attribute-privacy paper: φ_j governs attribute
+        j, the φ's are drawn once per dataset, and given them every record's
+        attributes are drawn independently). A pgmpy network must be wrapped
+        in :class:`~bayespriv.calibration.influence.ParameterNetwork`, which
+        names the record column(s) each parameter governs; a bare pgmpy
+        network is refused (it usually describes one record, like "asia",
+        and APMQM's theorem does not cover that). A ``DiscreteBayesianNetwork``
+        gives exact max-influences; a PyMC model (its scalar continuous free
+        random variables, graph read from the model) or a parameter density
+        gives numerical estimates (see
         :func:`~bayespriv.calibration.influence.max_influence`), and the
         calibration then carries the assumption ``"numerical_influence"`` and
         confidence None; a sequence (same graph) is a family Θ and the
         supremum is taken.
     sensitive : node or sequence of nodes
-        The sensitive attributes C.
+        The parameters of the sensitive attributes C.
     query : Query
-        F; it must give :meth:`~bayespriv.Query.column_sensitivity` (ready-made
+        F; it must read only columns governed by parameters of the network
+        and give :meth:`~bayespriv.Query.column_sensitivity` (ready-made
         counts, shares and bounded means do; a user query declares
         ``column_sensitivities``).
     n_records : int
         Rows of the dataset the mechanism will release on.
     columns : mapping, optional
-        Node -> dataset column(s) of its attribute; default: the node's name.
+        Only with a PyMC model or parameter density: node -> dataset
+        column(s) of its attribute; default: the node's name. A
+        ParameterNetwork carries its own (passing both is refused).
     exhaustive, max_nodes
         As in :func:`markov_quilts`.
     k : int, optional
@@ -632,109 +761,65 @@ def calibrate_quilts(
 
     Raises
     ------
+    ParameterTypeError
+        A bare pgmpy network (wrap it in ``ParameterNetwork`` if its nodes
+        are parameters; use ``BayesNetDataModel`` and
+        :func:`~bayespriv.calibrate` if it describes records).
     ValidationError
-        Unknown sensitive node, a query reading columns that are no node's
-        attribute, a query without column sensitivity, too large a network for
-        the exhaustive search.
+        What ``ParameterNetwork`` refuses (e.g. states that are record
+        values), ``columns`` together with a ParameterNetwork, unknown
+        sensitive node, a query reading columns that no parameter governs, a
+        query without column sensitivity, too large a network for the
+        exhaustive search.
+
+    Privacy
+    -------
+    The calibration holds what Theorem 3 of Zhang, Ohrimenko, Yang & Cummings
+    (FAccT 2022, Appendix D) needs for Algorithm 2: ε-distributional
+    attribute privacy (Definition 5) of the sensitive parameters, with Θ the
+    network(s) over parameters. Assumption ``"parameters_bayes_net"``: the
+    φ's are drawn once per dataset from a network in Θ and, given them, the
+    attributes are independent with attribute j depending on φ_j alone. It
+    is the user's declaration (wrapping in ``ParameterNetwork``) and cannot
+    be tested on the network's tables, except that a discrete node whose
+    states are record values (strings, booleans) is refused. Bound: exact
+    for discrete networks (confidence 1), numerical estimates otherwise.
+    On a record-level network the same numbers would mean nothing: asia's
+    quilt {dysp} of smoke has e = 0.548 < 1 and Δ_{A∩N} F = 0, yet the exact
+    count of dysp among 500 records has δ ≈ 0.49 at ε = 1 between shares of
+    smokers 0.4 and 0.6 (``tests/calibration/test_parameter_network.py``).
     """
     if not isinstance(query, Query):
         raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
     n = check_positive_int(n_records, "n_records")
     if influence_options is not None and not isinstance(influence_options, Mapping):
         raise ParameterTypeError(f"influence_options must be a mapping; got {type(influence_options).__name__}")
-    engine = InfluenceEngine(network, **dict(influence_options or {}))
-    graph = as_digraph(engine.graph(0), "network")
-    for j in range(1, len(engine.networks)):
-        if set(engine.graph(j).edges()) != set(graph.edges()):
-            raise ValidationError(f"networks of a family must share one graph; member {j} has different edges")
-    structure = _Structure(graph)
-    sens_nodes = (sensitive,) if not isinstance(sensitive, (list, tuple)) else tuple(sensitive)
-    if not sens_nodes:
-        raise fail("sensitive", "a node or a non-empty sequence of nodes", sensitive)
-    sens_idx = []
-    for v in sens_nodes:
-        try:
-            sens_idx.append(structure.index[v])
-        except (KeyError, TypeError):
-            raise fail("sensitive", f"nodes of the network {sorted(map(str, structure.nodes))}", v) from None
-    colmap = _column_map(graph, columns)
-    owner: dict[str, Hashable] = {}
-    for v, names in colmap.items():
-        for c in names:
-            if c in owner:
-                raise fail("columns", "a mapping giving each column to one node", f"{c!r} given to {owner[c]!r} and {v!r}")
-            owner[c] = v
-    stray = [c for c in query.columns if c not in owner]
-    if stray:
-        raise ValidationError(
-            f"query must read only columns of the network's attributes {sorted(owner)!r}; got {stray!r} "
-            "(map nodes to columns with columns=...)"
-        )
-    queried = frozenset(owner[c] for c in query.columns)
-    if not isinstance(exhaustive, bool):
-        raise ParameterTypeError(f"exhaustive must be True or False; got {exhaustive!r}")
-    max_nodes = _check_max_nodes(max_nodes)
-    max_states = check_positive_int(max_states, "max_states", minimum=2)
-    kq = query.k if k is None else check_positive_int(k, "k")
-    if kq is None:
-        raise ValidationError(f"k must be given for query {query.name!r}, whose number of components is unknown; got None")
-
-    sens_cache: dict[frozenset, float] = {}
-
-    def delta(nodes_near: frozenset) -> float:
-        key = nodes_near & queried
-        if key not in sens_cache:
-            cols = [c for v in key for c in colmap[v]]
-            sens_cache[key] = query.column_sensitivity(cols, n, ord=1) if cols else 0.0
-        return sens_cache[key]
-
-    full = delta(queried)
-    nodes_arr = np.array(structure.nodes, dtype=object)
-    everything = frozenset(structure.nodes)
-    candidates: dict[Hashable, tuple[QuiltScore, ...]] = {}
-    counts: dict[Hashable, int] = {}
-    skipped: dict[Hashable, int] = {}
-    for v, idx in zip(sens_nodes, sens_idx):
-        z, r = _quilt_rows(structure, idx, exhaustive, max_nodes, queried)
-        counts[v] = len(z)
-        near = ~z & ~r
-        queried_mask = np.array([u in queried for u in structure.nodes])
-        # Δ depends on N only through A ∩ N: compute it per distinct pattern.
-        patterns, inverse = np.unique(near & queried_mask, axis=0, return_inverse=True)
-        pattern_sens = np.array([delta(frozenset(nodes_arr[p])) for p in patterns])
-        sens = pattern_sens[np.asarray(inverse).reshape(-1)]
-        keep = _undominated(z, sens, exhaustive, len(structure.nodes), idx)
-        scores = []
-        skipped[v] = 0
-        for row in np.flatnonzero(keep):
-            q = frozenset(nodes_arr[z[row]])
-            if q and not engine.feasible(v, q, max_states):
-                skipped[v] += 1
-                continue
-            rem = frozenset(nodes_arr[r[row]])
-            quilt = Quilt(q, everything - q - rem, rem)
-            scores.append(QuiltScore(quilt, float(sens[row]), engine(v, q)))
-        candidates[v] = tuple(scores)
+    pnet = _parameter_network(network, columns)
+    search = _search_inputs(pnet, sensitive, query, n, {
+        "influence_options": influence_options, "exhaustive": exhaustive, "max_nodes": max_nodes, "k": k,
+        "max_states": max_states})
+    candidates, counts, skipped, full = _score_quilts(search, query)
     numerical = any(not c.influence.exact for scores in candidates.values() for c in scores)
     extra = tuple(dict.fromkeys(a for scores in candidates.values() for c in scores for a in c.influence.assumptions))
     return QuiltCalibration(
-        networks=engine.networks,
-        graph=graph,
-        sensitive=sens_nodes,
+        networks=search.engine.networks,
+        graph=search.structure.graph,
+        sensitive=search.sensitive,
         query=query,
         n_records=n,
-        columns=MappingProxyType(colmap),
-        queried=queried,
-        sensitivity=float(full),
+        columns=pnet.columns,
+        queried=search.queried,
+        sensitivity=full,
         candidates=MappingProxyType(candidates),
         n_quilts=MappingProxyType(counts),
         skipped=MappingProxyType(skipped),
-        exhaustive=exhaustive,
+        exhaustive=search.exhaustive,
         confidence=None if numerical else 1.0,
-        k=int(kq),
-        component_names=query.component_names(int(kq)),
+        k=search.k,
+        component_names=query.component_names(search.k),
         assumptions=("parameters_bayes_net",) + extra,
-        engine=engine,
+        engine=search.engine,
+        parameter_network=pnet,
     )
 
 

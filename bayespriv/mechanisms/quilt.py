@@ -7,7 +7,8 @@ given X_Q; the quilt's own dependence on the sensitive node is paid from ε
 through the max-influence e(X_Q | X_i).
 
 * :class:`APMQM` — Algorithm 2 of Zhang, Ohrimenko, Yang & Cummings,
-  *Attribute Privacy* (FAccT 2022), on a :class:`~bayespriv.calibration.quilts.QuiltCalibration`.
+  *Attribute Privacy* (FAccT 2022), on a :class:`~bayespriv.calibration.quilts.QuiltCalibration`
+  of a network over distribution parameters (:class:`~bayespriv.calibration.influence.ParameterNetwork`).
 * :class:`MQM` — the Markov Quilt Mechanism of Song, Wang & Chaudhuri,
   *Pufferfish Privacy Mechanisms for Correlated Data* (SIGMOD 2017), for one
   attribute observed along a Markov chain, on a
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_epsilon, check_real, described, fail
-from ..calibration.quilts import ChainCalibration, QuiltCalibration, QuiltScore
+from ..calibration.quilts import ChainCalibration, ParameterNetwork, QuiltCalibration, QuiltScore
 from ..errors import ParameterTypeError, ValidationError
 from .base import Guarantee, Mechanism
 
@@ -140,10 +141,25 @@ class APMQM(_QuiltMechanism):
     connected to i) scores Δ_A F / ε, Algorithm 2's starting value b_i. The
     release is F(X) + Lap(max_i σ_i) on each component.
 
+    The network is over the attributes' **distribution parameters**, not
+    over one record: each node is a parameter φ_j (a share, a mean) drawn
+    once per dataset, and given the φ's every record draws attribute j from a
+    law indexed by φ_j alone. It is declared as a
+    :class:`~bayespriv.calibration.influence.ParameterNetwork` (nodes →
+    record columns); :func:`~bayespriv.calibration.quilts.calibrate_quilts`
+    refuses a bare pgmpy network and one whose states are record values. On
+    a record-level network (like "asia", every record drawing every node) the
+    quilt {dysp} of smoke would make a count of dysp free of noise although
+    n records reveal the share of smokers (δ ≈ 0.49 at ε = 1 for shares 0.4
+    vs 0.6 and n = 500): Theorem 3 does not cover that Θ. Use
+    :class:`~bayespriv.BayesNetDataModel` with :func:`~bayespriv.calibrate`
+    there.
+
     Parameters
     ----------
     calibration : QuiltCalibration
-        From :func:`~bayespriv.calibration.quilts.calibrate_quilts`.
+        From :func:`~bayespriv.calibration.quilts.calibrate_quilts` on a
+        network over parameters.
     epsilon : float
     quilts : mapping, optional
         Sensitive node -> a quilt to use instead of the minimiser (a set of
@@ -162,7 +178,8 @@ class APMQM(_QuiltMechanism):
     ------
     ValidationError
         A forced quilt with e ≥ ε, or (only possible with forced quilts or
-        an empty search) no quilt with e < ε.
+        an empty search) no quilt with e < ε; a QuiltCalibration built
+        without a declared parameter network (``parameter_network`` None).
 
     Privacy
     -------
@@ -172,8 +189,12 @@ class APMQM(_QuiltMechanism):
 
     Theorem 3 of Zhang, Ohrimenko, Yang & Cummings (FAccT 2022; proof in its
     Appendix D), with Algorithm 2. Assumptions (``parameters_bayes_net``): the
-    attributes are independent given their parameters φ (the paper's "naive"
-    conditional independence) and the φ form the given Bayesian network(s).
+    φ are drawn once per dataset from the given Bayesian network(s) over
+    parameters, and given them the attributes are independent, attribute j
+    depending on φ_j alone (the paper's "naive" conditional independence) —
+    the meaning of :class:`~bayespriv.calibration.influence.ParameterNetwork`.
+    This is stated by the user when wrapping the network and cannot be tested
+    on its tables (a discrete node with record-valued states is refused).
     Bound: exact — the max-influences are computed exactly (discrete
     parameters) and the column sensitivities are closed forms; confidence 1.
     For continuous parameters (a PyMC model) the max-influence of a chosen
@@ -208,6 +229,10 @@ class APMQM(_QuiltMechanism):
             raise ParameterTypeError(
                 f"calibration must be a QuiltCalibration (from calibrate_quilts); got {type(calibration).__name__}"
             )
+        if not isinstance(calibration.parameter_network, ParameterNetwork):
+            raise fail("calibration", "a QuiltCalibration from calibrate_quilts, whose network is declared over "
+                       "distribution parameters (parameter_network set)",
+                       described("a QuiltCalibration with parameter_network=None"))
         self._init_common(calibration, epsilon)
         forced = {} if quilts is None else quilts
         if not isinstance(forced, Mapping):
@@ -260,9 +285,10 @@ class APMQM(_QuiltMechanism):
 
     @property
     def protected(self) -> tuple[str, ...]:
-        """The dataset columns of the sensitive attributes (the ledger charges these budgets)."""
+        """The dataset columns governed by the sensitive parameters (the ledger charges these budgets);
+        a latent sensitive parameter (no column) is charged under its node's name."""
         cal = self.calibration
-        return tuple(dict.fromkeys(c for v in cal.sensitive for c in cal.columns[v]))
+        return tuple(dict.fromkeys(c for v in cal.sensitive for c in (cal.columns[v] or (str(v),))))
 
     def report(self) -> pd.DataFrame:
         """The chosen quilt per sensitive attribute: Q, N, R, e, Δ_{A∩N} F and score."""

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import bayespriv as bp
-from bayespriv.calibration.quilts import EXHAUSTIVE_MAX_NODES, Quilt, calibrate_quilts, markov_quilts
+from bayespriv.calibration.quilts import EXHAUSTIVE_MAX_NODES, ParameterNetwork, Quilt, calibrate_quilts, markov_quilts
 
 import sys
 from pathlib import Path
@@ -140,14 +140,15 @@ def test_calibrate_quilts_refuses_bad_queries():
     bn = DiscreteBayesianNetwork([("i", "q")])
     bn.add_cpds(TabularCPD("i", 2, [[0.5], [0.5]]),
                 TabularCPD("q", 2, [[0.8, 0.4], [0.2, 0.6]], evidence=["i"], evidence_card=[2]))
-    with pytest.raises(bp.ValidationError, match=r"columns of the network's attributes.*\['z'\]"):
-        calibrate_quilts(bn, "i", bp.count(lambda b: b["z"] > 0, "z"), n_records=10)
+    net = ParameterNetwork(bn, columns={"i": "i", "q": "q"})
+    with pytest.raises(bp.ValidationError, match=r"columns governed by the network's parameters \['i', 'q'\]; got \['z'\]"):
+        calibrate_quilts(net, "i", bp.count(lambda b: b["z"] > 0, "z"), n_records=10)
     custom = bp.Query(lambda b: b["q"][:, :1].astype(float), ["q"], "first q")
     with pytest.raises(bp.ValidationError, match="must declare a column sensitivity"):
-        calibrate_quilts(bn, "i", custom, n_records=10, k=1)
+        calibrate_quilts(net, "i", custom, n_records=10, k=1)
     with pytest.raises(bp.ValidationError, match="sensitive must be nodes of the network"):
-        calibrate_quilts(bn, "nope", bp.count(lambda b: b["q"] > 0, "q"), n_records=10)
-    cal = calibrate_quilts(bn, "i", bp.count(lambda b: b["q"] > 0, "q"), n_records=10)
+        calibrate_quilts(net, "nope", bp.count(lambda b: b["q"] > 0, "q"), n_records=10)
+    cal = calibrate_quilts(net, "i", bp.count(lambda b: b["q"] > 0, "q"), n_records=10)
     # q's quilt {q}: A ∩ N = ∅; the trivial quilt: Δ = n; {q} is not dominated (smaller Δ).
     got = {c.quilt.quilt: (c.sensitivity, c.max_influence) for c in cal.candidates["i"]}
     assert got[frozenset()] == (10.0, 0.0)

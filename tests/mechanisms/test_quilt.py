@@ -29,7 +29,7 @@ import pytest
 from scipy.stats import beta as beta_dist
 
 import bayespriv as bp
-from bayespriv.calibration.quilts import MarkovChain, Quilt, calibrate_chain, calibrate_quilts
+from bayespriv.calibration.quilts import MarkovChain, ParameterNetwork, Quilt, calibrate_chain, calibrate_quilts
 from bayespriv.mechanisms.quilt import APMQM, MQM
 
 import sys
@@ -39,6 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _bn_oracles import d_separated, influence_brute_force, joint_table, random_network, tabular  # noqa: E402
 
 ALPHA = 1e-4
+
+
+def params(bn, **columns) -> ParameterNetwork:
+    """``bn`` declared as a network over parameters: node v governs column ``columns.get(v, v)``."""
+    return ParameterNetwork(bn, columns={v: columns.get(v, v) for v in bn.nodes()})
 
 
 # -- references ------------------------------------------------------------------------------------------------
@@ -83,7 +88,7 @@ def test_apmqm_attains_the_brute_force_minimum(seed):
             parts.append(bp.mean(v, bounds=(0.0, r)))
             weights[v] = r
     query = bp.stack(*parts)
-    cal = calibrate_quilts(bn, sensitive, query, n_records=n)
+    cal = calibrate_quilts(params(bn), sensitive, query, n_records=n)
     scales = []
     for eps in (0.2, 1.0, 3.0):
         mech = APMQM(cal, epsilon=eps)
@@ -100,7 +105,7 @@ def test_apmqm_attains_the_brute_force_minimum(seed):
 def test_apmqm_noise_guarantee_release_and_ledger(tmp_path):
     bn = two_node(0.8, 0.4)
     query = bp.count(lambda b: b["q"] > 0, "q", name="q>0")
-    cal = calibrate_quilts(bn, "i", query, n_records=5)
+    cal = calibrate_quilts(params(bn), "i", query, n_records=5)
     # Quilts: ∅ (Δ = 5, e = 0) and {q} (Δ = 0, e = ln 3 ≈ 1.0986).
     mech = APMQM(cal, epsilon=1.0)
     assert mech.scale == pytest.approx(5.0) and mech.chosen["i"].quilt.quilt == frozenset()
@@ -132,7 +137,7 @@ def test_apmqm_noise_guarantee_release_and_ledger(tmp_path):
 
 def test_apmqm_forced_quilts_and_refusals():
     bn = two_node(0.8, 0.4)
-    cal = calibrate_quilts(bn, "i", bp.count(lambda b: b["q"] > 0, "q"), n_records=5)
+    cal = calibrate_quilts(params(bn), "i", bp.count(lambda b: b["q"] > 0, "q"), n_records=5)
     with pytest.raises(bp.ValidationError, match=r"quilts\['i'\] must have a max-influence e < epsilon=1; got e = 1.09861"):
         APMQM(cal, epsilon=1.0, quilts={"i": {"q"}})
     forced = APMQM(cal, epsilon=2.0, quilts={"i": Quilt({"q"}, {"i"}, set())})
@@ -187,7 +192,7 @@ def tight_setup():
     = 0.977 ≤ 1; with Lap(1/2) it is 1.93."""
     bn = two_node(0.99, 0.01)
     query = bp.count(lambda b: b["sat"] > 0.5, "sat", name="high sat")
-    cal = calibrate_quilts(bn, "i", query, n_records=1, columns={"i": "income", "q": "sat"})
+    cal = calibrate_quilts(params(bn, i="income", q="sat"), "i", query, n_records=1)
     return cal
 
 
@@ -313,8 +318,8 @@ def test_candidate_search_is_valid_and_never_beats_the_exhaustive_minimum(seed):
     bn, names, cards = random_network(50 + seed, 9, edge_prob=0.35, concentration=3.0)
     queried = names[5:]
     query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0 + k)) for k, v in enumerate(queried)])
-    full = calibrate_quilts(bn, names[1], query, n_records=10)
-    cand = calibrate_quilts(bn, names[1], query, n_records=10, exhaustive=False)
+    full = calibrate_quilts(params(bn), names[1], query, n_records=10)
+    cand = calibrate_quilts(params(bn), names[1], query, n_records=10, exhaustive=False)
     assert cand.n_quilts[names[1]] < full.n_quilts[names[1]]
     for eps in (0.3, 1.0, 3.0):
         m_full, m_cand = APMQM(full, epsilon=eps), APMQM(cand, epsilon=eps)

@@ -36,7 +36,7 @@ from scipy.stats import norm
 
 import bayespriv as bp
 from bayespriv.calibration.influence import max_influence
-from bayespriv.calibration.quilts import markov_quilts
+from bayespriv.calibration.quilts import calibrate_quilts, markov_quilts
 from bayespriv.mechanisms.quilt import APMQM
 from models import school as S
 
@@ -69,6 +69,17 @@ def test_max_influences_equal_the_hand_values():
 
 def test_example1_quilt_is_a_markov_quilt_of_income():
     assert S.EXAMPLE1_QUILT in markov_quilts(S.network(), "income")
+    assert S.EXAMPLE1_QUILT in markov_quilts(S.parameter_network(), "income")
+
+
+def test_the_network_is_declared_over_parameters(cals):
+    """APMQM takes the network as one over parameters (φ_j governs column j); the bare pgmpy network is refused."""
+    net = S.parameter_network()
+    assert dict(net.columns) == {v: (v,) for v in S.NODES} and set(S.COLUMNS) == set(S.PARAMETER_COLUMNS.values())
+    assert all(tuple(net.networks[0].states[v]) == S.VALUES[v] for v in S.NODES)  # states = parameter values
+    assert dict(cals["tall"].columns) == dict(net.columns) and cals["tall"].assumptions == ("parameters_bayes_net",)
+    with pytest.raises(bp.ParameterTypeError, match="network must be a ParameterNetwork"):
+        calibrate_quilts(S.network(), "income", S.QUERIES["tall"], n_records=S.N_RECORDS)
 
 
 def test_first_count_released_without_noise(cals):
