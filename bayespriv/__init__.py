@@ -9,6 +9,7 @@ from .accounting import Ledger, VariableRelease, epsilon_on, epsilon_table, subs
 from .calibration import (
     Calibration,
     MarkovChain,
+    ParameterNetwork,
     Quilt,
     calibrate,
     calibrate_chain,
@@ -53,6 +54,7 @@ __all__ = [
     "max_influence",
     "Quilt",
     "MarkovChain",
+    "ParameterNetwork",
     "BayesNetDataModel",
     "DataModel",
     "DataModelFamily",

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -75,6 +77,14 @@ def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
 
 
 def check_finite_array(value: Any, name: str, *, ndim: int | None = None) -> np.ndarray:
+    """A finite float array; booleans and text are refused, not converted
+    (``np.asarray("1.5", dtype=float)`` would parse text, ``True`` become 1)."""
+    try:
+        kind = np.asarray(value).dtype.kind
+    except (TypeError, ValueError):  # ragged nesting: reported below
+        kind = "O"
+    if kind in "bUS":
+        raise ParameterTypeError(f"{name} must be numeric (not booleans or text); got {_show(value)}")
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -125,4 +135,118 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     choices = tuple(choices)
     if value not in choices:
         raise fail(name, f"one of {choices!r}", value)
+    return value
+
+
+def check_optional_positive_int(value: Any, name: str, *, minimum: int = 1) -> int | None:
+    """None, or an integer >= ``minimum`` (bools refused)."""
+    return None if value is None else check_positive_int(value, name, minimum=minimum)
+
+
+def check_name_or_none(value: Any, name: str) -> str | None:
+    """None or a non-empty string (labels such as a query's ``name``)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ParameterTypeError(f"{name} must be None or a non-empty string; got {_show(value)} of type {type(value).__name__}")
+    return value
+
+
+def check_column_names(value: Any, name: str = "columns", *, allow_str: bool = True) -> tuple[str, ...]:
+    """Column names: a non-empty sequence of distinct non-empty strings.
+
+    A single string is read as *one* column name when ``allow_str`` (so
+    ``"height"`` means ``("height",)``, never ``("h", "e", ...)``); otherwise it is
+    refused, pointing to ``[name]``. Duplicates are refused rather than merged.
+    """
+    if isinstance(value, str):
+        if not allow_str:
+            raise ParameterTypeError(
+                f"{name} must be a sequence of column names, not a single string; got {value!r} "
+                f"(write [{value!r}] for one column)"
+            )
+        value = (value,)
+    if value is None or isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable) or isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ParameterTypeError(f"{name} must be a non-empty sequence of column names; got {_show(value)} of type {type(value).__name__}")
+    cols = tuple(value)
+    if not cols:
+        raise fail(name, "a non-empty sequence of column names", value)
+    bad = [c for c in cols if not isinstance(c, str) or not c]
+    if bad:
+        raise ParameterTypeError(f"{name} must contain only non-empty strings; got {_show(bad)}")
+    dup = sorted({c for c in cols if cols.count(c) > 1})
+    if dup:
+        raise fail(name, "distinct column names", described(f"{list(cols)!r}, which repeats {dup!r}"))
+    return cols
+
+
+def check_frame(value: Any, name: str) -> Any:
+    """A pandas DataFrame whose column labels are unique (a repeated label makes
+    ``frame[label]`` a DataFrame, so a column would be read ambiguously)."""
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        raise ParameterTypeError(f"{name} must be a pandas DataFrame; got {type(value).__name__}")
+    if not value.columns.is_unique:
+        dup = sorted({str(c) for c in value.columns[value.columns.duplicated()]})
+        raise fail(name, "a DataFrame with unique column names", described(f"columns {dup!r} repeated"))
+    return value
+
+
+def check_sequence(value: Any, name: str, *, what: str = "values") -> tuple:
+    """A finite collection (list, tuple, set, ...), not a string, mapping or scalar."""
+    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ParameterTypeError(f"{name} must be a sequence of {what}; got {_show(value)} of type {type(value).__name__}")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise fail(name, f"a one-dimensional sequence of {what}", described(f"array of shape {value.shape}"))
+    return tuple(value)
+
+
+def available_memory() -> int:
+    """Physical memory of this machine in bytes (a generous cap for one array)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return 2**34
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1024 or unit == "PB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} PB"  # pragma: no cover
+
+
+def check_memory(n_bytes: float, name: str, value: Any, what: str) -> None:
+    """Refuse up front (instead of a MemoryError later) when an array of
+    ``n_bytes`` cannot fit in this machine's physical memory."""
+    cap = available_memory()
+    if n_bytes > cap:
+        raise fail(name, f"small enough for memory: {what} would need {format_bytes(n_bytes)}, "
+                         f"more than this machine's {format_bytes(cap)}", value)
+
+
+def freeze(value: Any) -> Any:
+    """A deep read-only copy: mappings become :class:`types.MappingProxyType`
+    over a fresh dict (nested mappings too), lists become tuples, NumPy arrays
+    read-only copies. Other values are returned as they are."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, np.ndarray):
+        arr = np.array(value)
+        arr.setflags(write=False)
+        return arr
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain picklable containers from :func:`freeze`'s output (mapping proxies
+    become dicts); used by ``__getstate__`` since mapping proxies do not pickle."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(thaw(v) for v in value)
     return value

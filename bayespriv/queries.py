@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import check_positive_int, check_real, fail
+from ._validation import check_column_names, check_frame, check_name_or_none, check_positive_int, check_real, fail, freeze, thaw
 from .errors import ParameterTypeError, ValidationError
 
 __all__ = ["Batch", "Query", "Component", "mean", "count", "proportion", "stack", "batch_from_frame"]
@@ -98,13 +98,24 @@ class Query:
         default=None, repr=False
     )
 
+    def __getstate__(self) -> dict:
+        # Mapping proxies do not pickle; calibrations (and their query) go to process pools.
+        state = dict(self.__dict__)
+        state["column_sensitivities"] = thaw(state.get("column_sensitivities"))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        cs = state.get("column_sensitivities")
+        self.__dict__.update(state, column_sensitivities=None if cs is None else freeze(cs))
+
     def __post_init__(self) -> None:
         if not callable(self.fn):
             raise ParameterTypeError(f"fn must be callable; got {type(self.fn).__name__}")
-        cols = (self.columns,) if isinstance(self.columns, str) else tuple(self.columns)
-        if not cols or not all(isinstance(c, str) for c in cols):
-            raise fail("columns", "a non-empty sequence of column names", self.columns)
-        object.__setattr__(self, "columns", tuple(dict.fromkeys(cols)))
+        # A str is one column name (never split into characters); see check_column_names.
+        cols = self.columns
+        if not isinstance(cols, str) and isinstance(cols, (list, tuple)):
+            cols = tuple(dict.fromkeys(cols))  # a query may list a column twice (stack of queries)
+        object.__setattr__(self, "columns", check_column_names(cols, "columns"))
         if not isinstance(self.name, str) or not self.name:
             raise fail("name", "a non-empty string", self.name)
         if self.output_names is not None:
@@ -140,7 +151,7 @@ class Query:
         if missing:
             raise ValidationError(f"the batch must hold the query's columns {list(self.columns)!r}; missing {missing!r}")
         draws = int(np.shape(batch[self.columns[0]])[0])
-        out = np.asarray(self.fn(batch), dtype=float)
+        out = _numeric_output(self.fn(batch), self.name)
         if out.ndim != 2 or out.shape[0] != draws:
             raise ValidationError(
                 f"query {self.name!r} must return an array of shape (draws, k) = ({draws}, k); got shape {out.shape}"
@@ -259,6 +270,21 @@ class Query:
         return W, np.array([c.per_mean for c in self.components])
 
 
+def _numeric_output(value: Any, name: str) -> np.ndarray:
+    """The query's output as float64, refusing strings, objects, complex numbers
+    and anything else that is not real numbers or booleans (``np.asarray(["1.5"],
+    dtype=float)`` would silently parse text)."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise ParameterTypeError(f"query {name!r} must return a numeric array; got {type(value).__name__} ({exc})") from exc
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise ParameterTypeError(
+            f"query {name!r} must return a numeric array (real numbers or booleans); got dtype {arr.dtype}"
+        )
+    return arr.astype(float, copy=False)
+
+
 def _declared_column_sensitivities(value: Any) -> Mapping[frozenset[str], Any]:
     """Normalise ``column_sensitivities``: keys to frozensets of names, values checked."""
     if not isinstance(value, Mapping):
@@ -285,9 +311,9 @@ def _declared_value(value: Any, n_records: int, name: str) -> float:
 
 
 def batch_from_frame(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, np.ndarray]:
-    """A batch of one dataset from a DataFrame, refusing missing columns and NaN."""
-    if not isinstance(frame, pd.DataFrame):
-        raise ParameterTypeError(f"dataset must be a pandas DataFrame; got {type(frame).__name__}")
+    """A batch of one dataset from a DataFrame, refusing missing columns, repeated
+    column names and NaN."""
+    check_frame(frame, "dataset")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValidationError(f"dataset must have the columns {list(columns)!r}; missing {missing!r}")
@@ -355,7 +381,7 @@ class _AdditiveFn:
     def __call__(self, batch: Batch) -> np.ndarray:
         cols = []
         for c in self.components:
-            h = np.asarray(c.h(batch), dtype=float)
+            h = _numeric_output(c.h(batch), c.name)
             cols.append(h.mean(axis=1) if c.per_mean else h.sum(axis=1))
         return np.stack(cols, axis=1)
 
@@ -388,15 +414,14 @@ def mean(column: str, *, bounds: tuple[float, float] | None = None, name: str | 
         :class:`~bayespriv.mechanisms.GroupDP`). Without bounds the mean is
         exactly linear, which Gaussian data models use for closed-form moments.
     """
-    if not isinstance(column, str):
-        raise ParameterTypeError(f"column must be a string; got {type(column).__name__}")
-    label = name or f"mean({column})"
+    if not isinstance(column, str) or not column:
+        raise ParameterTypeError(f"column must be a non-empty string; got {column!r} of type {type(column).__name__}")
+    label = check_name_or_none(name, "name") or f"mean({column})"
     if bounds is None:
         return _additive([Component(_Column(column), True, None, {column: 1.0}, label, (column,))], label)
-    try:
-        lo, hi = (check_real("bounds", v) for v in bounds)
-    except TypeError:
-        raise ParameterTypeError(f"bounds must be a pair (low, high); got {bounds!r}") from None
+    if isinstance(bounds, (str, bytes)) or not isinstance(bounds, (tuple, list, np.ndarray)) or len(bounds) != 2:
+        raise ParameterTypeError(f"bounds must be a pair (low, high) of numbers; got {bounds!r}")
+    lo, hi = (check_real("bounds", v) for v in bounds)
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise fail("bounds", "finite with low < high", bounds)
     return _additive([Component(_Clipped(column, lo, hi), True, hi - lo, None, label, (column,))], label)
@@ -405,19 +430,19 @@ def mean(column: str, *, bounds: tuple[float, float] | None = None, name: str | 
 def _predicate_component(predicate, columns, per_mean, name) -> Component:
     if not callable(predicate):
         raise ParameterTypeError(f"predicate must be callable; got {type(predicate).__name__}")
-    cols = (columns,) if isinstance(columns, str) else tuple(columns)
+    cols = check_column_names(columns, "columns")
     return Component(_Indicator(predicate, cols[0], name), per_mean, 1.0, None, name, cols)
 
 
 def count(predicate: Callable[[Batch], np.ndarray], columns: str | Sequence[str], *, name: str | None = None) -> Query:
     """Number of records satisfying ``predicate`` (batch -> bool ``(draws, n_records)``)."""
-    label = name or "count"
+    label = check_name_or_none(name, "name") or "count"
     return _additive([_predicate_component(predicate, columns, False, label)], label)
 
 
 def proportion(predicate: Callable[[Batch], np.ndarray], columns: str | Sequence[str], *, name: str | None = None) -> Query:
     """Share of records satisfying ``predicate``."""
-    label = name or "proportion"
+    label = check_name_or_none(name, "name") or "proportion"
     return _additive([_predicate_component(predicate, columns, True, label)], label)
 
 
@@ -428,7 +453,7 @@ def stack(*queries: Query, name: str | None = None) -> Query:
     for q in queries:
         if not isinstance(q, Query):
             raise ParameterTypeError(f"stack takes Query objects; got {type(q).__name__}")
-    label = name or "stack(" + ", ".join(q.name for q in queries) + ")"
+    label = check_name_or_none(name, "name") or "stack(" + ", ".join(q.name for q in queries) + ")"
     if all(q.additive for q in queries):
         return _additive([c for q in queries for c in q.components], label)
     columns = tuple(dict.fromkeys(c for q in queries for c in q.columns))

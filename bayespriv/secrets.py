@@ -17,10 +17,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
-from ._validation import check_real, fail
+from ._validation import check_real, check_sequence, fail
 from .errors import ParameterTypeError, UnsupportedSecretError, ValidationError
 
 __all__ = ["DatasetSecret", "DistributionSecret", "Secret", "SecretPair", "pairs_between", "all_pairs", "as_pairs", "share_count"]
+
+
+def _check_value(value: Any, name: str) -> float:
+    """A finite real number (the value a secret fixes)."""
+    v = check_real(name, value)
+    if not math.isfinite(v):
+        raise fail(name, "finite", value)
+    return v
+
+
+def _check_secrets(values: Any, name: str) -> list:
+    """A collection of DatasetSecret / DistributionSecret objects."""
+    out = list(check_sequence(values, name, what="secrets"))
+    for s in out:
+        if not isinstance(s, (DatasetSecret, DistributionSecret)):
+            raise ParameterTypeError(f"{name} must contain only DatasetSecret or DistributionSecret objects; "
+                                     f"got {type(s).__name__}")
+    return out
 
 
 def _check_name(value: Any, name: str) -> str:
@@ -54,7 +72,7 @@ class DatasetSecret:
 
     def __post_init__(self) -> None:
         _check_name(self.column, "column")
-        if self.statistic not in ("proportion", "mean"):
+        if not isinstance(self.statistic, str) or self.statistic not in ("proportion", "mean"):
             raise fail("statistic", "'proportion' or 'mean'", self.statistic)
         value = check_real("value", self.value)
         if not math.isfinite(value):
@@ -68,12 +86,23 @@ class DatasetSecret:
 
     @classmethod
     def proportion(cls, column: str, category: Any, p: float) -> "DatasetSecret":
-        """Secret "the share of records with ``column == category`` is ``p``"."""
+        """Secret "the share of records with ``column == category`` is ``p``".
+
+        Privacy
+        -------
+        A proportion secret fixes how many records are in ``category`` (p·n of
+        them), not which ones; the papers' guarantees for it treat the records
+        as exchangeable, so every calibration using it carries the assumption
+        ``"exchangeable_records"`` (see :attr:`bayespriv.Calibration.assumptions`).
+        """
+        if not 0.0 <= _check_value(p, "p") <= 1.0:
+            raise fail("p", "a proportion in [0, 1]", p)
         return cls(column, "proportion", p, category)
 
     @classmethod
     def mean(cls, column: str, a: float) -> "DatasetSecret":
         """Secret "the mean of ``column`` over the dataset is ``a``"."""
+        _check_value(a, "a")
         return cls(column, "mean", a)
 
     @property
@@ -195,7 +224,7 @@ def pairs_between(first: Iterable[Secret], second: Iterable[Secret]) -> tuple[Se
     This is the pair set of the papers' experiments, e.g. the share of women
     ``a in (0.25, 0.5)`` against ``b in (0.5, 0.75)``.
     """
-    first, second = list(first), list(second)
+    first, second = _check_secrets(first, "first"), _check_secrets(second, "second")
     if not first or not second:
         raise fail("first and second", "non-empty collections of secrets", (len(first), len(second)))
     return tuple(SecretPair(a, b) for a, b in itertools.product(first, second))
@@ -203,7 +232,7 @@ def pairs_between(first: Iterable[Secret], second: Iterable[Secret]) -> tuple[Se
 
 def all_pairs(secrets: Iterable[Secret]) -> tuple[SecretPair, ...]:
     """Every unordered pair of distinct secrets (needs at least two)."""
-    secrets = list(dict.fromkeys(secrets))
+    secrets = list(dict.fromkeys(_check_secrets(secrets, "secrets")))
     if len(secrets) < 2:
         raise fail("secrets", "at least two distinct secrets", secrets)
     return tuple(SecretPair(a, b) for a, b in itertools.combinations(secrets, 2))

@@ -6,7 +6,11 @@ or ``TypeError`` (``ParameterTypeError``).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
+import pickle
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -164,14 +168,16 @@ def weight_mechanism() -> APGM:
 
 
 def test_nan_in_the_data(weight_mechanism):
-    data = pd.DataFrame({"weight": [150.0, np.nan, 170.0], "height": [60.0, 65.0, 70.0]})
+    weight = np.full(20, 160.0)
+    weight[1] = np.nan
+    data = pd.DataFrame({"weight": weight, "height": np.full(20, 65.0)})
     with pytest.raises(bp.ValidationError) as info:
         weight_mechanism.release(data, rng=0)
     assert_message(info.value, "'weight'", "missing values", "1 NaN")
 
 
 def test_nan_in_an_unused_column_is_fine(weight_mechanism):
-    data = pd.DataFrame({"weight": [150.0, 170.0], "height": [np.nan, 65.0]})
+    data = pd.DataFrame({"weight": np.full(20, 160.0), "height": np.r_[np.nan, np.full(19, 65.0)]})
     assert weight_mechanism.release(data, rng=0).value.shape == (1,)
 
 
@@ -182,7 +188,7 @@ def test_missing_column_at_release(weight_mechanism):
 
 
 def test_empty_dataset(weight_mechanism):
-    with pytest.raises(bp.ValidationError, match="dataset must be non-empty"):
+    with pytest.raises(bp.ValidationError, match="dataset must have 20 rows"):
         weight_mechanism.release(pd.DataFrame({"weight": pd.Series([], dtype=float)}), rng=0)
 
 
@@ -276,8 +282,10 @@ def test_proportion_at_the_ends_is_fine(p):
 @pytest.mark.parametrize("value, error", [(math.nan, bp.ValidationError), (math.inf, bp.ValidationError),
                                           ("0.5", bp.ParameterTypeError)])
 def test_secret_value_not_finite(value, error):
-    with pytest.raises(error, match="value"):
+    with pytest.raises(error, match="^a must"):  # DatasetSecret.mean(column, a)
         bp.DatasetSecret.mean("height", value)
+    with pytest.raises(error, match="^value must"):
+        bp.DatasetSecret("height", "mean", value)
     with pytest.raises(error, match="value"):
         bp.DistributionSecret("p_female", value)
 
@@ -310,3 +318,451 @@ def test_from_moments_covariance_not_psd():
 def test_from_moments_nan_mean():
     with pytest.raises(bp.ValidationError, match="finite"):
         bp.Calibration.from_moments({A: [np.nan], B: [1.0]}, {A: 1.0, B: 1.0}, PAIR)
+
+
+# == issue 11 item 5: every bad input gets a BayesPrivError naming the parameter ===========================
+#
+# Each case: (id, call, error class, text the message must contain — the parameter's name first).
+
+TABLE = pd.DataFrame({"sex": ["F", "M"] * 10, "height": np.arange(20.0), "u": ["a", "b"] * 10, "v": ["x"] * 20})
+DUPLICATED = pd.DataFrame([[1.0, 2.0, 3.0]] * 4, columns=["weight", "weight", "height"])
+P40, P60 = bp.DatasetSecret.proportion("sex", "F", 0.4), bp.DatasetSecret.proportion("sex", "F", 0.6)
+
+
+def _text_query(value: object) -> bp.Query:
+    return bp.Query(lambda b: np.full((b["height"].shape[0], 1), value, dtype=object if value is None else None),
+                    ["height"], "textq")
+
+
+def _calibration_fields(**changes) -> dict:
+    fields = dict(secrets=(A, B), pairs=(PAIR,), mean_array=[[0.0], [1.0]], cov_array=[[[1.0]], [[1.0]]],
+                  mean_se=[[0.1], [0.1]], cov_se=[[[0.1]], [[0.1]]], cov_se_white=[[[0.1]], [[0.1]]],
+                  confidence=0.95, z=3.0, n_draws=100, n_records=20)
+    fields.update(changes)
+    return fields
+
+
+BAD_INPUTS = [
+    # duplicate DataFrame column names, wherever a DataFrame enters
+    ("dup-release", lambda: APGM(calibration(bp.mean("weight")), epsilon=1.0, delta=1e-3).release(DUPLICATED, rng=0),
+     bp.ValidationError, ["dataset", "unique column names", "'weight'"]),
+    ("dup-query", lambda: bp.mean("weight")(DUPLICATED), bp.ValidationError, ["dataset", "unique column names"]),
+    ("dup-empirical", lambda: bp.EmpiricalDataModel(DUPLICATED, 2), bp.ValidationError, ["table", "unique column names"]),
+    ("dup-subset", lambda: bp.subset_count_table(DUPLICATED, protected="weight", public="height", epsilon=1.0),
+     bp.ValidationError, ["table", "unique column names"]),
+    # columns None / [] / a str / not names
+    ("Query-columns-None", lambda: bp.Query(lambda b: b, None, "q"), bp.ParameterTypeError, ["columns", "None"]),
+    ("Query-columns-empty", lambda: bp.Query(lambda b: b, [], "q"), bp.ValidationError, ["columns", "non-empty"]),
+    ("Query-columns-int", lambda: bp.Query(lambda b: b, 3, "q"), bp.ParameterTypeError, ["columns", "3"]),
+    ("count-columns-None", lambda: bp.count(lambda b: b["x"] > 0, None), bp.ParameterTypeError, ["columns", "None"]),
+    ("count-columns-empty", lambda: bp.count(lambda b: b["x"] > 0, []), bp.ValidationError, ["columns", "non-empty"]),
+    ("proportion-columns-dup", lambda: bp.proportion(lambda b: b["x"] > 0, ["x", "x"]), bp.ValidationError,
+     ["columns", "distinct", "'x'"]),
+    ("Gaussian-columns-None", lambda: bp.GaussianDataModel([0.0], [[1.0]], None, 3), bp.ParameterTypeError, ["columns", "None"]),
+    ("Gaussian-columns-empty", lambda: bp.GaussianDataModel([], [[]], [], 3), bp.ValidationError, ["columns", "non-empty"]),
+    ("Gaussian-columns-str", lambda: bp.GaussianDataModel([0.0, 0.0], np.eye(2), "hw", 3), bp.ParameterTypeError,
+     ["columns", "single string", "'hw'", "['hw']"]),
+    ("Function-columns-str", lambda: bp.FunctionDataModel(lambda s, n, r: {}, columns="x", n_records=3),
+     bp.ParameterTypeError, ["columns", "single string"]),
+    ("Function-columns-int", lambda: bp.FunctionDataModel(lambda s, n, r: {}, columns=[1], n_records=3),
+     bp.ParameterTypeError, ["columns", "non-empty strings"]),
+    # queries returning text, objects, complex numbers: refused at calibration and at release
+    ("query-str-calibrate", lambda: bp.calibrate(model(), PAIR, _text_query("a"), n_draws=10, rng=0),
+     bp.ParameterTypeError, ["query 'textq'", "numeric", "<U1"]),
+    ("query-numeric-text-calibrate", lambda: bp.calibrate(model(), PAIR, _text_query("1.5"), n_draws=10, rng=0),
+     bp.ParameterTypeError, ["query 'textq'", "numeric"]),
+    ("query-object-calibrate", lambda: bp.calibrate(model(), PAIR, _text_query(None), n_draws=10, rng=0),
+     bp.ParameterTypeError, ["query 'textq'", "numeric", "object"]),
+    ("query-complex-calibrate", lambda: bp.calibrate(model(), PAIR, _text_query(1 + 1j), n_draws=10, rng=0),
+     bp.ParameterTypeError, ["query 'textq'", "complex"]),
+    ("query-text-release", lambda: APGM(calibration(_text_query("1.5")), epsilon=1.0, delta=1e-3).release(
+        pd.DataFrame({"height": np.arange(20.0)}), rng=0), bp.ParameterTypeError, ["query 'textq'", "numeric"]),
+    ("mean-of-text-column", lambda: bp.calibrate(bp.EmpiricalDataModel(TABLE, 5), bp.SecretPair(P40, P60),
+                                                 bp.mean("sex"), n_draws=10, rng=0),
+     bp.ParameterTypeError, ["mean(sex)", "numeric"]),
+    # sizes that cannot fit in memory: refused up front, naming the memory needed
+    ("n_records-1e12", lambda: bp.GaussianDataModel([0.0], [[1.0]], ["height"], 10**12), bp.ValidationError,
+     ["n_records", "memory", "TB", "10000000000"]),
+    ("n_draws-1e15", lambda: bp.calibrate(model(), PAIR, bp.mean("weight"), n_draws=10**15, rng=0),
+     bp.ValidationError, ["n_draws", "memory", "calibration samples"]),
+    ("sample-n_draws-1e15", lambda: model().sample(None, 10**15, rng=0), bp.ValidationError, ["n_draws", "memory"]),
+    ("two_sided_geometric-size", lambda: bp.accounting.two_sided_geometric(1.0, 10**15, rng=0), bp.ValidationError,
+     ["size", "memory"]),
+    ("pair_matrix-n", lambda: bp.accounting.pair_matrix(10**6), bp.ValidationError, ["n", "memory"]),
+    ("subset_count_array-size", lambda: bp.accounting.subset_count_array([[1, 2]], 1.0, size=10**15, rng=0),
+     bp.ValidationError, ["size", "memory"]),
+    # from_moments
+    ("from_moments-n_records-negative", lambda: bp.Calibration.from_moments({A: [0.0], B: [1.0]}, {A: 1.0, B: 1.0}, PAIR,
+                                                                            n_records=-3),
+     bp.ValidationError, ["n_records", ">= 1", "-3"]),
+    ("from_moments-n_records-float", lambda: bp.Calibration.from_moments({A: [0.0], B: [1.0]}, {A: 1.0, B: 1.0}, PAIR,
+                                                                         n_records=2.5),
+     bp.ParameterTypeError, ["n_records", "2.5"]),
+    ("from_moments-n_records-bool", lambda: bp.Calibration.from_moments({A: [0.0], B: [1.0]}, {A: 1.0, B: 1.0}, PAIR,
+                                                                        n_records=True),
+     bp.ParameterTypeError, ["n_records", "True"]),
+    ("from_moments-query", lambda: bp.Calibration.from_moments({A: [0.0], B: [1.0]}, {A: 1.0, B: 1.0}, PAIR, query=5),
+     bp.ParameterTypeError, ["query", "int"]),
+    ("from_moments-mean-inf", lambda: bp.Calibration.from_moments({A: [np.inf], B: [1.0]}, {A: 1.0, B: 1.0}, PAIR),
+     bp.ValidationError, ["means[", "finite"]),
+    ("from_moments-cov-nan", lambda: bp.Calibration.from_moments({A: [0.0], B: [1.0]}, {A: np.nan, B: 1.0}, PAIR),
+     bp.ValidationError, ["covs[", "finite"]),
+    ("from_moments-mean-text", lambda: bp.Calibration.from_moments({A: "1.5", B: [1.0]}, {A: 1.0, B: 1.0}, PAIR),
+     bp.ParameterTypeError, ["means[", "numeric"]),
+    ("from_moments-cov-bool", lambda: bp.Calibration.from_moments({A: [0.0], B: [1.0]}, {A: True, B: 1.0}, PAIR),
+     bp.ParameterTypeError, ["covs[", "numeric"]),
+    # Calibration built by hand: confidence must match z, arrays must be consistent
+    ("Calibration-z0-confidence", lambda: bp.Calibration(**_calibration_fields(confidence=0.99, z=0.0)),
+     bp.ValidationError, ["z must be >=", "confidence=0.99"]),
+    ("Calibration-z-too-small", lambda: bp.Calibration(**_calibration_fields(confidence=0.95, z=1.96)),
+     bp.ValidationError, ["z must be >=", "4 intervals"]),
+    ("Calibration-plug-in-z", lambda: bp.Calibration(**_calibration_fields(confidence=None, z=2.0)),
+     bp.ValidationError, ["z", "confidence is None"]),
+    ("Calibration-sure-with-error", lambda: bp.Calibration(**_calibration_fields(confidence=1.0)),
+     bp.ValidationError, ["confidence", "standard errors"]),
+    ("Calibration-z-nan", lambda: bp.Calibration(**_calibration_fields(z=math.nan)), bp.ValidationError, ["z", "finite"]),
+    ("Calibration-z-text", lambda: bp.Calibration(**_calibration_fields(z="3")), bp.ParameterTypeError, ["z", "'3'"]),
+    ("Calibration-confidence-2", lambda: bp.Calibration(**_calibration_fields(confidence=2.0)), bp.ValidationError,
+     ["confidence", "2.0"]),
+    ("Calibration-secrets", lambda: bp.Calibration(**_calibration_fields(secrets=None)), bp.ParameterTypeError, ["secrets"]),
+    ("Calibration-pairs-stray", lambda: bp.Calibration(**_calibration_fields(pairs=(bp.SecretPair(A, P40.__class__.mean("height", 1.0)),))),
+     bp.ValidationError, ["pairs", "calibration's secrets"]),
+    ("Calibration-mean-shape", lambda: bp.Calibration(**_calibration_fields(mean_array=[0.0, 1.0])), bp.ValidationError,
+     ["mean_array", "2-dimensional"]),
+    ("Calibration-mean-nan", lambda: bp.Calibration(**_calibration_fields(mean_array=[[np.nan], [1.0]])),
+     bp.ValidationError, ["mean_array", "finite"]),
+    ("Calibration-cov-shape", lambda: bp.Calibration(**_calibration_fields(cov_array=[[1.0], [1.0]])), bp.ValidationError,
+     ["cov_array", "(2, 1, 1)"]),
+    ("Calibration-se-negative", lambda: bp.Calibration(**_calibration_fields(mean_se=[[-0.1], [0.1]])),
+     bp.ValidationError, ["mean_se", "non-negative"]),
+    ("Calibration-n_draws", lambda: bp.Calibration(**_calibration_fields(n_draws=0)), bp.ValidationError, ["n_draws", "0"]),
+    ("Calibration-n_records", lambda: bp.Calibration(**_calibration_fields(n_records=-1)), bp.ValidationError,
+     ["n_records", "-1"]),
+    ("Calibration-names", lambda: bp.Calibration(**_calibration_fields(component_names=("a", "b"))), bp.ValidationError,
+     ["component_names", "1 strings"]),
+    ("Calibration-query", lambda: bp.Calibration(**_calibration_fields(query="q")), bp.ParameterTypeError, ["query", "str"]),
+    ("Calibration-theta", lambda: bp.Calibration(**_calibration_fields(theta=[1])), bp.ParameterTypeError, ["theta", "list"]),
+    ("Calibration-diagnostics", lambda: bp.Calibration(**_calibration_fields(diagnostics=None)), bp.ParameterTypeError,
+     ["diagnostics", "NoneType"]),
+    ("Calibration-family", lambda: bp.Calibration(**_calibration_fields(family=(1,))), bp.ParameterTypeError, ["family"]),
+    # subset_count_table: counts beyond 2**53 would wrap int64
+    ("subset-count-1e20", lambda: bp.subset_count_table(
+        pd.DataFrame({"u": ["a", "b"], "v": ["x", "x"], "c": [1e20, 1.0]}), protected="u", public="v", epsilon=1.0,
+        count="c", protected_values=["a", "b"]), bp.ValidationError, ["count", "2**53", "1e+20"]),
+    ("subset-count-sum-overflows", lambda: bp.subset_count_table(
+        pd.DataFrame({"u": ["a", "a"], "v": ["x", "x"], "c": [2**62, 2**62]}), protected="u", public="v", epsilon=1.0,
+        count="c", protected_values=["a", "b"]), bp.ValidationError, ["count", "2**53"]),
+    ("subset_count_array-huge", lambda: bp.accounting.subset_count_array([[1e20, 0.0]], 1.0, rng=0), bp.ValidationError,
+     ["counts", "2**53"]),
+    ("subset-protected_values-int", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
+                                                                  protected_values=3), bp.ParameterTypeError,
+     ["protected_values", "3"]),
+    ("subset-public_values-float", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
+                                                                 protected_values=["a", "b"], public_values=1.5),
+     bp.ParameterTypeError, ["public_values", "1.5"]),
+    ("subset-ledger", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
+                                                    protected_values=["a", "b"], ledger="ledger.db"),
+     bp.ParameterTypeError, ["ledger", "str"]),
+    ("two_sided_geometric-size-float", lambda: bp.accounting.two_sided_geometric(1.0, 2.5, rng=0), bp.ValidationError,
+     ["size", "2.5"]),
+    ("two_sided_geometric-size-negative", lambda: bp.accounting.two_sided_geometric(1.0, -1, rng=0), bp.ValidationError,
+     ["size", "-1"]),
+    ("two_sided_geometric_pmf-z", lambda: bp.accounting.two_sided_geometric_pmf("x", 1.0), bp.ParameterTypeError,
+     ["z", "numeric"]),
+    ("two_sided_geometric_pmf-z-fraction", lambda: bp.accounting.two_sided_geometric_pmf([0.5], 1.0),
+     bp.ValidationError, ["z", "integers"]),
+    ("cell_variance-n", lambda: bp.accounting.cell_variance("x", 1.0), bp.ParameterTypeError, ["n", "numeric"]),
+    ("cell_variance-n-negative", lambda: bp.accounting.cell_variance(-1, 1.0), bp.ValidationError, ["n", "whole numbers"]),
+    ("pair_matrix-None", lambda: bp.accounting.pair_matrix(None), bp.ParameterTypeError, ["n", "None"]),
+    ("pair_matrix-bool", lambda: bp.accounting.pair_matrix(True), bp.ParameterTypeError, ["n", "True"]),
+    ("nonnegative_rows-scalar", lambda: bp.accounting.nonnegative_rows(3), bp.ValidationError, ["table", "1-dimensional"]),
+    ("SubsetCountMechanism-name", lambda: bp.accounting.SubsetCountMechanism(None, "v", 1.0), bp.ParameterTypeError,
+     ["protected_variable", "None"]),
+    # epsilon tables
+    ("epsilon_table-releases-None", lambda: bp.epsilon_table(None), bp.ParameterTypeError, ["releases", "None"]),
+    ("epsilon_on-releases-int", lambda: bp.epsilon_on(3, ["a"]), bp.ParameterTypeError, ["releases", "3"]),
+    ("epsilon_table-release-text", lambda: bp.epsilon_table(["r"]), bp.ParameterTypeError, ["releases[0]", "str"]),
+    ("epsilon_table-total", lambda: bp.epsilon_table([bp.VariableRelease("r", 1.0, ("a",))], total=3),
+     bp.ParameterTypeError, ["total", "3"]),
+    ("VariableRelease-name", lambda: bp.VariableRelease("", 1.0, ("a",)), bp.ParameterTypeError, ["name", "''"]),
+    # queries
+    ("mean-bounds-empty", lambda: bp.mean("x", bounds=[]), bp.ParameterTypeError, ["bounds", "pair"]),
+    ("mean-bounds-triple", lambda: bp.mean("x", bounds=(0, 1, 2)), bp.ParameterTypeError, ["bounds", "pair"]),
+    ("mean-column-empty", lambda: bp.mean(""), bp.ParameterTypeError, ["column", "non-empty"]),
+    ("mean-name-array", lambda: bp.mean("x", name=np.zeros(2)), bp.ParameterTypeError, ["name", "ndarray"]),
+    ("count-name-int", lambda: bp.count(lambda b: b["x"] > 0, "x", name=0), bp.ParameterTypeError, ["name", "0"]),
+    ("stack-name-list", lambda: bp.stack(bp.mean("x"), name=["a"]), bp.ParameterTypeError, ["name", "list"]),
+    # secrets
+    ("statistic-array", lambda: bp.DatasetSecret("height", np.zeros(2), 1.0), bp.ValidationError, ["statistic"]),
+    ("proportion-p-nan", lambda: bp.DatasetSecret.proportion("sex", "F", math.nan), bp.ValidationError, ["p", "finite"]),
+    ("proportion-p-text", lambda: bp.DatasetSecret.proportion("sex", "F", "0.5"), bp.ParameterTypeError, ["p", "'0.5'"]),
+    ("all_pairs-None", lambda: bp.all_pairs(None), bp.ParameterTypeError, ["secrets", "None"]),
+    ("all_pairs-numbers", lambda: bp.all_pairs([1, 2]), bp.ParameterTypeError, ["secrets", "int"]),
+    ("pairs_between-first", lambda: bp.pairs_between(3, [B]), bp.ParameterTypeError, ["first", "3"]),
+    ("pairs_between-second-text", lambda: bp.pairs_between([A], "B"), bp.ParameterTypeError, ["second", "'B'"]),
+    # data models and calibrate
+    ("Gaussian-cov-bool", lambda: bp.GaussianDataModel([0.0], True, ["h"], 3), bp.ParameterTypeError, ["cov", "numeric"]),
+    ("Gaussian-mean-text", lambda: bp.GaussianDataModel(["0"], [[1.0]], ["h"], 3), bp.ParameterTypeError, ["mean", "numeric"]),
+    ("model-theta", lambda: bp.GaussianDataModel([0.0], [[1.0]], ["h"], 3, theta=[1]), bp.ParameterTypeError, ["theta", "list"]),
+    ("calibrate-progress", lambda: bp.calibrate(model(), PAIR, bp.mean("weight"), n_draws=10, rng=0, progress=np.zeros(2)),
+     bp.ParameterTypeError, ["progress"]),
+    ("calibrate-chunk_size", lambda: bp.calibrate(model(), PAIR, bp.mean("weight"), n_draws=10, rng=0, chunk_size=0),
+     bp.ValidationError, ["chunk_size", "0"]),
+]
+
+
+@pytest.mark.parametrize("call, error, parts", [c[1:] for c in BAD_INPUTS], ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_gets_a_clear_error(call, error, parts):
+    """Each bad input raises the stated BayesPrivError subclass; the message names the parameter (and the rule/value)."""
+    with pytest.raises(bp.BayesPrivError) as info:
+        call()
+    assert isinstance(info.value, error), f"{type(info.value).__name__}: {info.value}"
+    assert_message(info.value, *parts)
+
+
+def test_a_string_is_one_column_name_for_queries():
+    """Queries read ``columns="hw"`` as the one column "hw" (documented), never as "h" and "w"."""
+    assert bp.Query(lambda b: b["hw"], "hw", "q").columns == ("hw",)
+    assert bp.count(lambda b: b["hw"] > 0, "hw").components[0].columns == ("hw",)
+
+
+def test_counts_up_to_two_to_the_53_are_exact():
+    """The boundary of the count check: 2**53 in one cell is kept exactly (no wrap, no refusal)."""
+    table = pd.DataFrame({"u": ["a", "b"], "v": ["x", "x"], "c": [float(2**53 - 1), 1.0]})
+    out = bp.subset_count_table(table, protected="u", public="v", epsilon=1.0, count="c", protected_values=["a", "b"], rng=0)
+    assert int(out.loc["x"].sum()) == 2**53  # the public margin is exact
+
+
+# == read-only diagnostics and parameters, still picklable =================================================
+
+
+def _sampled_calibration(secrets=(A, B)) -> bp.Calibration:
+    from bayespriv.calibration import calibration_from_samples
+
+    rng = np.random.default_rng(0)
+    samples = rng.normal(size=(len(secrets), 200, 1)) + np.arange(len(secrets))[:, None, None]
+    cal = calibration_from_samples(samples, secrets, (bp.SecretPair(*secrets),), None, confidence=0.95, n_records=20,
+                                   theta={"mu": 1.0}, diagnostics={"mcmc": {"s": {"route": "forward", "variables": ["z"]}}})
+    return cal
+
+
+def test_diagnostics_and_theta_are_read_only_deeply():
+    cal = _sampled_calibration()
+    with pytest.raises(TypeError):
+        cal.diagnostics["new"] = 1
+    with pytest.raises(TypeError):
+        cal.diagnostics["mcmc"]["s"]["route"] = "mcmc"  # nested mappings too
+    with pytest.raises(AttributeError):
+        cal.diagnostics["mcmc"]["s"]["variables"].append("w")  # lists become tuples
+    with pytest.raises(TypeError):
+        cal.theta["mu"] = 2.0
+    with pytest.raises(ValueError):
+        cal.mean_array[0, 0] = 1.0
+    assert cal.diagnostics == {"mcmc": {"s": {"route": "forward", "variables": ("z",)}}}
+
+
+def test_caller_dict_is_copied_not_wrapped():
+    """Editing the dict given to the calibration afterwards does not change it."""
+    diagnostics = {"note": {"a": 1}}
+    cal = dataclasses.replace(calibration(), diagnostics=diagnostics)
+    diagnostics["note"]["a"] = 2
+    diagnostics["other"] = 3
+    assert cal.diagnostics == {"note": {"a": 1}}
+
+
+def test_read_only_calibration_and_query_pickle_and_copy():
+    cal = dataclasses.replace(_sampled_calibration(), query=bp.Query(_FirstColumn(), ["x"], "q", column_sensitivities={"x": 1.0}))
+    for clone in (pickle.loads(pickle.dumps(cal)), copy.deepcopy(cal)):
+        assert clone.diagnostics == cal.diagnostics and isinstance(clone.diagnostics, MappingProxyType)
+        assert isinstance(clone.diagnostics["mcmc"], MappingProxyType)
+        assert clone.theta == {"mu": 1.0} and isinstance(clone.theta, MappingProxyType)
+        assert isinstance(clone.query.column_sensitivities, MappingProxyType)
+        assert clone.query.column_sensitivity("x", 20) == 1.0
+        np.testing.assert_array_equal(clone.mean_array, cal.mean_array)
+        assert clone.z == cal.z and clone.confidence == cal.confidence
+
+
+def test_nothing_in_the_library_writes_to_a_calibration_mapping():
+    """A family calibration (the engine rebuilds diagnostics with replace) ends read-only too."""
+    fam = bp.DataModelFamily(lambda mu: bp.GaussianDataModel([mu, 160.0], [[9.0, 30.0], [30.0, 225.0]],
+                                                             ["height", "weight"], n_records=20), {"mu": [64.0, 66.0]})
+    cal = bp.calibrate(fam, PAIR, bp.mean("weight"), n_draws=200, rng=1)
+    assert isinstance(cal.diagnostics["family"], MappingProxyType)
+    assert cal.diagnostics["family"]["worst_theta"] == dict(cal.theta)
+    assert all(isinstance(m.theta, MappingProxyType) for m in cal.family)
+
+
+@dataclasses.dataclass(frozen=True)
+class _FirstColumn:
+    def __call__(self, batch):
+        return batch["x"][:, :1]
+
+
+# == confidence and z agree ==================================================================================
+
+
+def test_engine_calibrations_pass_the_confidence_z_check():
+    """Every z the engine produces is the Bonferroni quantile the check asks for (built twice: no error)."""
+    from bayespriv.calibration.moments import bonferroni_z
+    from bayespriv.calibration.result import n_intervals
+
+    cal = _sampled_calibration()
+    assert cal.z == pytest.approx(bonferroni_z(0.95, n_intervals(2, 1)))
+    dataclasses.replace(cal)  # re-validates
+    dataclasses.replace(cal, z=cal.z * 1.5)  # a larger z is conservative: accepted
+
+
+# == proportion secrets name exchangeability ==================================================================
+
+
+def test_proportion_secrets_carry_exchangeable_records():
+    pair = bp.SecretPair(P40, P60)
+    cal = bp.calibrate(bp.EmpiricalDataModel(TABLE, 5), pair, bp.proportion(lambda b: b["sex"] == "F", "sex"),
+                       n_draws=100, rng=0, confidence=None)
+    assert "exchangeable_records" in cal.assumptions
+    exact = bp.Calibration.from_moments({P40: [0.4], P60: [0.6]}, {P40: 0.01, P60: 0.01}, pair)
+    assert exact.assumptions == ("exchangeable_records",)
+    assert "exchangeable_records" not in calibration().assumptions  # mean secrets: not assumed
+    dist = bp.SecretPair(bp.DistributionSecret("p", 0.2), bp.DistributionSecret("p", 0.8))
+    s1, s2 = dist.secrets
+    assert "exchangeable_records" not in bp.Calibration.from_moments({s1: [0.0], s2: [1.0]}, {s1: 1.0, s2: 1.0}, dist).assumptions
+
+
+# == mechanism constructors and the release path (the lead's: base.py) ========================================
+#
+# Every Mechanism subclass in bp.mechanisms.__all__, built small; extreme ε, a non-Ledger ``ledger=``,
+# a wrong ``rng=`` and an unknown noise kind must each be refused with a BayesPrivError naming the
+# parameter (or, for extreme ε, release a finite value). Cases that fail before the lead's base.py
+# release-path rewrite are marked xfail(strict=True) so that the lead removes the marks.
+
+
+def _sampled(k: int = 1, confidence=0.95) -> bp.Calibration:
+    from bayespriv.calibration import calibration_from_samples
+
+    rng = np.random.default_rng(5)
+    samples = rng.normal(size=(2, 400, k)) + np.array([0.0, 1.0])[:, None, None]
+    return calibration_from_samples(samples, (A, B), (PAIR,), None, confidence=confidence, n_records=20)
+
+
+def _close_calibration() -> bp.Calibration:
+    """Means 0.1 apart with unit variance: within Theorem 4.4's radius, so Noiseless builds."""
+    return bp.Calibration.from_moments({A: [150.0], B: [150.1]}, {A: 1.0, B: 1.0}, PAIR, n_records=20)
+
+
+def _two_node_network():
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    bn = DiscreteBayesianNetwork([("i", "q")])
+    bn.add_cpds(TabularCPD("i", 2, [[0.5], [0.5]]),
+                TabularCPD("q", 2, [[0.8, 0.4], [0.2, 0.6]], evidence=["i"], evidence_card=[2]))
+    return bn
+
+
+def _apmqm(epsilon):
+    from bayespriv.calibration.quilts import calibrate_quilts
+
+    network = _two_node_network()
+    try:  # the network is over distribution parameters (issue 10 item 5); older trees took it bare
+        from bayespriv.calibration.quilts import ParameterNetwork
+
+        network = ParameterNetwork(network, columns={"i": "i", "q": "q"})
+    except ImportError:
+        pass
+    cal = calibrate_quilts(network, "i", bp.count(lambda b: b["q"] > 0, "q", name="q>0"), n_records=5)
+    return bp.mechanisms.APMQM(cal, epsilon=epsilon)
+
+
+def _mqm(epsilon):
+    from bayespriv.calibration.quilts import MarkovChain, calibrate_chain
+
+    chain = MarkovChain([[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5])
+    return bp.mechanisms.MQM(calibrate_chain(chain, bp.count(lambda x: x["s"] == 1, "s"), length=5), epsilon=epsilon)
+
+
+_M = bp.mechanisms
+# class name -> (builder(epsilon), answer for release_value, noise kinds parameter name or None)
+MECHANISM_BUILDERS = {
+    "APGM": (lambda e: _M.APGM(calibration(), epsilon=e, delta=1e-3), [150.0], None),
+    "APGMnG": (lambda e: _M.APGMnG(_sampled(), epsilon=e, delta=1e-3, eta=1e-4, lambda_eta=0.05), [0.5], None),
+    "WithExtraLaplace": (lambda e: _M.WithExtraLaplace(_M.APGM(_sampled(), epsilon=e, delta=1e-3), 0.1, eta=1e-4,
+                                                        w_infinity=0.1), [0.5], None),
+    "ExpM": (lambda e, **kw: _M.ExpM(calibration(), epsilon=e, delta=1e-3, **kw), [150.0], "noise"),
+    "DirM": (lambda e, **kw: _M.DirM(calibration(), epsilon=e, **kw), [150.0], "noise"),
+    "EigM": (lambda e: _M.EigM(calibration(k=2), epsilon=e, delta=1e-3), [150.0, 150.0], None),
+    "DauM": (lambda e: _M.DauM(calibration(k=2), epsilon=e, delta=1e-3), [150.0, 150.0], None),
+    "OptimalGaussian": (lambda e: _M.OptimalGaussian(calibration(), epsilon=e, delta=1e-3), [150.0], None),
+    "Noiseless": (lambda e: _M.Noiseless(_close_calibration(), epsilon=e, delta=0.5), [150.0], None),
+    "GroupDP": (lambda e, **kw: _M.GroupDP(bounded_calibration(), epsilon=e, delta=1e-3, **kw), [150.0], "noise"),
+    "APMQM": (_apmqm, [2.0], None),
+    "MQM": (_mqm, [2.0], None),
+    "Wasserstein": (lambda e: _M.Wasserstein(_sampled(), epsilon=e, support=(-10.0, 11.0)), [0.5], None),
+    "ApproxWasserstein": (lambda e: _M.ApproxWasserstein(_sampled(), epsilon=e, delta=1e-3, support=(-10.0, 11.0)), [0.5], None),
+}
+MECHANISM_CLASSES = sorted(
+    name for name in _M.__all__
+    if isinstance(getattr(_M, name), type) and issubclass(getattr(_M, name), _M.Mechanism) and getattr(_M, name) is not _M.Mechanism
+)
+
+# (mechanism, case) pairs that fail on the pre-rewrite release path; see the report of helper C.
+# Measured with the committed base.py (HEAD) and this file's other fixes in place.
+LEAD_XFAIL: set[tuple[str, str]] = set()  # every case now holds (the release path of issues 10/11)
+
+
+def _lead(name: str, case: str):
+    marks = [pytest.mark.xfail(strict=True, reason="lead: base.py release path")] if (name, case) in LEAD_XFAIL else []
+    return pytest.param(name, case, marks=marks, id=f"{name}-{case}")
+
+
+def test_every_mechanism_class_has_a_builder():
+    assert sorted(MECHANISM_BUILDERS) == MECHANISM_CLASSES
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISM_BUILDERS))
+def test_each_builder_releases_at_epsilon_one(name):
+    build, answer, _ = MECHANISM_BUILDERS[name]
+    release = _release(build(1.0), answer, rng=0)
+    assert np.all(np.isfinite(release.value))
+
+
+EXTREME_EPSILONS = {"eps-1e-17": 1e-17, "eps-1e300": 1e300, "eps-5e-324": 5e-324}
+RELEASE_CASES = ["ledger-str", "ledger-dict", "rng-str", "rng-negative", "rng-float", "noise-unknown"]
+
+
+def _release(mech, answer, **kwargs):
+    try:
+        return mech.release_value(answer, accept_failed_assumptions=True, **kwargs)
+    except TypeError as exc:  # the pre-rewrite release path has no accept_failed_assumptions
+        if "accept_failed_assumptions" not in str(exc):
+            raise
+        return mech.release_value(answer, **kwargs)
+
+
+@pytest.mark.parametrize("name, case", [_lead(n, c) for n in sorted(MECHANISM_BUILDERS) for c in EXTREME_EPSILONS])
+def test_extreme_epsilon_is_refused_or_releases_a_finite_value(name, case):
+    """ε = 1e-17, 1e300, 5e-324: a BayesPrivError naming epsilon, or a finite release — never inf/NaN or a raw error."""
+    build, answer, _ = MECHANISM_BUILDERS[name]
+    try:
+        release = _release(build(EXTREME_EPSILONS[case]), answer, rng=0)
+    except bp.BayesPrivError as exc:
+        assert "epsilon" in str(exc) or "ε" in str(exc), str(exc)
+        return
+    assert np.all(np.isfinite(release.value)), release.value
+
+
+@pytest.mark.parametrize("name, case", [_lead(n, c) for n in sorted(MECHANISM_BUILDERS) for c in RELEASE_CASES
+                                        if c != "noise-unknown" or MECHANISM_BUILDERS[n][2]])
+def test_bad_release_arguments_are_refused(name, case):
+    build, answer, noise_param = MECHANISM_BUILDERS[name]
+    if case == "noise-unknown":
+        with pytest.raises(bp.BayesPrivError) as info:
+            build(1.0, **{noise_param: "uniform"})
+        assert_message(info.value, noise_param, "'uniform'")
+        return
+    mech = build(1.0)
+    param, value = {"ledger-str": ("ledger", "ledger.db"), "ledger-dict": ("ledger", {}), "rng-str": ("rng", "seed"),
+                    "rng-negative": ("rng", -1), "rng-float": ("rng", 1.5)}[case]
+    kwargs = {"rng": 0, param: value}
+    with pytest.raises(bp.BayesPrivError) as info:
+        _release(mech, answer, **kwargs)
+    assert_message(info.value, param)

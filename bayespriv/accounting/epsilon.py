@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._validation import check_real, fail
+from .._validation import check_name_or_none, check_real, check_sequence, fail
 from ..errors import ParameterTypeError
 
 __all__ = ["VariableRelease", "as_variable_release", "epsilon_on", "epsilon_table"]
@@ -78,8 +78,8 @@ class VariableRelease:
     delta: float = 0.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str):
-            raise ParameterTypeError(f"name must be a string; got {self.name!r}")
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterTypeError(f"name must be a non-empty string; got {self.name!r}")
         eps = check_real("epsilon", self.epsilon)
         if not (math.isfinite(eps) and eps >= 0):
             raise fail("epsilon", "a finite number >= 0", self.epsilon)
@@ -149,7 +149,13 @@ def _collect(releases: Any) -> list[VariableRelease]:
         return [as_variable_release(r, str(k)) for k, r in releases.items()]
     if isinstance(releases, (VariableRelease, pd.DataFrame)) or hasattr(releases, "guarantee"):
         return [as_variable_release(releases)]
-    return [as_variable_release(r) for r in releases]
+    out = []
+    for i, r in enumerate(check_sequence(releases, "releases", what="releases (or a mapping name -> release)")):
+        try:
+            out.append(as_variable_release(r))
+        except ParameterTypeError as exc:
+            raise ParameterTypeError(f"releases[{i}]: {exc}") from None
+    return out
 
 
 def _compose(values: Iterable[float]) -> float:
@@ -203,6 +209,7 @@ def epsilon_table(releases: Any, variables: Iterable[str] | None = None, *, tota
     Table C            1    0                   1     0               0
     Tables A, B & C    2    1                   2     1               0
     """
+    total = check_name_or_none(total, "total")
     recs = _collect(releases)
     if variables is None:
         cols = list(dict.fromkeys(v for r in recs for v in (r.variables or r.protected or ())))

@@ -91,7 +91,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_columns_present, check_epsilon, described, fail
+from .._validation import (
+    check_columns_present,
+    check_epsilon,
+    check_finite_array,
+    check_frame,
+    check_memory,
+    check_positive_int,
+    check_sequence,
+    described,
+    fail,
+)
 from ..errors import ParameterTypeError, PrivacyAssumptionWarning, ValidationError, warn
 from ..mechanisms.base import Guarantee, LedgerLike
 from ..random import RNGLike, release_generator
@@ -109,6 +119,10 @@ __all__ = [
 
 THEOREM = "Tan, Privacy on a subset of dataset variables: Algorithm 1, Proposition 5.1"
 
+#: Largest count accepted: every integer up to 2**53 is exact in float64 (counts arrive as
+#: floats from pandas) and the noisy cells stay far inside int64, which wraps silently.
+MAX_COUNT = 2**53
+
 
 # -- the noise ---------------------------------------------------------------------------------------
 
@@ -121,7 +135,9 @@ def two_sided_geometric_pmf(z: Any, epsilon: float) -> np.ndarray:
     """P(Z = z) = (1 − α)/(1 + α) · α^{|z|} with α = e^{−ε/2} (the corrected constant)."""
     eps = check_epsilon(epsilon)
     a = _alpha(eps)
-    z = np.asarray(z)
+    z = check_finite_array(z, "z")
+    if np.any(z != np.round(z)):
+        raise fail("z", "integers (the two-sided geometric law lives on the integers)", z)
     return (1.0 - a) / (1.0 + a) * a ** np.abs(z)
 
 
@@ -132,17 +148,32 @@ def two_sided_geometric(epsilon: float, size: Any = None, *, rng: RNGLike = None
     why this is exactly the two-sided geometric law).
     """
     eps = check_epsilon(epsilon)
+    shape = _check_size(size)
     gen, _ = release_generator(rng)
-    return _draw(_alpha(eps), size, gen)
+    return _draw(_alpha(eps), shape, gen)
+
+
+def _check_size(size: Any, name: str = "size") -> tuple[int, ...] | None:
+    """None, a non-negative integer or a tuple of them; the int64 draws must fit in memory."""
+    if size is None:
+        return None
+    dims = (size,) if not isinstance(size, (tuple, list)) else tuple(size)
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
+            raise fail(name, "None, an integer >= 0 or a tuple of them", size)
+    check_memory(16.0 * math.prod(int(d) for d in dims), name, size, "the int64 draws")
+    return tuple(int(d) for d in dims)
 
 
 def _draw(alpha: float, size: Any, gen: np.random.Generator) -> np.ndarray:
     p = 1.0 - alpha
-    return gen.geometric(p, size).astype(np.int64) - gen.geometric(p, size).astype(np.int64)
+    return np.asarray(gen.geometric(p, size), dtype=np.int64) - np.asarray(gen.geometric(p, size), dtype=np.int64)
 
 
 def pair_matrix(n: int) -> np.ndarray:
     """A matrix of M(n): C(n, 2) rows, row (j, k) (j < k, lexicographic) is e_j − e_k."""
+    n = check_positive_int(n, "n", minimum=0)
+    check_memory(8.0 * n * max(n - 1, 0) / 2 * n, "n", n, f"the {n * max(n - 1, 0) // 2} x {n} int64 pair matrix")
     if n < 2:
         return np.zeros((0, max(n, 0)), dtype=np.int64)
     j, k = np.triu_indices(n, 1)
@@ -160,7 +191,9 @@ def cell_variance(n: Any, epsilon: float) -> np.ndarray:
     """
     eps = check_epsilon(epsilon)
     a = _alpha(eps)
-    n = np.asarray(n, dtype=float)
+    n = check_finite_array(n, "n")
+    if np.any(n < 0) or np.any(n != np.round(n)):
+        raise fail("n", "whole numbers >= 0 (protected categories in a row)", n)
     return np.maximum(n - 1.0, 0.0) * 2.0 * a / (1.0 - a) ** 2
 
 
@@ -175,7 +208,16 @@ def _check_counts(counts: Any, name: str = "counts") -> np.ndarray:
             raise fail(name, "whole numbers", arr)
     if np.any(arr < 0):
         raise fail(name, "non-negative counts", arr)
+    _check_total(arr, name)
     return arr.astype(np.int64)
+
+
+def _check_total(counts: np.ndarray, name: str) -> None:
+    """Refuse counts whose total exceeds 2**53 (int64 would wrap them silently)."""
+    total = float(np.sum(counts, dtype=float))
+    if total > MAX_COUNT or float(np.max(counts, initial=0)) > MAX_COUNT:
+        raise fail(name, f"counts totalling at most 2**53 = {MAX_COUNT} (larger counts lose exactness in "
+                         "float64 and overflow int64 once noised)", described(f"total {total:.4g}"))
 
 
 def subset_count_array(counts: Any, epsilon: float, *, domain: Any = None, size: int | None = None,
@@ -203,6 +245,8 @@ def subset_count_array(counts: Any, epsilon: float, *, domain: Any = None, size:
     mask = _check_domain(domain, f)
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
         raise fail("size", "None or an integer >= 1", size)
+    if size is not None:
+        check_memory(8.0 * size * f.size * max(f.shape[1] - 1, 1), "size", size, "the noise of the independent runs")
     gen, _ = release_generator(rng)
     return f + _noise(mask, _alpha(eps), gen, size)
 
@@ -244,6 +288,8 @@ def nonnegative_rows(table: Any) -> np.ndarray:
     leading axes. See the module docstring for why the result is L1-nearest.
     """
     g = np.asarray(table)
+    if g.ndim < 1:
+        raise fail("table", "an array of rows (at least 1-dimensional)", described(f"shape {g.shape}"))
     if not np.issubdtype(g.dtype, np.integer):
         raise ParameterTypeError(f"table must be an integer array; got dtype {g.dtype}")
     g = g.astype(np.int64)
@@ -288,6 +334,8 @@ class SubsetCountMechanism:
     assumptions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        _name(self.protected_variable, "protected_variable")
+        _name(self.public_variable, "public_variable")
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
 
     @property
@@ -329,7 +377,7 @@ def _name(value: Any, name: str) -> str:
 def _categories(series: pd.Series, given: Any, name: str) -> tuple[list, bool]:
     """Domain of a column: given, or the categories of a Categorical, or (last resort) the data."""
     if given is not None:
-        values = list(given)
+        values = list(check_sequence(given, name))
         if len(set(values)) != len(values):
             raise fail(name, "distinct values", given)
         if not values:
@@ -398,8 +446,7 @@ def subset_count_table(
     ε-privacy on {protected} (Definition 2.2; Proposition 5.1, exact — the noise law is known in
     closed form); 0-private on every other variable except ``public``, whose margins are exact.
     """
-    if not isinstance(table, pd.DataFrame):
-        raise ParameterTypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
+    check_frame(table, "table")
     protected = _name(protected, "protected")
     public = _name(public, "public")
     if protected == public:
@@ -407,6 +454,8 @@ def subset_count_table(
     eps = check_epsilon(epsilon)
     if not isinstance(nonnegative, bool):
         raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
+    if ledger is not None and not callable(getattr(ledger, "charge", None)):
+        raise ParameterTypeError(f"ledger must be None or a bayespriv Ledger; got {type(ledger).__name__}")
     needed = [protected, public] + ([_name(count, "count")] if count is not None else [])
     check_columns_present(needed, table.columns, "protected, public and count")
     data = table[needed]
@@ -418,6 +467,7 @@ def subset_count_table(
         if not np.issubdtype(w.dtype, np.number) or np.any(~np.isfinite(w.astype(float))) \
                 or np.any(w < 0) or np.any(w != np.round(w)):
             raise fail("count", "a column of non-negative whole numbers", data[count].head().tolist())
+        _check_total(w, "count")
         weights = w.astype(np.int64)
     else:
         weights = np.ones(len(data), dtype=np.int64)
@@ -425,7 +475,7 @@ def subset_count_table(
     rows, _ = _categories(data[public], public_values, "public_values")
     assumptions: tuple[str, ...] = ()
     if isinstance(protected_values, Mapping):
-        per_row = {k: list(v) for k, v in protected_values.items()}
+        per_row = {k: list(check_sequence(v, f"protected_values[{k!r}]")) for k, v in protected_values.items()}
         missing = [r for r in rows if r not in per_row]
         if missing:
             raise ValidationError(f"protected_values must give the possible values for every public value; missing {missing!r}")

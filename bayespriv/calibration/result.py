@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -12,10 +13,19 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._validation import described, check_covariance, check_finite_array, fail
+from .._validation import (
+    check_covariance,
+    check_finite_array,
+    check_optional_positive_int,
+    check_real,
+    described,
+    fail,
+    freeze,
+    thaw,
+)
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
-from ..secrets import Secret, SecretPair, as_pairs
+from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair, as_pairs
 from .constraints import PairConstraints
 from .moments import bonferroni_z, loewner_lower
 
@@ -34,6 +44,98 @@ def _ord(ord_: Any) -> float:
     if ord_ not in _ORDS:
         raise fail("ord", "1, 2 or inf", ord_)
     return _ORDS[ord_]
+
+
+def n_intervals(n_secrets: int, k: int) -> int:
+    """Intervals the Bonferroni split of one calibration covers: a mean per
+    component and a covariance entry per pair of components, per secret (the
+    same count as :func:`bayespriv.calibration.engine.calibrate` uses)."""
+    return n_secrets * k + n_secrets * k * (k + 1) // 2
+
+
+def _checked_secrets(secrets: Any, pairs: Any) -> tuple[tuple[Secret, ...], tuple[SecretPair, ...]]:
+    """Secrets: distinct Secret objects; pairs: SecretPair objects over them."""
+    if isinstance(secrets, (str, bytes, Mapping)) or not isinstance(secrets, (tuple, list)):
+        raise ParameterTypeError(f"secrets must be a tuple of secrets; got {type(secrets).__name__}")
+    secrets = tuple(secrets)
+    if not secrets or not all(isinstance(s, (DatasetSecret, DistributionSecret)) for s in secrets):
+        raise fail("secrets", "a non-empty tuple of DatasetSecret / DistributionSecret", secrets)
+    if len(set(secrets)) != len(secrets):
+        raise fail("secrets", "distinct secrets", described(str([s.label for s in secrets])))
+    pairs = as_pairs(pairs)
+    stray = [s.label for p in pairs for s in p.secrets if s not in secrets]
+    if stray:
+        raise fail("pairs", "pairs of the calibration's secrets", described(f"pairs naming {stray!r}"))
+    return secrets, pairs
+
+
+def _checked_arrays(cal: "Calibration", n_secrets: int) -> dict[str, np.ndarray]:
+    """Finite, read-only float arrays of consistent shapes (S, k) / (S, k, k) / (S, n, k)."""
+    mean = check_finite_array(cal.mean_array, "mean_array", ndim=2)
+    if mean.shape[0] != n_secrets or mean.shape[1] < 1:
+        raise fail("mean_array", f"of shape ({n_secrets}, k) with k >= 1 (one row per secret)", described(f"shape {mean.shape}"))
+    k = mean.shape[1]
+    out = {"mean_array": mean}
+    for name, shape in (("cov_array", (n_secrets, k, k)), ("mean_se", (n_secrets, k)), ("cov_se", (n_secrets, k, k)),
+                        ("cov_se_white", (n_secrets, k, k))):
+        value = getattr(cal, name)
+        if value is None and name == "cov_se_white":
+            if np.any(out["cov_se"]):
+                raise ValidationError("cov_se_white is required when cov_se is non-zero (it gives the covariance lower bounds)")
+            value = np.zeros(shape)
+        arr = check_finite_array(value, name)
+        if arr.shape != shape:
+            raise fail(name, f"of shape {shape}", described(f"shape {arr.shape}"))
+        if name != "cov_array" and np.any(arr < 0):
+            raise fail(name, "non-negative (standard errors)", described(f"minimum {arr.min():.3g}"))
+        out[name] = arr
+    if np.any(np.diagonal(out["cov_array"], axis1=1, axis2=2) < 0):
+        raise fail("cov_array", "covariances with non-negative variances", described("a negative diagonal entry"))
+    if cal.sample_array is not None:
+        arr = check_finite_array(cal.sample_array, "sample_array", ndim=3)
+        if arr.shape[0] != n_secrets or arr.shape[2] != k:
+            raise fail("sample_array", f"of shape ({n_secrets}, n_draws, {k})", described(f"shape {arr.shape}"))
+        out["sample_array"] = arr
+    frozen = {}
+    for name, arr in out.items():
+        arr = np.array(arr, dtype=float)
+        arr.setflags(write=False)
+        frozen[name] = arr
+    return frozen
+
+
+def _check_confidence_z(cal: "Calibration") -> None:
+    """The stated confidence must be what the bounds (estimate ± z·s.e.) deliver.
+
+    * ``confidence=None`` (plug-in) ⇔ bounds equal the estimates: ``z`` must be 0.
+    * ``confidence=1.0`` is only true of exact moments: every standard error is 0.
+    * ``confidence=c`` in (0, 1): the engine uses the two-sided Bonferroni
+      quantile ``z = Φ⁻¹(1 − (1 − c)/(2m))`` over the ``m`` intervals of the
+      calibration (:func:`n_intervals`, times the number of members for a
+      family); a smaller ``z`` would claim ``c`` over bounds too narrow for it
+      (e.g. ``z = 0``: zero-width bounds), a larger one is conservative.
+    """
+    z = check_real("z", cal.z)
+    if not (math.isfinite(z) and z >= 0):
+        raise fail("z", "a finite number >= 0 (the multiplier of the standard errors in the bounds)", cal.z)
+    c = cal.confidence
+    if c is None:
+        if z != 0:
+            raise fail("z", "0 when confidence is None (a plug-in calibration's bounds are its estimates)", cal.z)
+        return
+    c = check_real("confidence", c)
+    if not 0.0 < c <= 1.0:
+        raise fail("confidence", "None or in (0, 1]", cal.confidence)
+    has_error = any(np.any(getattr(cal, n)) for n in ("mean_se", "cov_se", "cov_se_white"))
+    if c == 1.0:
+        if has_error:
+            raise fail("confidence", "below 1 when standard errors are non-zero (only exact moments hold surely)", c)
+        return
+    m = n_intervals(len(cal.secrets), cal.mean_array.shape[1]) * max(1, len(cal.family))
+    needed = bonferroni_z(c, m)
+    if z < needed * (1 - 1e-9):
+        raise fail("z", f">= {needed:.6g}, the Bonferroni quantile for confidence={c:g} over {m} intervals "
+                        "(a smaller z claims that confidence over bounds too narrow for it)", cal.z)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,20 +201,50 @@ class Calibration:
     family: tuple["Calibration", ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
-        if self.sample_array is not None:
-            arr = np.array(self.sample_array, dtype=float)
-            arr.setflags(write=False)
-            object.__setattr__(self, "sample_array", arr)
-        if self.cov_se_white is None:
-            if np.any(np.asarray(self.cov_se)):
-                raise ValidationError("cov_se_white is required when cov_se is non-zero (it gives the covariance lower bounds)")
-            object.__setattr__(self, "cov_se_white", np.zeros_like(np.asarray(self.cov_array, dtype=float)))
-        for name in ("mean_array", "cov_array", "mean_se", "cov_se", "cov_se_white"):
-            arr = np.array(getattr(self, name), dtype=float)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
-        if not self.component_names:
-            object.__setattr__(self, "component_names", tuple(f"F[{i}]" for i in range(self.k)))
+        secrets, pairs = _checked_secrets(self.secrets, self.pairs)
+        object.__setattr__(self, "secrets", secrets)
+        object.__setattr__(self, "pairs", pairs)
+        for name, value in _checked_arrays(self, len(secrets)).items():
+            object.__setattr__(self, name, value)
+        self._check_labels()
+        _check_confidence_z(self)
+        # Read-only views, deep: nothing may edit a calibration's parameters or diagnostics afterwards.
+        object.__setattr__(self, "theta", None if self.theta is None else freeze(self.theta))
+        object.__setattr__(self, "diagnostics", freeze(self.diagnostics))
+
+    def _check_labels(self) -> None:
+        """query, sizes, names, θ, diagnostics and family members: right types."""
+        if self.query is not None and not isinstance(self.query, Query):
+            raise ParameterTypeError(f"query must be None or a bayespriv Query; got {type(self.query).__name__}")
+        object.__setattr__(self, "n_draws", check_optional_positive_int(self.n_draws, "n_draws", minimum=2))
+        object.__setattr__(self, "n_records", check_optional_positive_int(self.n_records, "n_records"))
+        names = self.component_names
+        if not names:
+            names = tuple(f"F[{i}]" for i in range(self.k))
+        if isinstance(names, str) or not isinstance(names, Sequence) or len(names) != self.k \
+                or not all(isinstance(n, str) for n in names):
+            raise fail("component_names", f"a sequence of {self.k} strings (one per component)", names)
+        object.__setattr__(self, "component_names", tuple(names))
+        if self.theta is not None and not isinstance(self.theta, Mapping):
+            raise ParameterTypeError(f"theta must be None or a mapping of parameter names to values; got {type(self.theta).__name__}")
+        if not isinstance(self.diagnostics, Mapping):
+            raise ParameterTypeError(f"diagnostics must be a mapping; got {type(self.diagnostics).__name__}")
+        family = self.family
+        if not isinstance(family, (tuple, list)) or not all(isinstance(m, Calibration) for m in family):
+            raise ParameterTypeError(f"family must be a tuple of Calibration objects; got {family!r:.80}")
+        object.__setattr__(self, "family", tuple(family))
+
+    # -- pickling: mapping proxies do not pickle (calibrations are sent to process pools) --
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k != "samples"}  # drop the cached xarray view
+        state["theta"] = thaw(state["theta"])
+        state["diagnostics"] = thaw(state["diagnostics"])
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        theta = state.get("theta")
+        self.__dict__.update(state, theta=None if theta is None else freeze(theta),
+                             diagnostics=freeze(state.get("diagnostics", {})))
 
     @cached_property
     def samples(self) -> xr.DataArray | None:
@@ -147,6 +279,9 @@ class Calibration:
         the moments you supplied.
         """
         pairs = as_pairs(pairs)
+        n_records = check_optional_positive_int(n_records, "n_records")
+        if query is not None and not isinstance(query, Query):
+            raise ParameterTypeError(f"query must be None or a bayespriv Query; got {type(query).__name__}")
         if not isinstance(means, Mapping) or not isinstance(covs, Mapping):
             raise ParameterTypeError("means and covs must be mappings from secret to array")
         secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
@@ -208,7 +343,20 @@ class Calibration:
 
     @property
     def assumptions(self) -> tuple[str, ...]:
-        """Assumptions every guarantee built on this calibration inherits."""
+        """Assumptions every guarantee built on this calibration inherits.
+
+        * ``"estimated_moments"``: a plug-in calibration (bounds are estimates).
+        * ``"monte_carlo_clt"``: sampled bounds rest on CLT normal intervals.
+        * ``"extremes_at_grid"``: a family given by the corners of a box.
+        * ``"exchangeable_records"``: some secret is a proportion
+          (:meth:`DatasetSecret.proportion`). Such a secret fixes *how many*
+          records are in the category (p·n), not *which*; the attribute-privacy
+          proofs (Zhang et al., Definition 4 and §4) treat a dataset as a
+          multiset of records whose order carries no information, and the
+          calibration draws each stratum as an exchangeable set. A release
+          whose query or data depend on record order or identity (row
+          positions, record-level links) is outside that premise.
+        """
         out: tuple[str, ...] = ()
         if self.plug_in:
             out = ("estimated_moments",)
@@ -216,6 +364,8 @@ class Calibration:
             out = ("monte_carlo_clt",)
         if self.diagnostics.get("family", {}).get("covers") == "corners":
             out += ("extremes_at_grid",)
+        if any(isinstance(s, DatasetSecret) and s.statistic == "proportion" for s in self.secrets):
+            out += ("exchangeable_records",)
         return out
 
     # -- bounds ------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int
-from ..errors import UnsupportedSecretError, ValidationError
+from .._validation import check_column_names, check_memory, check_positive_int
+from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
 from ..queries import Batch, Query
 from ..random import RNGLike, as_generator
 from ..secrets import DatasetSecret, DistributionSecret, Secret
@@ -45,11 +45,13 @@ class DataModel(abc.ABC):
     theta: Mapping[str, Any]
 
     def __init__(self, columns: Sequence[str], n_records: int, theta: Mapping[str, Any] | None = None) -> None:
-        cols = tuple(columns)
-        if not cols or len(set(cols)) != len(cols) or not all(isinstance(c, str) for c in cols):
-            raise ValidationError(f"columns must be distinct column names; got {columns!r}")
-        self.columns = cols
+        self.columns = check_column_names(columns, "columns", allow_str=False)
         self.n_records = check_positive_int(n_records, "n_records")
+        # One dataset of n_records rows must fit in memory (calibration draws at least one at a time).
+        check_memory(8.0 * self.n_records * len(self.columns), "n_records", self.n_records,
+                     f"one dataset of {self.n_records} records x {len(self.columns)} columns (8 bytes each)")
+        if theta is not None and not isinstance(theta, Mapping):
+            raise ParameterTypeError(f"theta must be None or a mapping of parameter names to values; got {type(theta).__name__}")
         self.theta = dict(theta or {})
 
     # -- secrets -------------------------------------------------------------------
@@ -98,7 +100,9 @@ class DataModel(abc.ABC):
         """
         self.check_secret(secret)
         n_draws = check_positive_int(n_draws, "n_draws")
-        cols = self.columns if columns is None else tuple(columns)
+        cols = self.columns if columns is None else check_column_names(columns, "columns")
+        check_memory(8.0 * n_draws * self.n_records * len(cols), "n_draws", n_draws,
+                     f"{n_draws} datasets of {self.n_records} records x {len(cols)} columns (8 bytes each)")
         unknown = [c for c in cols if c not in self.columns]
         if unknown:
             raise ValidationError(f"columns must be columns of the data model {list(self.columns)!r}; got {unknown!r}")

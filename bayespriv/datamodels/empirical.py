@@ -15,9 +15,9 @@ import weakref
 import numpy as np
 import pandas as pd
 
-from .._validation import check_positive_int, described, fail
+from .._validation import check_frame, check_positive_int, described, fail
 from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
-from ..queries import Batch, Query
+from ..queries import Batch, Query, _numeric_output
 from ..random import RNGLike, as_generator
 from ..secrets import DatasetSecret, Secret, share_count
 from .base import DataModel
@@ -166,8 +166,7 @@ class EmpiricalDataModel(DataModel):
     """
 
     def __init__(self, table: pd.DataFrame, n_records: int, *, theta: Mapping[str, Any] | None = None) -> None:
-        if not isinstance(table, pd.DataFrame):
-            raise ParameterTypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
+        check_frame(table, "table")
         if table.shape[0] == 0 or table.shape[1] == 0:
             raise fail("table", "a non-empty DataFrame (at least one row and one column)", described(f"shape {table.shape}"))
         names = list(table.columns)
@@ -314,7 +313,7 @@ class EmpiricalDataModel(DataModel):
         if H is None:
             whole = {c: self._column(c)[None, :] for c in query.columns}
             H = np.stack(
-                [np.asarray(comp.h(whole), dtype=float).reshape(self.n_rows) for comp in query.components]
+                [_numeric_output(comp.h(whole), comp.name).reshape(self.n_rows) for comp in query.components]
             )
             if not np.all(np.isfinite(H)):
                 raise ValidationError(f"query {query.name!r} must give finite per-record values on the table; got NaN or infinity")

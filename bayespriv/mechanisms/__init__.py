@@ -12,6 +12,17 @@ from .groupdp import GroupDP
 from .quilt import APMQM, MQM
 from .wasserstein import ApproxWasserstein, Wasserstein
 from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radius, gaussian_sigma
+from .exact_noise import (
+    BitSource,
+    GaussianGridPlan,
+    LaplaceGridPlan,
+    delta_with_discretization,
+    discrete_gaussian,
+    discrete_laplace,
+    gaussian_tv_bound,
+    plan_gaussian,
+    plan_laplace,
+)
 
 __all__ = [
     "APGM",
@@ -37,4 +48,13 @@ __all__ = [
     "gaussian_sigma",
     "classic_constant",
     "analytic_gaussian_log_delta",
+    "BitSource",
+    "GaussianGridPlan",
+    "LaplaceGridPlan",
+    "plan_gaussian",
+    "plan_laplace",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "gaussian_tv_bound",
+    "delta_with_discretization",
 ]

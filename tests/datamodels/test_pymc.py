@@ -223,7 +223,7 @@ def test_dataset_secret_mcmc_matches_quadrature_and_reports_diagnostics(logit_ca
     diag = cal.diagnostics["mcmc"]
     assert set(diag) == {s.label for s in LOGIT_SECRETS}
     for entry in diag.values():
-        assert entry["route"] == "mcmc" and entry["variables"] == ["z"]
+        assert entry["route"] == "mcmc" and entry["variables"] == ("z",)  # read-only: lists become tuples
         assert entry["r_hat_max"] <= 1.01 and entry["ess_bulk_min"] >= 400 and entry["divergences"] == 0
         assert entry["chains"] == 2 and entry["draws"] == 1000 and np.isfinite(entry["ess_tail_min"])
     assert cal.diagnostics["mcmc_thresholds"] == {"r_hat_max": 1.01, "ess_bulk_min": 400.0, "divergences_max": 0}
