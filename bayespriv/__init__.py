@@ -5,7 +5,7 @@ Public names only; see DESIGN.md for the data flow
 """
 
 from . import accounting, audit, mechanisms
-from .accounting import Ledger, VariableRelease, epsilon_on, epsilon_table, subset_count_table
+from .accounting import JointGaussian, Ledger, VariableRelease, epsilon_on, epsilon_table, subset_count_table
 from .calibration import (
     Calibration,
     MarkovChain,
@@ -42,6 +42,7 @@ __all__ = [
     "audit",
     "mechanisms",
     "Ledger",
+    "JointGaussian",
     "VariableRelease",
     "epsilon_on",
     "epsilon_table",

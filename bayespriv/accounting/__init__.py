@@ -1,13 +1,17 @@
-"""Budgets and per-variable ε: the release ledger, Algorithm 1 count tables, ε tables.
+"""Budgets and per-variable ε: the release ledger, Algorithm 1 count tables, ε tables, joint accounting.
 
-* :class:`Ledger` — privacy budgets per protected attribute in SQLite; check-and-spend is atomic.
+* :class:`Ledger` — privacy budgets per protected attribute in SQLite; check-and-spend is atomic;
+  ``void`` refunds a release that never happened; file problems raise ``LedgerError``.
 * :func:`subset_count_table` — counts ε-private on a protected variable with exact public margins
   (Tan, *Privacy on a subset of dataset variables*, Algorithm 1).
 * :func:`epsilon_on`, :func:`epsilon_table` — ε on each subset of variables (Propositions 3.3–3.5).
+* :class:`JointGaussian` — several Gaussian releases accounted as one Gaussian mechanism on the
+  stacked query (exact joint (ε, δ), charged once instead of the sum).
 """
 
+from .composition import JointGaussian, OutputLaws, joint_delta, joint_epsilon, joint_gaussian_laws
 from .epsilon import VariableRelease, as_variable_release, epsilon_on, epsilon_table
-from .ledger import Charge, Ledger, calibration_hash
+from .ledger import COMPOSITION_ASSUMPTION, MAX_BUDGET_EPSILON, Charge, Ledger, calibration_hash, composes_unconditionally
 from .subset import (
     SubsetCountMechanism,
     cell_variance,
@@ -23,6 +27,14 @@ __all__ = [
     "Ledger",
     "Charge",
     "calibration_hash",
+    "composes_unconditionally",
+    "COMPOSITION_ASSUMPTION",
+    "MAX_BUDGET_EPSILON",
+    "JointGaussian",
+    "OutputLaws",
+    "joint_gaussian_laws",
+    "joint_delta",
+    "joint_epsilon",
     "subset_count_table",
     "subset_count_array",
     "SubsetCountMechanism",

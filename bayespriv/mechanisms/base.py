@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_delta, check_epsilon, check_finite_array, check_real, described, fail
+from .._validation import check_choice, check_delta, check_epsilon, check_real, fail
 from ..calibration import Calibration
 from ..calibration.assumptions import (
     CHECKABLE,

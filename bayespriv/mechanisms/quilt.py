@@ -69,15 +69,8 @@ class _QuiltMechanism(Mechanism):
         cal = self.calibration
         return int(cal.n_records if isinstance(cal, QuiltCalibration) else cal.length)
 
-    def release(self, dataset: pd.DataFrame, *, rng: Any = None, ledger: Any = None) -> Any:
-        """F(dataset) + noise; the dataset must have the calibrated number of rows.
-
-        The column sensitivities (APMQM) and nearby counts (MQM) were computed
-        for that many records; another size is refused.
-        """
-        if isinstance(dataset, pd.DataFrame) and len(dataset) != self.n_records:
-            raise fail("dataset", f"a DataFrame of {self.n_records} rows, as calibrated", described(f"{len(dataset)} rows"))
-        return super().release(dataset, rng=rng, ledger=ledger)
+    # release: the base class binds the dataset to ``n_records`` (the column sensitivities of APMQM
+    # and the nearby counts of MQM were computed for that many records; another size is refused).
 
     def accuracy(self, beta: float) -> float:
         """α with P(‖M(X) − F(X)‖_∞ > α) ≤ β: ``b · ln(k/β)`` (exact for k = 1).

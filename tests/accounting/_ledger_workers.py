@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import bayespriv as bp
 from bayespriv.accounting import Ledger
@@ -55,12 +56,12 @@ class _StallingConnection:
     """Proxy of a sqlite3 connection that stops forever right after the spend is written, before
     COMMIT, with the write lock held — so the parent can SIGKILL us inside the transaction."""
 
-    def __init__(self, con, stalled) -> None:
-        self._con, self._stalled = con, stalled
+    def __init__(self, con, stalled, prefix: str = "UPDATE budgets SET epsilon_spent") -> None:
+        self._con, self._stalled, self._prefix = con, stalled, prefix
 
     def execute(self, sql: str, *args):
         cur = self._con.execute(sql, *args)
-        if sql.startswith("UPDATE budgets SET epsilon_spent"):
+        if sql.startswith(self._prefix):
             self._stalled.set()
             while True:
                 time.sleep(1)
@@ -69,11 +70,12 @@ class _StallingConnection:
 
 class StallingLedger(Ledger):
     stalled = None
+    prefix = "UPDATE budgets SET epsilon_spent"
 
     @contextmanager
-    def _connect(self):
-        with super()._connect() as con:
-            yield _StallingConnection(con, self.stalled) if self.stalled is not None else con
+    def _connect(self, *args, **kwargs):
+        with super()._connect(*args, **kwargs) as con:
+            yield _StallingConnection(con, self.stalled, self.prefix) if self.stalled is not None else con
 
 
 def stall_inside_spend(path: str, spends_before: int, stalled) -> None:
@@ -83,3 +85,40 @@ def stall_inside_spend(path: str, spends_before: int, stalled) -> None:
         mech.release_value(ANSWER, ledger=ledger)
     ledger.stalled = stalled
     mech.release_value(ANSWER, ledger=ledger)
+
+
+@dataclass(frozen=True)
+class FixedGuarantee:
+    epsilon: float
+    delta: float = 0.0
+    confidence: float = 1.0
+    assumptions: tuple = ()
+    theorem: str = "fixed"
+
+
+@dataclass(frozen=True)
+class FixedMechanism:
+    """The duck type ``Ledger.charge`` reads (independent of the mechanisms' code)."""
+
+    guarantee: FixedGuarantee
+    protected: tuple = ("income",)
+    variables: tuple = ("income",)
+
+
+def charge_then_stall(path: str, charged, results) -> None:
+    """Charge once (as the release path does before drawing noise), report the release id, then stop
+    forever before voiding it — the parent SIGKILLs us between the charge and the void."""
+    ledger = Ledger(path)
+    results.put(ledger.charge(FixedMechanism(FixedGuarantee(0.25)), seeded=False).release_id)
+    charged.set()
+    while True:
+        time.sleep(1)
+
+
+def stall_inside_void(path: str, release_id: int, stalled) -> None:
+    """Void ``release_id`` but stop inside the transaction, after the row is marked void and before the
+    refund reaches the budgets (write lock held) — the parent SIGKILLs us there."""
+    ledger = StallingLedger(path)
+    ledger.prefix = "UPDATE budgets SET epsilon_spent = epsilon_spent -"
+    ledger.stalled = stalled
+    ledger.void(release_id, "killed inside void")

@@ -62,6 +62,7 @@ def test_delta_is_spent_and_bounded(tmp_path):
     mech = bp.mechanisms.ExpM(cal, epsilon=0.5, delta=1e-6)
     led = Ledger(tmp_path / "d.sqlite")
     led.set_budget("income", 10.0, delta=3e-6)
+    assert mech.guarantee.delta == 1e-6  # the exact sampler's (1 + e^ε)τ is reserved inside δ, not added to it
     for _ in range(3):
         mech.release_value([0.25], ledger=led)
     assert led.spent("income") == (1.5, 3e-6)
@@ -121,7 +122,8 @@ def test_release_record(ledger):
     ledger.charge(mech, seeded=False)
     row = ledger.releases().iloc[0]
     assert row["mechanism"] == "ExpM" and row["epsilon"] == 0.25 and row["delta"] == 0.0
-    assert row["confidence"] == 1.0 and row["assumptions"] == ("translation",)
+    assert row["confidence"] == 1.0 and row["assumptions"][0] == "translation"
+    assert row["assumptions"] == tuple(mech.guarantee.assumptions) + ("sequential_composition",)
     assert "Theorem 4.1" in row["theorem"]
     assert row["protected"] == ("income",) and row["seeded"] == False  # noqa: E712 (pandas boolean)
     assert row["calibration_hash"] == calibration_hash(mech.calibration) and len(row["calibration_hash"]) == 64
