@@ -445,13 +445,8 @@ class JointGaussian:
 
 
 def _tv_bound(mech: Any) -> float:
-    """TV distance of ``mech``'s drawn noise from its nominal Gaussian (0 for continuous samplers).
-
-    Read from ``noise_tv_bound`` when the mechanism exposes it, else from its noise plan."""
-    tv = getattr(mech, "noise_tv_bound", None)
-    if tv is None:
-        tv = getattr(getattr(mech, "__dict__", {}).get("_noise_plan"), "tv_bound", 0.0)
-    return float(tv or 0.0)
+    """TV distance of ``mech``'s drawn noise from its nominal Gaussian (``Mechanism.noise_tv_bound``)."""
+    return float(mech.noise_tv_bound)
 
 
 def _query_name(mech: Any) -> str:

@@ -263,7 +263,30 @@ def _check_domain(domain: Any, f: np.ndarray) -> np.ndarray:
     return mask
 
 
-def _noise(mask: np.ndarray, alpha: float, gen: np.random.Generator, size: int | None) -> np.ndarray:
+def _exact_pair_draws(epsilon: float, bits: Any) -> Any:
+    """A drawer of exact two-sided geometric noise for the released table.
+
+    The law α^{|z|}(1 − α)/(1 + α) with α = e^{−ε/2} is the discrete Laplace law of scale
+    t = 2/ε; it is sampled exactly (Canonne, Kamath & Steinke 2020, integer arithmetic only,
+    :func:`~bayespriv.mechanisms.exact_noise.sample_discrete_laplace`) with t the exact rational
+    2/ε, from the OS CSPRNG unless the caller seeded the release. (:func:`two_sided_geometric` and
+    :func:`subset_count_array`, for simulations, draw the same law with NumPy's vectorized
+    float-parameter geometric sampler.)
+    """
+    from fractions import Fraction
+
+    from ..mechanisms.exact_noise import sample_discrete_laplace
+
+    scale = Fraction(2) / Fraction(epsilon)
+
+    def draw(alpha: float, shape: tuple[int, ...], _gen: Any) -> np.ndarray:
+        n = math.prod(shape)
+        return np.asarray(sample_discrete_laplace(scale, n, bits), dtype=np.int64).reshape(shape)
+
+    return draw
+
+
+def _noise(mask: np.ndarray, alpha: float, gen: np.random.Generator, size: int | None, draw: Any = None) -> np.ndarray:
     """b M per row, vectorized: all C(K, 2) pairs drawn, pairs outside a row's domain set to 0."""
     m_rows, k = mask.shape
     mat = pair_matrix(k)  # (P, K)
@@ -273,7 +296,7 @@ def _noise(mask: np.ndarray, alpha: float, gen: np.random.Generator, size: int |
     j, l = np.triu_indices(k, 1)
     pair_ok = mask[:, j] & mask[:, l]  # (m, P): both categories possible in the row
     shape = (m_rows, mat.shape[0]) if size is None else (size, m_rows, mat.shape[0])
-    b = _draw(alpha, shape, gen)
+    b = (draw or _draw)(alpha, shape, gen)
     b *= pair_ok
     return b @ mat  # integer matmul: (…, m, P) @ (P, K)
 
@@ -512,8 +535,11 @@ def subset_count_table(
             ledger.charge(mech, seeded=rng is not None)
         else:
             ledger.charge(mech)
-    gen, seeded = release_generator(rng)
-    g = f + _noise(mask, _alpha(eps), gen, None)
+    from ..mechanisms.exact_noise import BitSource
+
+    bits = BitSource.from_rng(rng)  # None: the OS CSPRNG
+    g = f + _noise(mask, _alpha(eps), None, None, _exact_pair_draws(eps, bits))
+    seeded = bits.seeded
     if nonnegative:
         g = nonnegative_rows(g)
     out = pd.DataFrame(g, index=pd.Index(rows, name=public), columns=pd.Index(cols, name=protected))

@@ -256,6 +256,14 @@ class Mechanism(abc.ABC):
         return None if self._laplace is None else self._laplace[1]
 
     @property
+    def noise_tv_bound(self) -> float:
+        """τ: total-variation distance between the exact grid sampler's release and a
+        post-processing of the continuous noise, for every answer (0 for Laplace noise and for
+        no noise; below 1e-18 per coordinate for Gaussian noise, see
+        :class:`~bayespriv.mechanisms.exact_noise.GaussianGridPlan`)."""
+        return float(getattr(self.__dict__.get("_noise_plan"), "tv_bound", 0.0))
+
+    @property
     def noiseless(self) -> bool:
         return not np.any(self.noise_cov)
 
