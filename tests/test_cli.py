@@ -8,7 +8,7 @@ from bayespriv.cli import main
 
 
 def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
-    assert main(["demo", "--draws", "300", "--out", str(tmp_path)]) == 0
+    assert main(["demo", "--draws", "500", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     png = tmp_path / "hospital-calibration.png"
     assert png.exists() and png.stat().st_size > 10_000
@@ -24,7 +24,7 @@ def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
 
 
 def test_demo_quiet_keeps_the_table(tmp_path, capsys):
-    assert main(["demo", "--draws", "300", "--seed", "1", "--out", str(tmp_path), "--quiet"]) == 0
+    assert main(["demo", "--draws", "500", "--seed", "1", "--out", str(tmp_path), "--quiet"]) == 0
     captured = capsys.readouterr()
     assert "530.54" in captured.out and "APGM analytic" in captured.out
     assert "d(U) erratum" not in captured.out
@@ -32,7 +32,7 @@ def test_demo_quiet_keeps_the_table(tmp_path, capsys):
 
 
 def test_small_epsilon_needs_no_warning_line(tmp_path, capsys):
-    assert main(["demo", "--draws", "300", "--epsilon", "0.5", "--out", str(tmp_path), "--quiet"]) == 0
+    assert main(["demo", "--draws", "500", "--epsilon", "0.5", "--out", str(tmp_path), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "proven only for ε < 1" not in out
     assert "(ε=0.5, δ=0.001)" in out

@@ -16,7 +16,12 @@ probability at most ``alpha`` (up to the asymptotic approximations named
 below) when the assumption holds. A passed check is *not* proof: the test may
 lack power (few draws, a departure it does not look at). The assumption
 therefore stays named in every :class:`~bayespriv.mechanisms.Guarantee`; a
-failure is recorded beside it. Without samples (``Calibration.from_moments``)
+failure is recorded beside it. A check that did not reject with fewer draws
+than its test needs to detect the departures that matter (:data:`POWER_RULES`:
+a variance ratio of 2, a skewness of 1, a KS distance of 0.15 to every
+translate, each with probability ≥ 1/2 at the check's Bonferroni level) reads
+*unchecked* (``holds=None``), never passed: fewer draws cannot make a
+calibration look cleaner. Without samples (``Calibration.from_moments``)
 ``gaussian_query`` and ``translation`` cannot be checked (``holds=None``: the
 user vouches for them); ``equal_covariance`` is then compared exactly.
 
@@ -55,7 +60,7 @@ import html
 import math
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -69,6 +74,10 @@ from .result import Calibration, _theta_label
 __all__ = [
     "CHECKABLE",
     "DEFAULT_ALPHA",
+    "POWER_RULES",
+    "PowerRule",
+    "power_rules",
+    "required_draws",
     "AssumptionCheck",
     "AssumptionReport",
     "check_assumptions",
@@ -122,8 +131,9 @@ class AssumptionCheck:
         What was tested: a secret (``gaussian_query``) or a pair, prefixed by θ for families.
     holds : bool or None
         False when the test rejects at ``alpha``; True when it does not (which is
-        not a proof); None when it cannot be run (no samples, too few draws, or
-        no test for this name).
+        not a proof) *and* had power (at least ``n_min`` draws); None when it is
+        *unchecked*: it cannot be run (no samples, no test for this name) or it
+        did not reject with fewer draws than its power needs (``n < n_min``).
     statistic : float
         The test statistic that decided (the most significant one).
     p_value : float or None
@@ -133,6 +143,10 @@ class AssumptionCheck:
         The false-failure probability of the named check.
     detail : str
         Which test, and how to read it.
+    n_min : int or None
+        Fewest draws per secret at which the check's tests detect the departures
+        of :data:`POWER_RULES` with probability ≥ 1/2 at their Bonferroni level;
+        None when no test ran.
     """
 
     name: str
@@ -142,6 +156,12 @@ class AssumptionCheck:
     p_value: float | None
     alpha: float
     detail: str = ""
+    n_min: int | None = None
+
+    @property
+    def state(self) -> str:
+        """``"passed"``, ``"FAILED"`` or ``"unchecked"``."""
+        return "unchecked" if self.holds is None else ("passed" if self.holds else "FAILED")
 
 
 @dataclass(frozen=True)
@@ -167,11 +187,12 @@ class AssumptionReport:
         return len(self.checks)
 
     def holds(self, name: str) -> bool | None:
-        """False if any check of ``name`` failed; None if none could be run; else True."""
+        """False if any check of ``name`` failed; else None if any is unchecked
+        (could not be run, or lacked power); else True."""
         results = [c.holds for c in self.checks if c.name == name]
         if any(r is False for r in results):
             return False
-        if not results or all(r is None for r in results):
+        if not results or any(r is None for r in results):
             return None
         return True
 
@@ -182,7 +203,9 @@ class AssumptionReport:
 
     @property
     def unchecked(self) -> tuple[str, ...]:
-        """Names that could not be checked (the user vouches for them)."""
+        """Names not established by a check: no test could run, or a test that did
+        not reject had too few draws to detect the departures that matter
+        (``n < n_min``). The user vouches for them."""
         return tuple(n for n in self.names if self.holds(n) is None)
 
     @property
@@ -191,10 +214,12 @@ class AssumptionReport:
         return not self.failed
 
     def summary(self) -> pd.DataFrame:
-        """One row per check: assumption, subject, holds, statistic, p-value, α, detail."""
-        rows = [{"assumption": c.name, "subject": c.subject, "holds": c.holds, "statistic": c.statistic,
-                 "p-value": c.p_value, "alpha": c.alpha, "detail": c.detail} for c in self.checks]
-        cols = ["assumption", "subject", "holds", "statistic", "p-value", "alpha", "detail"]
+        """One row per check: assumption, subject, holds, state (passed / FAILED /
+        unchecked), statistic, p-value, α, n_min, detail."""
+        rows = [{"assumption": c.name, "subject": c.subject, "holds": c.holds, "state": c.state,
+                 "statistic": c.statistic, "p-value": c.p_value, "alpha": c.alpha, "n_min": c.n_min,
+                 "detail": c.detail} for c in self.checks]
+        cols = ["assumption", "subject", "holds", "state", "statistic", "p-value", "alpha", "n_min", "detail"]
         return pd.DataFrame(rows, columns=cols).set_index(["assumption", "subject"])
 
     def __repr__(self) -> str:
@@ -205,8 +230,131 @@ class AssumptionReport:
     def _repr_html_(self) -> str:
         head = html.escape(repr(self))
         note = ("<p><small>A failed check is wrong with probability at most α when the assumption holds; "
-                "a passed check is not a proof of the assumption.</small></p>")
+                "a passed check is not a proof of the assumption; an <b>unchecked</b> one could not be run or "
+                "had fewer draws than n_min, the fewest at which its test detects the departures that matter "
+                "(POWER_RULES): it is vouched for, not checked.</small></p>")
         return f"<div><p><code>{head}</code></p>{self.summary().to_html(float_format='%.4g')}{note}</div>"
+
+
+# -- power: the fewest draws at which a check can detect the departures that matter -------------------
+
+
+@dataclass(frozen=True)
+class PowerRule:
+    """The smallest number of draws at which one test of a named check has power.
+
+    A check's test rejects at a per-test level α' (its ``alpha`` split by
+    Bonferroni over the tests it runs). Below :meth:`n_min` of α' the test
+    would miss ``departure`` more often than not, so a pass there says nothing:
+    the check reads *unchecked* (``holds=None``), never passed. A rejection
+    below ``n_min`` still counts (its level does not depend on power).
+
+    ``n_min(α') = ceil(factor · q(α')²)`` with ``q`` the test's critical value:
+    the two-sided normal quantile ``Φ⁻¹(1 − α'/2)`` (``quantile="normal"``)
+    or Kolmogorov's ``K⁻¹(1 − α')`` (``quantile="kolmogorov"``); ``factor``
+    is the asymptotic one from the test's noncentrality, corrected where the
+    measured small-sample power fell short (see :data:`POWER_RULES`).
+
+    Attributes
+    ----------
+    check : str
+        The named check (``"gaussian_query"``, ``"equal_covariance"``, ``"translation"``).
+    departure : str
+        The departure from the assumption that matters, with its size.
+    test : str
+        The test that must detect it.
+    factor : float
+        ``n_min = ceil(factor · q²)``.
+    quantile : str
+        ``"normal"`` or ``"kolmogorov"``.
+    share : float
+        Fraction of the check's α that each test of this kind gets (the
+        translation check weights its KS tests twice: ``share = 1/2``).
+    floor : int
+        Fewest draws for the test's p-values to be valid at all.
+    """
+
+    check: str
+    departure: str
+    test: str
+    factor: float
+    quantile: str
+    share: float = 1.0
+    floor: int = 3
+
+    def n_min(self, alpha: float, n_tests: int = 1) -> int:
+        """Fewest draws per secret for power ≥ 1/2 at per-test level ``share · alpha / n_tests``."""
+        a = self.share * alpha / max(int(n_tests), 1)
+        q = float(stats.kstwobign.isf(a)) if self.quantile == "kolmogorov" else float(special.ndtri(1.0 - a / 2.0))
+        return max(self.floor, math.ceil(self.factor * q * q))
+
+
+#: Variance ratio that the ``equal_covariance`` power rule must detect. At ratio 2,
+#: N(0, 2) against N(0, 1) alone (no mean shift) has δ(ε = 1) = 0.046 (quadrature): any Gaussian
+#: mechanism whose target δ is below 0.02 is broken by this departure.
+VARIANCE_RATIO = 2.0
+#: Skewness that the ``gaussian_query`` power rule must detect (Gamma(4) has skewness 1 and
+#: puts 9.1e-3 beyond the upper 1e-3 quantile of the Gaussian with its mean and variance: a
+#: Gaussian mechanism's δ-sized tails are off by a factor 9).
+SKEWNESS = 1.0
+#: KS distance to every translate that the ``translation`` power rule must detect: the
+#: standardized exponential law against N(0, 1) (0.149, computed by minimizing over the shift).
+KS_DISTANCE = 0.15
+
+
+def _welch_factor(ratio: float) -> float:
+    # Welch's t on the squares (x − x̄)² of Gaussian draws, variances 1 and ρ: the mean
+    # difference ρ − 1 over the standard error sqrt(2(1 + ρ²)/n) reaches the critical value
+    # q at n = 2(1 + ρ²) q² / (ρ − 1)² (power 1/2). Measured n50 is ≤ 3.5 % above it for
+    # α' ∈ [1e-6, 1e-2] (1000 replications each): factor × 1.05.
+    return 1.05 * 2.0 * (1.0 + ratio**2) / (ratio - 1.0) ** 2
+
+
+#: The power rule of every test a check runs, as data. Measurements (seeded simulation,
+#: 1000 replications per α' for the first two, 400 for the third):
+#:
+#: * Shapiro–Wilk on Gamma(4) draws (skewness 1): power 1/2 at n50 = 54, 85, 118, 149, 190
+#:   for α' = 1e-2 … 1e-6, i.e. n50 / q² = 7.6–8.2 (the skewness-test asymptotic 6 q²/γ²
+#:   gives power 0.33 only); factor 8.5.
+#: * Welch on the squares, variance ratio 2: n50 = 66, 112, 155, 199, 246 against the
+#:   asymptotic 66, 108, 151, 195, 239 (α' = 1e-2 … 1e-6); factor = asymptotic × 1.05.
+#: * The translation check's shift-minimized KS on N(0, 1) against an exponential of the same
+#:   variance (KS distance 0.149 to every translate): the two-sample asymptotic
+#:   n = 2 (K⁻¹(1 − α') / d)² gives power 0.05–0.15 (the shift is minimized over and the
+#:   statistic lowered by a window mass, conservatively); 1.3 × it gives 0.55–0.64 at
+#:   α = 0.05, 1e-3, 1e-5 (k = 1): factor 2 × 1.3 / d².
+POWER_RULES: tuple[PowerRule, ...] = (
+    PowerRule("gaussian_query", f"skewness {SKEWNESS:g} (a Gamma(4)-shaped law)", "Shapiro–Wilk",
+              8.5 / SKEWNESS**2, "normal", floor=MIN_DRAWS_NORMALITY),
+    PowerRule("equal_covariance", f"variance ratio {VARIANCE_RATIO:g} on a component (Gaussian F)",
+              "Welch's t on the covariance entries", _welch_factor(VARIANCE_RATIO), "normal"),
+    PowerRule("translation", f"KS distance {KS_DISTANCE:g} to every translate (exponential against Gaussian)",
+              "shift-minimized two-sample KS", 1.3 * 2.0 / KS_DISTANCE**2, "kolmogorov", share=0.5),
+    PowerRule("translation", f"variance ratio {VARIANCE_RATIO:g} on a component (Gaussian F)",
+              "Welch's t on the covariance entries", _welch_factor(VARIANCE_RATIO), "normal"),
+)
+
+
+def power_rules(check: str) -> tuple[PowerRule, ...]:
+    """The rows of :data:`POWER_RULES` for one named check (empty when it has none)."""
+    return tuple(r for r in POWER_RULES if r.check == check)
+
+
+def required_draws(check: str, alpha: float, n_tests: int) -> int:
+    """Fewest draws per secret at which every test of ``check`` has power ≥ 1/2
+    against its departure (the largest :meth:`PowerRule.n_min` of its rows), with
+    the check's ``alpha`` split over ``n_tests`` tests. 0 for a check without rules."""
+    return max((r.n_min(alpha, n_tests) for r in power_rules(check)), default=0)
+
+
+def _unchecked_for_power(check: AssumptionCheck, n: int, n_min: int) -> AssumptionCheck:
+    """``check`` turned *unchecked* when it passed with fewer draws than its power needs."""
+    if check.holds is not True or n >= n_min:
+        return replace(check, n_min=n_min)
+    what = "; ".join(f"{r.test} against {r.departure}" for r in power_rules(check.name))
+    detail = (f"unchecked: n={n} < n_min={n_min} (the test could not detect {what} with probability 1/2 "
+              f"at α={check.alpha:g} split over the check's tests); the test did not reject: {check.detail}")
+    return replace(check, holds=None, n_min=n_min, detail=detail)
 
 
 # -- the checks ----------------------------------------------------------------------------------
@@ -243,8 +391,10 @@ def _projection_pairs(k: int) -> list[tuple[int, int]]:
 
 def _gaussian_query_checks(calibration: Calibration, alpha: float) -> list[AssumptionCheck]:
     """Per (member, secret): Shapiro–Wilk on each standardized component z_c and,
-    for k > 1, on the projections (z_c ± z_d)/√2; Bonferroni over all of them."""
+    for k > 1, on the projections (z_c ± z_d)/√2; Bonferroni over all of them.
+    A pass with fewer draws than the power rule needs reads unchecked."""
     subjects: list[tuple[str, list[tuple[str, float, float]] | None, str]] = []
+    sizes: dict[str, int] = {}
     for m in _members(calibration):
         prefix = _prefix(calibration, m)
         for i, s in enumerate(m.secrets):
@@ -254,8 +404,10 @@ def _gaussian_query_checks(calibration: Calibration, alpha: float) -> list[Assum
                 continue
             x = m.sample_array[i][:MAX_DRAWS_SHAPIRO]
             n, k = x.shape
+            sizes[subject] = n
             if n < MIN_DRAWS_NORMALITY:
-                subjects.append((subject, None, f"too few draws for the normality tests (n={n} < {MIN_DRAWS_NORMALITY})"))
+                subjects.append((subject, None, f"unchecked: n={n} < {MIN_DRAWS_NORMALITY} (too few draws for the "
+                                                "normality tests' p-values)"))
                 continue
             sd = x.std(axis=0)
             varying = np.flatnonzero(sd > 1e-12 * np.maximum(np.abs(x).max(axis=0), 1e-300))
@@ -281,14 +433,16 @@ def _gaussian_query_checks(calibration: Calibration, alpha: float) -> list[Assum
     for subject, tests, note in subjects:
         if tests is None:
             out.append(AssumptionCheck("gaussian_query", subject, None, math.nan, None, alpha, note))
-        elif not tests:
-            out.append(AssumptionCheck("gaussian_query", subject, True, 0.0, 1.0, alpha, note))
+        elif not tests:  # a point mass in n draws: a rare departure could hide below n_min too
+            check = AssumptionCheck("gaussian_query", subject, True, 0.0, 1.0, alpha, note)
+            out.append(_unchecked_for_power(check, sizes[subject], required_draws("gaussian_query", alpha, max(n_tests, 1))))
         else:
             j = int(np.argmin([t[2] for t in tests]))
             p_adj = float(_bonferroni(tests[j][2], n_tests))
             detail = (f"most significant of {len(tests)} projections: {tests[j][0]} (W statistic; Bonferroni over "
                       f"{n_tests} tests)")
-            out.append(AssumptionCheck("gaussian_query", subject, p_adj >= alpha, tests[j][1], p_adj, alpha, detail))
+            check = AssumptionCheck("gaussian_query", subject, p_adj >= alpha, tests[j][1], p_adj, alpha, detail)
+            out.append(_unchecked_for_power(check, sizes[subject], required_draws("gaussian_query", alpha, n_tests)))
     return out
 
 
@@ -324,7 +478,8 @@ def _equal_covariance_checks(calibration: Calibration, alpha: float) -> list[Ass
                                                 float(np.abs(ca - cb).max()))))
                 continue
             t, pv = _cov_entry_tests(m.sample_array[ia], m.sample_array[ib])
-            rows.append((prefix + p.label, ("test", t, pv)))
+            n = min(m.sample_array[ia].shape[0], m.sample_array[ib].shape[0])
+            rows.append((prefix + p.label, ("test", t, pv, n)))
     n_tests = sum(len(r[1][1]) for r in rows if r[1][0] == "test")
     out = []
     for subject, (kind, *vals) in rows:
@@ -333,13 +488,14 @@ def _equal_covariance_checks(calibration: Calibration, alpha: float) -> list[Ass
             out.append(AssumptionCheck("equal_covariance", subject, holds, gap, None, alpha,
                                        "exact moments compared (largest |Σ_a − Σ_b| entry)"))
             continue
-        t, pv = vals
+        t, pv, n = vals
         j = int(np.argmin(pv))
         p_adj = float(_bonferroni(pv[j], n_tests))
-        out.append(AssumptionCheck(
+        check = AssumptionCheck(
             "equal_covariance", subject, p_adj >= alpha, float(abs(t[j])), p_adj, alpha,
             f"largest |Welch t| of the covariance-entry differences (entry {j} of the upper triangle; "
-            f"Bonferroni over {n_tests} entries)"))
+            f"Bonferroni over {n_tests} entries)")
+        out.append(_unchecked_for_power(check, n, required_draws("equal_covariance", alpha, n_tests)))
     return out
 
 
@@ -428,10 +584,11 @@ def _translation_checks(calibration: Calibration, alpha: float) -> list[Assumpti
         cands.append((min(1.0, float(pw[j]) * n_tests), float(abs(tw[j])),
                       f"Welch t on covariance entry {j} of the upper triangle"))
         p_adj, stat, what = min(cands, key=lambda c: c[0])
-        out.append(AssumptionCheck(
+        check = AssumptionCheck(
             "translation", subject, p_adj >= alpha, stat, p_adj, alpha,
             f"most significant: {what} (marginal KS and covariance entries only; Bonferroni over {n_tests} tests, "
-            "KS tests weighted twice for the shift's interval)"))
+            "KS tests weighted twice for the shift's interval)")
+        out.append(_unchecked_for_power(check, min(n, mm), required_draws("translation", alpha, n_tests)))
     return out
 
 
@@ -486,6 +643,11 @@ def check_assumptions(
       shift a nuisance parameter (minimized over its confidence interval,
       conservatively). Translation also implies equal covariances: ask for
       ``equal_covariance`` too to test the joint second moments.
+    * Power: a check that does not reject with fewer draws per secret than
+      :func:`required_draws` (name, alpha, its number of tests) reads
+      *unchecked* (``holds=None``, ``detail`` starting ``"unchecked: n=…<
+      n_min=…"``); ``AssumptionCheck.n_min`` records the number. A rejection
+      below it still fails.
 
     Results are cached per calibration (calibrations are immutable).
     """

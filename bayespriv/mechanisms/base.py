@@ -108,9 +108,10 @@ class Mechanism(abc.ABC):
         self._laplace: tuple[np.ndarray, np.ndarray] | None = None
         #: δ at which Gaussian noise is calibrated: δ less the exact sampler's reserve, so that the
         #: grid release is (ε, δ)-private with the δ asked for (:meth:`_discretized`).
-        self._noise_delta = (self.delta - discretization_reserve(self.epsilon, self.k)) if self.delta > 0 else 0.0
+        self._noise_reserve = discretization_reserve(self.epsilon, self.k) if self.delta > 0 else 0.0
+        self._noise_delta = _below(self.delta, self._noise_reserve)
         if self.delta > 0 and not self._noise_delta > 0:
-            raise fail("delta", f"larger than the exact sampler's reserve {self.delta - self._noise_delta:.3g}", delta)
+            raise fail("delta", f"larger than the exact sampler's reserve {self._noise_reserve:.3g}", delta)
 
     # -- immutability ----------------------------------------------------------------------
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -170,9 +171,9 @@ class Mechanism(abc.ABC):
         tv = float(getattr(plan, "tv_bound", 0.0))
         if tv:
             spent = (1.0 + math.exp(min(self.epsilon, 700.0))) * tv
-            if spent > self.delta - self._noise_delta:  # pragma: no cover - plans keep σ ≥ 2^grid_bits steps
+            if spent > self._noise_reserve:  # pragma: no cover - plans keep σ ≥ 2^grid_bits steps
                 raise ValidationError(f"the exact Gaussian sampler's cost (1 + e^ε)τ = {spent:.3g} must fit in the "
-                                      f"reserve {self.delta - self._noise_delta:.3g}; got a plan with τ = {tv:.3g}")
+                                      f"reserve {self._noise_reserve:.3g}; got a plan with τ = {tv:.3g}")
         note = f"; noise: {plan.theorem}" + (f", τ={tv:.2g} within δ" if tv else "")
         return dataclasses.replace(g, theorem=g.theorem + note)
 
@@ -535,6 +536,22 @@ class Mechanism(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(epsilon={self.epsilon:g}, delta={self.delta:g}, noise={self.noise}, k={self.k})"
+
+
+def _below(delta: float, reserve: float) -> float:
+    """The largest float d with d + reserve ≤ δ in exact arithmetic (0 when δ = 0).
+
+    δ − reserve in floating point can round back up to δ when the reserve is far below δ's ulp;
+    stepping down until the exact rational sum fits keeps the stated δ an honest bound.
+    """
+    if delta <= 0:
+        return 0.0
+    from fractions import Fraction
+
+    d = delta - reserve
+    while d > 0 and Fraction(d) + Fraction(reserve) > Fraction(delta):
+        d = math.nextafter(d, 0.0)
+    return d
 
 
 def _freezing(init: Any) -> Any:

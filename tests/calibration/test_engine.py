@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import mpmath as mp
 import numpy as np
 import pytest
 
 import bayespriv as bp
+from bayespriv.calibration.engine import minimum_draws
 
 V = np.array([[1.0, 0.5], [0.5, 2.0]])
 
@@ -129,3 +131,51 @@ def test_classic_warning_points_at_the_callers_line():
         warnings.simplefilter("always")
         bp.mechanisms.APGM(cal, epsilon=2.0, delta=1e-3, gaussian_calibration="classic")
     assert caught and caught[0].filename == __file__
+
+
+# -- the fewest draws the bounds need ---------------------------------------------------------------
+
+
+def _gauss_pair_k1(n_records=20):
+    model = bp.GaussianDataModel([0.0, 1.0], V, ["s", "y"], n_records)
+    return model, bp.SecretPair(bp.DatasetSecret.mean("s", -1.0), bp.DatasetSecret.mean("s", 1.0)), bp.mean("y")
+
+
+def test_too_few_draws_for_the_bounds_are_refused_with_the_minimum_and_why():
+    model, pairs, q = _setup()  # 3 secrets, k = 2: the 30-draw floor of the mean boxes binds
+    with pytest.raises(bp.ValidationError, match=r"n_draws must be at least 30 draws per secret .*normal approximation"
+                                                 r".*confidence=None.*; got 29"):
+        bp.calibrate(model, pairs, q, n_draws=29, rng=0)
+    assert bp.calibrate(model, pairs, q, n_draws=30, rng=0).n_draws == 30
+    model, pair, q1 = _gauss_pair_k1()  # one pair, k = 1: the variance bound binds
+    with pytest.raises(bp.ValidationError, match=r"n_draws must be at least 63 draws per secret .*Loewner covariance "
+                                                 r"bound at z=2.5 .*4 intervals.*; got 62"):
+        bp.calibrate(model, pair, q1, n_draws=62, rng=0)
+    assert bp.calibrate(model, pair, q1, n_draws=63, rng=0).n_draws == 63
+    # plug-in: sample variances need 2 draws, no more
+    assert bp.calibrate(model, pair, q1, n_draws=2, rng=0, confidence=None).n_draws == 2
+    with pytest.raises(bp.ValidationError, match="n_draws"):
+        bp.calibrate(model, pair, q1, n_draws=1, rng=0, confidence=None)
+    # stricter confidence, more intervals: more draws
+    assert minimum_draws(0.99, 1, 4)[0] == 241
+    assert minimum_draws(0.95, 1, 12)[0] > minimum_draws(0.95, 1, 4)[0]
+    assert minimum_draws(0.95, 40, 2 * (40 + 820)) == (41, "a full-rank covariance of the k=40 components needs k + 1 = 41")
+
+
+def test_variance_bound_minimum_against_mpmath():
+    """The documented rule, recomputed with mpmath: the first n from which
+    P(χ²_{n−1} > (n − 1)(1 + z(√2 + k − 1)/√n)) ≤ 2Φ(−z), checked for every n up to 400."""
+    for confidence, n_events, k in [(0.95, 4, 1), (0.8, 4, 1), (0.95, 10, 2)]:
+        z = mp.sqrt(2) * mp.erfinv(1 - (1 - mp.mpf(confidence)) / n_events)
+        share = mp.erfc(z / mp.sqrt(2))  # 2Φ(−z)
+
+        def ok(n):
+            x = (n - 1) * (1 + z * (mp.sqrt(2) + k - 1) / mp.sqrt(n))
+            return mp.gammainc(mp.mpf(n - 1) / 2, x / 2, mp.inf, regularized=True) <= share
+
+        with mp.workdps(30):
+            flags = [ok(n) for n in range(3, 401)]
+        first = 3 + max((i + 1 for i, f in enumerate(flags) if not f), default=0)
+        expected = max(30, k + 1, first)
+        assert minimum_draws(confidence, k, n_events)[0] == expected
+    assert minimum_draws(0.95, 1, 4)[0] == 63 and minimum_draws(0.8, 1, 4)[0] == 30  # 11 < 30: the floor binds

@@ -72,8 +72,8 @@ def test_family_calibration_returns_the_closed_form_worst_case_and_names_it():
 
 
 def test_bonferroni_covers_every_member():
-    cal = bp.calibrate(_family(), _pair(), bp.mean("y"), n_draws=50, rng=1)
-    single = bp.calibrate(_builder(0.5), _pair(), bp.mean("y"), n_draws=50, rng=1)
+    cal = bp.calibrate(_family(), _pair(), bp.mean("y"), n_draws=200, rng=1)
+    single = bp.calibrate(_builder(0.5), _pair(), bp.mean("y"), n_draws=200, rng=1)
     per_member_events = 2 * 1 + 2 * 1
     assert single.z == pytest.approx(bonferroni_z(0.95, per_member_events))
     assert all(m.z == pytest.approx(bonferroni_z(0.95, 3 * per_member_events)) for m in cal.family)
@@ -101,7 +101,7 @@ def test_broken_family_that_ignores_theta_is_caught():
 def test_box_has_corners_and_interior_and_records_the_assumption():
     fam = bp.DataModelFamily.box(_builder, {"rho": (0.2, 0.8)}, interior=1)
     assert [t["rho"] for t in fam.thetas] == pytest.approx([0.2, 0.5, 0.8])
-    cal = bp.calibrate(fam, _pair(), bp.mean("y"), n_draws=50, rng=0)
+    cal = bp.calibrate(fam, _pair(), bp.mean("y"), n_draws=200, rng=0)
     assert "extremes_at_grid" in cal.assumptions
     g = bp.mechanisms.ExpM(cal, epsilon=1.0, delta=1e-5).guarantee
     assert "extremes_at_grid" in g.assumptions

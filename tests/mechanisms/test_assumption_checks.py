@@ -251,3 +251,24 @@ def test_nothing_to_relax_without_a_distributional_assumption(gamma_cal):
         dp.relaxed_guarantee
     with pytest.raises(bp.ValidationError, match="GroupDP, whose guarantee assumes nothing"):
         dp.with_extra_laplace(0.5)
+
+
+# -- a check without power reads unchecked ---------------------------------------------------------
+
+
+def test_too_few_draws_leave_the_assumptions_unchecked_not_passed():
+    """APGM on 100 exactly Gaussian draws per secret (k = 1): Shapiro–Wilk needs 103
+    and the covariance test 114 draws to detect the departures that matter
+    (POWER_RULES), so both assumptions are unchecked, not passed; with 2000 draws both
+    are checked and pass (each fails falsely with probability ≤ 1e-3)."""
+    model = bp.GaussianDataModel([0.0, 1.0], [[1.0, 0.6], [0.6, 2.0]], ["x", "y"], n_records=50)
+    pair = bp.SecretPair(bp.DatasetSecret.mean("x", -0.2), bp.DatasetSecret.mean("x", 0.2))
+    few = APGM(bp.calibrate(model, pair, bp.mean("y"), n_draws=100, rng=3), epsilon=1.0, delta=1e-5)
+    g = few.guarantee
+    assert g.failed_assumptions == ()
+    assert {"gaussian_query", "equal_covariance"} <= set(g.unchecked_assumptions)
+    assert "unchecked: " in str(g) and "gaussian_query" in str(g).split("unchecked: ")[1]
+    report = few.assumption_checks
+    assert all(c.holds is None and c.detail.startswith("unchecked: n=100 < n_min=") for c in report)
+    many = APGM(bp.calibrate(model, pair, bp.mean("y"), n_draws=2000, rng=3), epsilon=1.0, delta=1e-5)
+    assert many.guarantee.unchecked_assumptions == () and many.guarantee.failed_assumptions == ()
