@@ -1,10 +1,31 @@
 """bayespriv: protect global properties of datasets.
 
-Public names only; see DESIGN.md for the data flow
+Public names only; see ``docs/design.rst`` for the data flow
 (Θ + secrets + query → calibrate → Calibration → mechanism → Release).
+
+Examples
+--------
+Θ: 50 records, (height, weight) jointly normal. Secret: is the average height 65 or 67?
+Query: the average weight (its exact sensitivity is 2 · 30/9 = 20/3).
+
+>>> import pandas as pd
+>>> import bayespriv as bp
+>>> model = bp.GaussianDataModel(mean=[66.0, 150.0], cov=[[9.0, 30.0], [30.0, 400.0]],
+...                              columns=["height", "weight"], n_records=50)
+>>> pair = bp.SecretPair(bp.DatasetSecret.mean("height", 65.0), bp.DatasetSecret.mean("height", 67.0))
+>>> cal = bp.calibrate(model, pair, bp.mean("weight"), n_draws=4000, rng=0)
+>>> abs(cal.sensitivity() - 20 / 3) < 0.2, cal.sensitivity(bound=True) > cal.sensitivity()
+(True, True)
+>>> mech = bp.mechanisms.APGM(cal, epsilon=1.0, delta=1e-3)   # the cost, before any data
+>>> mech.guarantee.epsilon, mech.guarantee.delta, mech.guarantee.established
+(1.0, 0.001, True)
+>>> data = pd.DataFrame({c: v[0] for c, v in model.sample(None, 1, rng=1).items()})
+>>> release = mech.release(data)                              # noise from OS entropy
+>>> release.value.shape, release.seeded
+((1,), False)
 """
 
-from . import accounting, audit, mechanisms
+from . import accounting, audit, diagnostics, mechanisms
 from .accounting import JointGaussian, Ledger, VariableRelease, epsilon_on, epsilon_table, subset_count_table
 from .calibration import (
     Calibration,
@@ -40,6 +61,7 @@ __version__ = "0.1.0"
 __all__ = [
     "accounting",
     "audit",
+    "diagnostics",
     "mechanisms",
     "Ledger",
     "JointGaussian",

@@ -341,18 +341,22 @@ class JointGaussian:
     # -- what the ledger reads ------------------------------------------------------------------------------
     @property
     def protected(self) -> tuple[str, ...]:
+        """Attributes protected by any of the mechanisms (the ledger charges these budgets once)."""
         return tuple(dict.fromkeys(a for m in self.mechanisms for a in m.protected))
 
     @property
     def variables(self) -> tuple[str, ...]:
+        """Columns any of the released values depends on, in order of first appearance."""
         return tuple(dict.fromkeys(v for m in self.mechanisms for v in (getattr(m, "variables", ()) or ())))
 
     @property
     def noise_cov(self) -> np.ndarray:
+        """Covariance of the stacked noise: block-diagonal, one block per mechanism."""
         return self.laws.noise_cov
 
     @property
     def k(self) -> int:
+        """Dimension of the stacked query (sum of the mechanisms' k)."""
         return int(self.laws.noise_cov.shape[0])
 
     # -- the profile ------------------------------------------------------------------------------------------
@@ -442,6 +446,11 @@ class JointGaussian:
         names = ", ".join(type(m).__name__ for m in self.mechanisms)
         return (f"JointGaussian([{names}], epsilon={self.epsilon:.6g}, delta={self.delta:g}; "
                 f"sum would be epsilon={self.epsilon_sum:g}, delta={self.delta_sum:g})")
+
+    def _repr_html_(self) -> str:
+        from ..diagnostics.html import joint_gaussian_html
+
+        return joint_gaussian_html(self)
 
 
 def _tv_bound(mech: Any) -> float:

@@ -104,6 +104,7 @@ class Quilt:
 
     @property
     def nodes(self) -> frozenset:
+        """Every node of the network: quilt ∪ nearby ∪ remote."""
         return self.quilt | self.nearby | self.remote
 
     def __str__(self) -> str:
@@ -422,6 +423,7 @@ class QuiltScore:
 
     @property
     def max_influence(self) -> float:
+        """The max-influence of the quilt on the node (``influence.value``)."""
         return float(self.influence.value)
 
     def score(self, epsilon: float) -> float:
@@ -541,6 +543,16 @@ class QuiltCalibration:
         usable = [(c.score(epsilon), c.max_influence, len(c.quilt.quilt), k, c)
                   for k, c in enumerate(self.candidates[node]) if c.max_influence < epsilon]
         return min(usable, key=lambda t: t[:4])[4] if usable else None
+
+    def __repr__(self) -> str:
+        from ..diagnostics.html import quilt_calibration_repr
+
+        return quilt_calibration_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ..diagnostics.html import quilt_calibration_html
+
+        return quilt_calibration_html(self)
 
 
 def _undominated(z: np.ndarray, sens: np.ndarray, exhaustive: bool, n: int, node: int) -> np.ndarray:
@@ -864,6 +876,7 @@ class MarkovChain:
 
     @property
     def k(self) -> int:
+        """Number of states of the chain."""
         return int(self.transition.shape[0])
 
     @classmethod
@@ -986,6 +999,16 @@ class ChainCalibration:
         with np.errstate(divide="ignore", invalid="ignore"):
             s = self.nearby_counts() / (epsilon - e)
         return np.where(np.isfinite(e) & (e < epsilon), s, np.inf)
+
+    def __repr__(self) -> str:
+        from ..diagnostics.html import chain_calibration_repr
+
+        return chain_calibration_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ..diagnostics.html import chain_calibration_html
+
+        return chain_calibration_html(self)
 
 
 def calibrate_chain(

@@ -10,18 +10,20 @@ shows in notebooks); ``plt.show()`` is never called: save it with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import matplotlib as mpl
 import numpy as np
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, fail
 from ..calibration import Calibration
 from ..errors import ParameterTypeError, ValidationError
 from ..secrets import DatasetSecret, DistributionSecret, Secret
 
-__all__ = ["plot_calibration"]
+__all__ = ["plot_calibration", "plot_privacy_curve", "plot_utility", "plot_quilt", "plot_epsilon_table", "plot_budget",
+           "plot_qq"]
 
 
 def _resolve_components(calibration: Calibration, component: Any) -> list[int]:
@@ -67,6 +69,8 @@ def _draw_component(ax, calibration: Calibration, c: int, idx: list[int], bins: 
     edges = np.histogram_bin_edges(np.concatenate(data), bins=bins)
     span = edges[-1] - edges[0]
     grid = np.linspace(edges[0] - 0.05 * span, edges[-1] + 0.05 * span, 400)
+    import matplotlib as mpl
+
     colors = mpl.rcParams["axes.prop_cycle"].by_key().get("color", ["C0", "C1", "C2"])
     means, handles, labels = [], [], []
     for j, (i, x) in enumerate(zip(idx, data)):
@@ -167,3 +171,477 @@ def plot_calibration(
     for a, c in zip(axes, comps):
         _draw_component(a, calibration, c, idx, bins)
     return fig
+
+
+# -- shared helpers ---------------------------------------------------------------------------------------------
+def _axes(ax: Any, figsize: tuple[float, float] = (6.4, 4.2)) -> Any:
+    """``ax`` itself, or the Axes of a new constrained-layout figure."""
+    if ax is not None:
+        if not hasattr(ax, "plot") or not hasattr(ax, "figure"):
+            raise ParameterTypeError(f"ax must be a matplotlib Axes; got {type(ax).__name__}")
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _epsilon_grid(epsilons: Any, largest: float, name: str = "epsilons") -> np.ndarray:
+    """Validated ε values (1-d, finite, > 0, sorted), or a default grid up to 2.5 × ``largest``."""
+    if epsilons is None:
+        top = 2.5 * largest if largest > 0 else 2.5
+        return np.linspace(top / 40.0, top, 40)
+    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps <= 0):
+        raise ValidationError(f"{name} must be a non-empty 1-d sequence of finite numbers > 0; got {epsilons!r}")
+    return np.sort(eps)
+
+
+def _labelled(items: Any, name: str, kind: str) -> list[tuple[str, Any]]:
+    """(label, item) pairs from one item, a sequence (labels: class names) or a mapping label -> item."""
+    if isinstance(items, Mapping):
+        out = [(str(k), v) for k, v in items.items()]
+    elif hasattr(items, "guarantee"):
+        out = [(type(items).__name__, items)]
+    elif isinstance(items, Sequence) and not isinstance(items, (str, bytes)):
+        names = [type(m).__name__ for m in items]
+        out = [(f"{n} #{i}" if names.count(n) > 1 else n, m) for i, (n, m) in enumerate(zip(names, items))]
+    else:
+        raise ParameterTypeError(f"{name} must be a {kind}, a sequence of them or a mapping label -> {kind}; "
+                                 f"got {type(items).__name__}")
+    if not out:
+        raise ValidationError(f"{name} must hold at least one {kind}; got an empty collection")
+    return out
+
+
+# -- privacy curve ------------------------------------------------------------------------------------------
+def plot_privacy_curve(mechs: Any, epsilons: Any = None, *, ax: Any = None):
+    """δ(ε) of one or several mechanisms, with each guarantee's (ε, δ) marked.
+
+    The curve is the mechanism's own ``privacy_curve(epsilons)`` (an upper bound of the δ at
+    which it is (ε, δ)-private, for every ε; Gaussian mechanisms have it); nothing is
+    recomputed here. A mechanism without it shows only its guarantee: a point, or for a pure
+    guarantee (δ = 0, not drawable on the log scale) a dotted vertical line at its ε.
+
+    Parameters
+    ----------
+    mechs : Mechanism, sequence of Mechanism, or mapping label -> Mechanism
+    epsilons : sequence of float > 0, optional
+        Where the curves are evaluated; default 40 points up to 2.5 × the largest guarantee ε.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Lines have gid ``"curve:<label>"``, guarantee markers ``"guarantee:<label>"``, pure
+        guarantees ``"pure:<label>"``; the y axis is logarithmic.
+    """
+    items = _labelled(mechs, "mechs", "mechanism")
+    eps = _epsilon_grid(epsilons, max(float(m.guarantee.epsilon) for _, m in items))
+    ax = _axes(ax)
+    for j, (label, mech) in enumerate(items):
+        color = f"C{j % 10}"
+        g = mech.guarantee
+        curve = getattr(mech, "privacy_curve", None)
+        if callable(curve):
+            delta = np.asarray(curve(eps), dtype=float)
+            shown = np.where(delta > 0, delta, np.nan)  # δ = 0 cannot sit on a log axis
+            ax.plot(eps, shown, color=color, lw=2, label=f"{label}: δ(ε)", gid=f"curve:{label}")
+        if g.delta > 0:
+            ax.plot([g.epsilon], [g.delta], "o", color=color, ms=8, mec="black",
+                    label=f"{label} guarantee (ε={g.epsilon:.3g}, δ={g.delta:.2g})", gid=f"guarantee:{label}")
+        else:
+            ax.axvline(g.epsilon, color=color, ls=":", lw=2, label=f"{label}: pure ε={g.epsilon:.3g} (δ=0)",
+                       gid=f"pure:{label}")
+    ax.set_yscale("log")
+    ax.set_xlabel("ε")
+    ax.set_ylabel("δ(ε)")
+    ax.set_title("Privacy curve: the mechanism is (ε, δ(ε))-private for every ε", fontsize="medium")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    return ax
+
+
+# -- utility vs ε ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _UtilitySeries:
+    """One mechanism family's error at each ε (nan where it could not be built, with the reasons)."""
+
+    label: str
+    error: np.ndarray
+    failures: tuple[str, ...]
+
+
+def _noise_error(mech: Any, error: str) -> float:
+    """What the mechanism says about its noise: sqrt(trace(noise_cov)) or the mean of E|noise|."""
+    if error == "l2":
+        return float(np.sqrt(np.trace(np.asarray(mech.noise_cov, dtype=float))))
+    return float(np.mean(np.asarray(mech.expected_abs_error, dtype=float)))
+
+
+def _utility_series(calibration: Any, label: str, factory: Any, eps: np.ndarray, error: str) -> _UtilitySeries:
+    """Stage 1 of :func:`plot_utility`: build the mechanism at each ε and read its noise."""
+    from ..errors import BayesPrivError
+
+    out = np.full(eps.shape, np.nan)
+    failures = []
+    for i, e in enumerate(eps):  # one mechanism per ε: a handful of constructions, not a hot path
+        try:
+            out[i] = _noise_error(factory(calibration, float(e)), error)
+        except BayesPrivError as exc:  # e.g. ε too small for a finite noise: left blank, counted in the legend
+            failures.append(f"ε={e:.3g}: {exc}")
+    return _UtilitySeries(label, out, tuple(failures))
+
+
+def _default_mechanisms() -> dict[str, Any]:
+    from ..mechanisms import APGM, OptimalGaussian
+
+    return {"APGM": lambda cal, e: APGM(cal, epsilon=e, delta=1e-3),
+            "OptimalGaussian": lambda cal, e: OptimalGaussian(cal, epsilon=e, delta=1e-3)}
+
+
+def plot_utility(calibration: Any, mechanisms: Mapping[str, Any] | None = None, epsilons: Any = None, *,
+                 error: str = "l2", ax: Any = None):
+    """Expected error of several mechanisms against ε, side by side.
+
+    Each mechanism is built with its factory at every ε and its noise is *read*:
+    ``error="l2"`` plots sqrt(trace(noise_cov)) = sqrt(E‖noise‖²), ``error="abs"`` the mean over
+    components of the exact E|noise| (``expected_abs_error``). Where a factory raises a
+    bayespriv error (e.g. no finite noise at that ε) the point is left out and the legend
+    says how many ε failed.
+
+    Parameters
+    ----------
+    calibration : Calibration (or what the factories take)
+    mechanisms : mapping label -> callable(calibration, epsilon) -> Mechanism, optional
+        Default: APGM and OptimalGaussian at δ = 1e-3.
+    epsilons : sequence of float > 0, optional
+        Default: 12 values from 0.1 to 5 (log-spaced).
+    error : {"l2", "abs"}
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One line per mechanism, gid ``"utility:<label>"``; log-log axes.
+    """
+    from .._validation import check_choice
+
+    error = check_choice(error, "error", ("l2", "abs"))
+    mechanisms = _default_mechanisms() if mechanisms is None else mechanisms
+    if not isinstance(mechanisms, Mapping) or not mechanisms or not all(callable(f) for f in mechanisms.values()):
+        raise ParameterTypeError("mechanisms must be a non-empty mapping label -> callable(calibration, epsilon); "
+                                 f"got {type(mechanisms).__name__}")
+    eps = np.geomspace(0.1, 5.0, 12) if epsilons is None else _epsilon_grid(epsilons, 1.0)
+    ax = _axes(ax)
+    for j, (label, factory) in enumerate(mechanisms.items()):
+        s = _utility_series(calibration, str(label), factory, eps, error)
+        note = f" (not built at {len(s.failures)} ε)" if s.failures else ""
+        ax.plot(eps, s.error, "o-", color=f"C{j % 10}", label=f"{s.label}{note}", gid=f"utility:{s.label}")
+    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ticks = eps if eps.size <= 8 else eps[:: int(math.ceil(eps.size / 8))]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("ε")
+    ax.set_ylabel("expected L2 error sqrt(trace(noise_cov))" if error == "l2" else "mean E|noise| per component")
+    ax.set_title("Utility against ε (lower is better)", fontsize="medium")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    return ax
+
+
+# -- quilt on the network -------------------------------------------------------------------------------------
+_QUILT_COLOURS = {"node": "#d62728", "quilt": "#ff7f0e", "nearby": "#9ecae1", "remote": "#bdbdbd"}
+
+
+def _resolve_quilt(source: Any, node: Any, quilt: Any, epsilon: float | None) -> tuple[Any, Any]:
+    """(DAG, Quilt): the calibration computes the split (:meth:`QuiltCalibration.evaluate` /
+    :meth:`QuiltCalibration.best`); with a bare graph, ``quilt`` must be a :class:`Quilt`."""
+    from ..calibration.quilts import Quilt, QuiltCalibration, as_digraph
+
+    if isinstance(source, QuiltCalibration):
+        if quilt is None:
+            if epsilon is None:
+                raise ValidationError("quilt must be given (a Quilt or a set of nodes), or epsilon to show "
+                                      "Algorithm 2's choice at that ε; got neither")
+            best = source.best(node, epsilon)
+            if best is None:  # pragma: no cover - the trivial quilt is always usable
+                raise ValidationError(f"epsilon must leave a usable quilt for {node!r}; got {epsilon!r}")
+            return source.graph, best.quilt
+        return source.graph, source.evaluate(node, quilt).quilt
+    graph = as_digraph(source, "quilt_calibration_or_graph")
+    if not isinstance(quilt, Quilt):
+        raise ParameterTypeError("quilt must be a Quilt (with its nearby and remote sets) when a graph is given; got "
+                                 f"{type(quilt).__name__} (pass the QuiltCalibration to have the split computed)")
+    if node not in quilt.nearby or quilt.nodes != frozenset(graph.nodes()):
+        raise fail("quilt", f"a Quilt of {node!r} (node in its nearby set) covering the graph's nodes", str(quilt))
+    return graph, quilt
+
+
+def _layered_layout(graph: Any) -> dict:
+    """Positions by topological generation (parents above children), deterministic."""
+    import networkx as nx
+
+    g = graph.copy()
+    for depth, layer in enumerate(nx.topological_generations(g)):
+        for v in layer:
+            g.nodes[v]["layer"] = depth
+    pos = nx.multipartite_layout(g, subset_key="layer", align="horizontal")
+    return {v: (x, -y) for v, (x, y) in pos.items()}
+
+
+def plot_quilt(quilt_calibration_or_graph: Any, node: Any, quilt: Any = None, *, epsilon: float | None = None,
+               ax: Any = None):
+    """The network with the node, its Markov quilt X_Q, nearby set X_N and remote set X_R coloured.
+
+    Parameters
+    ----------
+    quilt_calibration_or_graph : QuiltCalibration, networkx.DiGraph or pgmpy network
+    node : hashable
+        The sensitive node.
+    quilt : Quilt or collection of nodes, optional
+        With a calibration, a set Q is split into (Q, N, R) by
+        :meth:`~bayespriv.calibration.quilts.QuiltCalibration.evaluate`; with a bare graph it
+        must be a :class:`~bayespriv.calibration.quilts.Quilt`.
+    epsilon : float, optional
+        With a calibration and no ``quilt``: show Algorithm 2's choice at this ε
+        (:meth:`~bayespriv.calibration.quilts.QuiltCalibration.best`).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Node collections have gids ``"node"``, ``"quilt"``, ``"nearby"``, ``"remote"``
+        (empty sets are not drawn); the legend lists the four roles.
+    """
+    import networkx as nx
+    from matplotlib.patches import Patch
+
+    graph, q = _resolve_quilt(quilt_calibration_or_graph, node, quilt, epsilon)
+    ax = _axes(ax, (6.4, 4.8))
+    pos = _layered_layout(graph)
+    roles = {"node": [node], "quilt": sorted(q.quilt, key=str), "nearby": sorted(q.nearby - {node}, key=str),
+             "remote": sorted(q.remote, key=str)}
+    nx.draw_networkx_edges(graph, pos, ax=ax, arrows=True, arrowsize=15, edge_color="#555", node_size=1400)
+    for role, members in roles.items():
+        if members:
+            coll = nx.draw_networkx_nodes(graph, pos, nodelist=members, node_color=_QUILT_COLOURS[role], ax=ax,
+                                          node_size=1400, edgecolors="black")
+            coll.set_gid(role)
+    nx.draw_networkx_labels(graph, pos, ax=ax, font_size=9)
+    text = {"node": f"sensitive node {node}", "quilt": "quilt X_Q", "nearby": "nearby X_N", "remote": "remote X_R"}
+    ax.legend(handles=[Patch(facecolor=_QUILT_COLOURS[r], edgecolor="black", label=text[r]) for r in roles],
+              fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=4, frameon=False)
+    ax.set_title(f"Markov quilt of {node}: {q}", fontsize="medium")
+    ax.margins(0.15)
+    ax.set_axis_off()
+    return ax
+
+
+# -- per-variable ε ---------------------------------------------------------------------------------------------
+def plot_epsilon_table(table: Any, *, ax: Any = None, cmap: str = "Reds"):
+    """Heat map of ε per release (rows) and variable (columns), from :func:`bayespriv.epsilon_table`
+    or :meth:`Ledger.epsilon_table`.
+
+    Every cell is annotated with its value; ``inf`` cells (a variable used without protection)
+    are drawn black with "∞". The colour scale covers the finite values.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Rows: releases (and a composed total row); columns: variables.
+    ax : matplotlib Axes, optional
+    cmap : str
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The image has gid ``"epsilon"``; annotations are the Axes' texts, row by row.
+    """
+    import pandas as pd
+
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterTypeError("table must be a pandas DataFrame from epsilon_table(...); got "
+                                 f"{type(table).__name__}")
+    if table.empty:
+        raise ValidationError(f"table must have at least one row and one column; got shape {table.shape}")
+    values = table.to_numpy(dtype=float)
+    if np.any(np.isnan(values)) or np.any(values < 0):
+        raise ValidationError("table must hold ε ≥ 0 (or inf) in every cell; got nan or negative values")
+    label_width = max(len(str(r)) for r in table.index)
+    ax = _axes(ax, (2.6 + 0.09 * label_width + 1.0 * values.shape[1], 1.8 + 0.45 * values.shape[0]))
+    finite = np.isfinite(values)
+    top = float(values[finite].max()) if finite.any() else 1.0
+    shown = np.ma.masked_array(values, mask=~finite)
+    import matplotlib as mpl
+
+    colours = mpl.colormaps[cmap].with_extremes(bad="black")
+    image = ax.imshow(shown, cmap=colours, vmin=0.0, vmax=top if top > 0 else 1.0, aspect="auto", gid="epsilon")
+    for (i, j), v in np.ndenumerate(values):
+        dark = not np.isfinite(v) or (top > 0 and v / top > 0.6)
+        ax.text(j, i, "∞" if np.isinf(v) else f"{v:.3g}", ha="center", va="center", fontsize="small",
+                color="white" if dark else "black")
+    ax.set_xticks(range(values.shape[1]), [str(c) for c in table.columns], rotation=30, ha="right")
+    ax.set_yticks(range(values.shape[0]), [str(r) for r in table.index])
+    ax.set_xlabel(str(table.columns.name or "variable"))
+    ax.set_ylabel(str(table.index.name or "release"))
+    ax.figure.colorbar(image, ax=ax, label="ε (black: ∞, not private)")
+    ax.set_title("ε per variable (Tan, Propositions 3.3–3.5)", fontsize="medium")
+    return ax
+
+
+# -- budget over time ------------------------------------------------------------------------------------------
+def _budget_series(releases: Any, budget: str) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Stage 1 of :func:`plot_budget`: (times, cumulative ε, established flags) of one budget's live releases."""
+    mine = releases[[budget in p for p in releases["protected"]]]
+    established = np.asarray(mine["established"].fillna(True), dtype=bool)  # NA: an old row, not recorded
+    return mine["time_utc"], np.cumsum(mine["epsilon"].to_numpy(dtype=float)), established
+
+
+def plot_budget(ledger: Any, budgets: Sequence[str] | None = None, *, ax: Any = None):
+    """Cumulative ε spent per budget over release time, from a :class:`~bayespriv.Ledger`.
+
+    Read from ``ledger.releases()`` (voided rows excluded: they were refunded) and
+    ``ledger.budget(name)``: one step line per budget (each release charges its ε to every
+    budget it protects), its total as a dashed line, and releases made with a failed
+    assumption check (not established) marked with a red cross.
+
+    Parameters
+    ----------
+    ledger : Ledger
+    budgets : sequence of str, optional
+        Default: every budget of ``ledger.report()``.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Step lines have gid ``"spent:<budget>"``, totals ``"total:<budget>"``, crosses
+        ``"not_established:<budget>"``.
+    """
+    if not all(hasattr(ledger, a) for a in ("releases", "budget", "report")):
+        raise ParameterTypeError(f"ledger must be a bayespriv Ledger; got {type(ledger).__name__}")
+    names = list(ledger.report().index) if budgets is None else [str(b) for b in budgets]
+    if not names:
+        raise ValidationError("budgets must name at least one budget; got a ledger without budgets")
+    import matplotlib.dates as mdates
+    import pandas as pd
+
+    releases = ledger.releases()
+    live = releases[~releases["voided"]]
+    ax = _axes(ax, (7.0, 4.2))
+    for j, name in enumerate(names):
+        color = f"C{j % 10}"
+        times, spent, established = _budget_series(live, name)
+        total = ledger.budget(name)[0]
+        if len(times):
+            times = pd.DatetimeIndex(times)
+            ax.plot([times[0], times[0]], [0.0, spent[0]], color=color, lw=1.5)  # from nothing spent
+            ax.step(times, spent, where="post", marker="o", color=color, label=f"{name}: spent {spent[-1]:.4g}",
+                    gid=f"spent:{name}")
+            if not established.all():
+                ax.plot(times[~established], spent[~established], "x", color="#b00", ms=12, mew=2,
+                        label=f"{name}: not established", gid=f"not_established:{name}")
+        ax.axhline(total, color=color, ls="--", lw=1, label=f"{name}: budget {total:.4g}", gid=f"total:{name}")
+    ax.set_xlabel("release time (UTC)")
+    ax.set_ylabel("cumulative ε")
+    ax.set_title("Budget spent over time (voided releases excluded)", fontsize="medium")
+    ax.grid(True, alpha=0.3)
+    ax.set_ylim(bottom=0.0)
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.legend(fontsize="small")
+    return ax
+
+
+# -- Q–Q against the Gaussian fit --------------------------------------------------------------------------------
+#: Most points drawn per secret (evenly spaced order statistics beyond that).
+QQ_MAX_POINTS = 1000
+
+
+def _qq_points(x: np.ndarray, mu: float, var: float, band: float) -> tuple[np.ndarray, ...]:
+    """(fit quantiles, sample quantiles, band low, band high) at plotting positions (i − ½)/n.
+
+    The band: where the sample quantile would be if the empirical CDF were ``band`` away from the
+    fit's (DKW half-width, see :func:`plot_qq`)."""
+    from scipy.stats import norm
+
+    n = x.size
+    keep = np.unique(np.linspace(0, n - 1, min(n, QQ_MAX_POINTS)).round().astype(int))
+    p = (keep + 0.5) / n
+    sd = math.sqrt(var)
+    theo = norm.ppf(p, mu, sd)
+    low = norm.ppf(np.clip(p - band, 0.0, 1.0), mu, sd)
+    high = norm.ppf(np.clip(p + band, 0.0, 1.0), mu, sd)
+    return theo, np.sort(x)[keep], low, high
+
+
+def plot_qq(calibration: Calibration, component: int | str = 0, *, secrets: Sequence[Secret | str] | None = None,
+            level: float = 0.95, ax: Any = None):
+    """Q–Q plot of F per secret against its Gaussian fit N(μ̂, σ̂²) — what ``gaussian_query`` assumes.
+
+    For each secret: the sorted samples of the component against the quantiles of the
+    calibration's fitted Gaussian (its estimated mean and variance) at (i − ½)/n, with the line
+    y = x and a shaded band: the quantiles the samples would have if their empirical CDF were
+    ε_n = sqrt(ln(2/(1 − level)) / (2n)) from the fit's (Dvoretzky–Kiefer–Wolfowitz). Points
+    outside the band are a visible departure; the formal check is
+    :func:`~bayespriv.calibration.assumptions.check_assumptions`.
+
+    Parameters
+    ----------
+    calibration : Calibration
+        With samples.
+    component : int or str
+    secrets : sequence of Secret or labels, optional
+        Default: the secrets of the worst pair.
+    level : float in (0, 1)
+        Of the DKW band.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Points have gid ``"qq:<secret label>"``, bands ``"band:<secret label>"``, the line ``"identity"``.
+    """
+    from .._validation import check_confidence
+
+    if not isinstance(calibration, Calibration):
+        raise ParameterTypeError(f"calibration must be a bayespriv Calibration; got {type(calibration).__name__}")
+    if calibration.samples is None:
+        raise ValidationError("plot_qq needs a calibration with samples (from bayespriv.calibrate); got one built from "
+                              "moments only (Calibration.from_moments)")
+    if component is None:
+        raise ParameterTypeError("component must be one component index or name; got None")
+    (c,) = _resolve_components(calibration, component)
+    idx = _resolve_secrets(calibration, secrets)
+    level = check_confidence(level, "level")
+    if level is None:
+        raise ParameterTypeError("level must be a number in (0, 1); got None")
+    values = np.asarray(calibration.samples.values)
+    ax = _axes(ax, (5.2, 5.0))
+    lo, hi = math.inf, -math.inf
+    for j, i in enumerate(idx):
+        x = values[i, :, c]
+        x = x[np.isfinite(x)]
+        var = float(calibration.cov_array[i, c, c])
+        if var <= 0 or x.size < 2:
+            raise ValidationError(f"the fit of secret {calibration.secrets[i].label!r} must have a variance > 0 and "
+                                  f"2+ draws to draw a Q–Q plot; got variance {var:g} and {x.size} draws")
+        band = math.sqrt(math.log(2.0 / (1.0 - level)) / (2.0 * x.size))
+        theo, sample, low, high = _qq_points(x, float(calibration.mean_array[i, c]), var, band)
+        label = calibration.secrets[i].label
+        ax.fill_between(theo, low, high, color=f"C{j % 10}", alpha=0.15, lw=0, gid=f"band:{label}")
+        ax.plot(theo, sample, ".", ms=3, color=f"C{j % 10}", label=f"{label} ({x.size} draws)", gid=f"qq:{label}")
+        lo, hi = min(lo, theo[0], sample[0]), max(hi, theo[-1], sample[-1])
+    ax.plot([lo, hi], [lo, hi], color="black", lw=1, gid="identity")
+    name = calibration.component_names[c]
+    ax.set_xlabel(f"quantiles of the Gaussian fit N(μ̂, σ̂²) of {name}")
+    ax.set_ylabel(f"sample quantiles of {name}")
+    ax.set_title(f"Q–Q against the Gaussian fit (band: DKW {level:g})", fontsize="medium")
+    ax.legend(fontsize="small")
+    return ax

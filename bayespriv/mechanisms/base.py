@@ -219,6 +219,7 @@ class Mechanism(abc.ABC):
 
     @property
     def k(self) -> int:
+        """Dimension of the released value (the query's k)."""
         return self.calibration.k
 
     @property
@@ -234,6 +235,7 @@ class Mechanism(abc.ABC):
 
     @property
     def noise(self) -> str:
+        """Kind of noise added: ``"gaussian"`` or ``"laplace"``."""
         return "laplace" if self._laplace is not None else "gaussian"
 
     @property
@@ -266,6 +268,7 @@ class Mechanism(abc.ABC):
 
     @property
     def noiseless(self) -> bool:
+        """True when no noise is added (e.g. Theorem 4.4's noiseless release)."""
         return not np.any(self.noise_cov)
 
     @property
@@ -537,6 +540,12 @@ class Mechanism(abc.ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(epsilon={self.epsilon:g}, delta={self.delta:g}, noise={self.noise}, k={self.k})"
 
+    def _repr_html_(self) -> str:
+        """Notebook view: parameters, noise per component, the guarantee and each assumption check."""
+        from ..diagnostics.html import mechanism_html
+
+        return mechanism_html(self)
+
 
 def _below(delta: float, reserve: float) -> float:
     """The largest float d with d + reserve ≤ δ in exact arithmetic (0 when δ = 0).
@@ -706,6 +715,7 @@ class WithExtraLaplace(Mechanism):
 
     @property
     def noise(self) -> str:
+        """The base mechanism's noise plus Laplace, e.g. ``"gaussian+laplace"``."""
         return f"{self.base.noise}+laplace"
 
     @property

@@ -108,7 +108,8 @@ class Guarantee:
                 ("theorem", self.theorem)]
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                        f"{v if k == 'status' else html.escape(v)}</td></tr>" for k, v in rows)
-        return f"<table><caption>Guarantee</caption>{body}</table>"
+        return (f"<table style='max-width:60em'><caption style='text-align:left'><b>Guarantee</b></caption>"
+                f"{body}</table>")
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class Release:
         return self.guarantee.established
 
     def to_series(self) -> pd.Series:
+        """The released value as a pandas Series indexed by component name, named after the query."""
         return pd.Series(self.value, index=list(self.component_names) or None, name=self.query)
 
     def __repr__(self) -> str:

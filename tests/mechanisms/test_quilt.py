@@ -120,7 +120,7 @@ def test_apmqm_noise_guarantee_release_and_ledger(tmp_path):
     assert free.release(df).value.tolist() == [3.0]
     rel = mech.release_value([3.0], rng=7)
     assert rel.seeded and rel.protected == ("i",) and rel.variables == ("q",)
-    with pytest.raises(bp.ValidationError, match="dataset must be a DataFrame of 5 rows"):
+    with pytest.raises(bp.ValidationError, match="dataset must have 5 rows"):
         mech.release(df.iloc[:3])
     ledger = bp.Ledger(tmp_path / "budget.sqlite")
     ledger.set_budget("i", epsilon=1.5)
@@ -288,7 +288,7 @@ def test_mqm_family_zero_transitions_and_release():
     df = pd.DataFrame({"s": [0, 1, 1, 0, 1]})
     rel = mech.release(df, rng=3)
     assert rel.protected == ("s",) and rel.guarantee.delta == 0.0 and "Song" in rel.guarantee.theorem
-    with pytest.raises(bp.ValidationError, match="dataset must be a DataFrame of 5 rows"):
+    with pytest.raises(bp.ValidationError, match="dataset must have 5 rows"):
         mech.release(df.iloc[:4])
     prop = calibrate_chain(a, bp.proportion(lambda x: x["s"] == 1, "s"), length=5)
     assert prop.lipschitz == pytest.approx(0.2)
