@@ -58,7 +58,7 @@ def test_gaussian_mechanism_shows_noise_expected_error_guarantee_and_checks(cal)
         assert f"{s:.4g}" in cells and f"{float(e_abs):.4g}" in cells
     assert f"{float(np.sqrt(np.trace(mech.noise_cov))):.4g}" in out
     assert "covariance mode" in cells and mech.covariance_mode in cells
-    assert "<caption>Guarantee</caption>" in out and "established" in out
+    assert "<b>Guarantee</b></caption>" in out and "established" in out
     # every checked assumption with its result, read from assumption_checks.summary()
     summary = mech.assumption_checks.summary()
     assert set(summary.index.get_level_values("assumption")) == {"gaussian_query", "equal_covariance"}
@@ -126,7 +126,7 @@ def test_joint_gaussian_html():
     assert out == joint_gaussian_html(joint) and "<table" in out
     cells = _cells(out)
     assert f"{joint.epsilon:.4g}" in cells and f"{joint.epsilon_sum:.4g}" in cells
-    assert "joint (stacked Gaussian)" in cells and "<caption>Guarantee</caption>" in out
+    assert "joint (stacked Gaussian)" in cells and "<b>Guarantee</b></caption>" in out
 
 
 def test_every_mechanism_class_renders():
