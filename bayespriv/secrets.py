@@ -112,6 +112,7 @@ class DatasetSecret:
 
     @property
     def label(self) -> str:
+        """Short readable form, e.g. ``"share(sex=Female)=0.25"`` or ``"mean(height)=66"``."""
         if self.statistic == "proportion":
             return f"share({self.column}={self.category})={self.value:g}"
         return f"mean({self.column})={self.value:g}"
@@ -145,10 +146,12 @@ class DistributionSecret:
 
     @property
     def attribute(self) -> str:
+        """The protected attribute: the parameter's name (a ledger charges this budget)."""
         return self.parameter
 
     @property
     def label(self) -> str:
+        """Short readable form, e.g. ``"p_female=0.5"``."""
         return f"{self.parameter}={self.value:g}"
 
     def __str__(self) -> str:
@@ -163,6 +166,18 @@ class SecretPair:
     """A discriminative pair (s_a, s_b): the release must not tell them apart.
 
     Both secrets must be of the same kind, about the same attribute, and differ.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> pair = bp.SecretPair(bp.DatasetSecret.proportion("sex", "Female", 0.25),
+    ...                      bp.DatasetSecret.proportion("sex", "Female", 0.5))
+    >>> pair.label
+    'share(sex=Female)=0.25 vs share(sex=Female)=0.5'
+    >>> bp.SecretPair(bp.DistributionSecret("p", 0.1), bp.DistributionSecret("q", 0.2))
+    Traceback (most recent call last):
+    ...
+    bayespriv.errors.ValidationError: a secret pair must be about one attribute (Definition 4/5: pairs (s_a^i, s_b^i)); got 'p' and 'q'
     """
 
     a: Secret
@@ -192,10 +207,12 @@ class SecretPair:
 
     @property
     def secrets(self) -> tuple[Secret, Secret]:
+        """The two secrets, ``(a, b)``."""
         return (self.a, self.b)
 
     @property
     def label(self) -> str:
+        """The two secrets' labels, ``"a vs b"``."""
         return f"{self.a.label} vs {self.b.label}"
 
     def __str__(self) -> str:
@@ -223,6 +240,15 @@ def pairs_between(first: Iterable[Secret], second: Iterable[Secret]) -> tuple[Se
 
     This is the pair set of the papers' experiments, e.g. the share of women
     ``a in (0.25, 0.5)`` against ``b in (0.5, 0.75)``.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> share = lambda p: bp.DatasetSecret.proportion("sex", "Female", p)
+    >>> pairs = bp.pairs_between([share(0.25), share(0.4)], [share(0.6), share(0.75)])
+    >>> [p.label for p in pairs]  # doctest: +NORMALIZE_WHITESPACE
+    ['share(sex=Female)=0.25 vs share(sex=Female)=0.6', 'share(sex=Female)=0.25 vs share(sex=Female)=0.75',
+     'share(sex=Female)=0.4 vs share(sex=Female)=0.6', 'share(sex=Female)=0.4 vs share(sex=Female)=0.75']
     """
     first, second = _check_secrets(first, "first"), _check_secrets(second, "second")
     if not first or not second:

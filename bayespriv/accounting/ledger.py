@@ -328,11 +328,23 @@ class Ledger:
 
     Examples
     --------
-    >>> ledger = Ledger(tmp / "budget.sqlite")                          # doctest: +SKIP
-    >>> ledger.set_budget("income", epsilon=1.0)                        # doctest: +SKIP
-    >>> mech.release(df, ledger=ledger)   # checks, spends, then draws  # doctest: +SKIP
-    >>> ledger.spent("income")                                          # doctest: +SKIP
-    (0.01, 0.0)
+    >>> import pathlib, tempfile
+    >>> import pandas as pd
+    >>> import bayespriv as bp
+    >>> a, b = bp.DatasetSecret.mean("income", 40.0), bp.DatasetSecret.mean("income", 41.0)
+    >>> cal = bp.Calibration.from_moments({a: [40.0], b: [41.0]}, {a: [[1.0]], b: [[1.0]]},
+    ...                                   bp.SecretPair(a, b), query=bp.mean("income"), n_records=3)
+    >>> mech = bp.mechanisms.APGM(cal, epsilon=0.5, delta=1e-6)
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> ledger = Ledger(pathlib.Path(folder.name) / "budget.sqlite")
+    >>> ledger.set_budget("income", epsilon=1.0, delta=1e-5)
+    >>> df = pd.DataFrame({"income": [39.0, 40.0, 42.0]})
+    >>> release = mech.release(df, ledger=ledger)   # checks, spends, then draws
+    >>> ledger.spent("income")
+    (0.5, 1e-06)
+    >>> ledger.remaining("income")
+    (0.5, 9e-06)
+    >>> folder.cleanup()
     """
 
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, create: bool = True) -> None:
@@ -496,6 +508,7 @@ class Ledger:
                         (e_units, d_units, _now(), name))
 
     def budgets(self) -> tuple[str, ...]:
+        """Names of the budgets set in this ledger, sorted."""
         with self._connect() as con:
             return tuple(r[0] for r in con.execute("SELECT name FROM budgets ORDER BY name"))
 

@@ -363,14 +363,17 @@ class SubsetCountMechanism:
 
     @property
     def guarantee(self) -> Guarantee:
+        """ε-privacy of the protected variable (δ = 0, exact: no estimated quantity), Algorithm 1 of Tan."""
         return Guarantee(self.epsilon, 0.0, 1.0, self.assumptions, THEOREM)
 
     @property
     def protected(self) -> tuple[str, ...]:
+        """The protected variable (the ledger charges its budget)."""
         return (self.protected_variable,)
 
     @property
     def variables(self) -> tuple[str, ...]:
+        """Columns the table depends on: the protected then the public variable."""
         return (self.protected_variable, self.public_variable)
 
     @property
@@ -380,6 +383,7 @@ class SubsetCountMechanism:
 
     @property
     def query_name(self) -> str:
+        """Name of the released table, e.g. ``"count by age × sex"``."""
         return f"count by {self.public_variable} × {self.protected_variable}"
 
     def fingerprint(self) -> str:
@@ -388,6 +392,7 @@ class SubsetCountMechanism:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def cell_variance(self, n: Any) -> np.ndarray:
+        """Exact noise variance of a cell in a row with ``n`` protected categories, at this ε (:func:`cell_variance`)."""
         return cell_variance(n, self.epsilon)
 
 
@@ -468,6 +473,19 @@ def subset_count_table(
     -------
     ε-privacy on {protected} (Definition 2.2; Proposition 5.1, exact — the noise law is known in
     closed form); 0-private on every other variable except ``public``, whose margins are exact.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import bayespriv as bp
+    >>> people = pd.DataFrame({"age": ["young"] * 6 + ["old"] * 4,
+    ...                        "sex": ["F", "M", "F", "F", "M", "M", "F", "M", "M", "F"]})
+    >>> table = bp.subset_count_table(people, protected="sex", public="age", epsilon=1.0,
+    ...                               protected_values=["F", "M"])
+    >>> table.sum(axis=1).to_dict()          # the public margins are exact
+    {'old': 4, 'young': 6}
+    >>> table.attrs["guarantee"].epsilon, table.attrs["guarantee"].delta
+    (1.0, 0.0)
     """
     check_frame(table, "table")
     protected = _name(protected, "protected")

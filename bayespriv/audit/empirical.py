@@ -119,6 +119,7 @@ class EmpiricalEpsilon:
         return None if self.claimed_epsilon is None else self.epsilon > self.claimed_epsilon
 
     def summary(self) -> pd.DataFrame:
+        """One-row DataFrame: ε lower bound and estimate, claimed ε, TPR/FPR with their confidence ends, counts, α, δ."""
         row = {"ε lower bound": self.epsilon, "ε estimate": self.estimate, "claimed ε": self.claimed_epsilon,
                "TPR": self.tpr, "TPR lower": self.tpr_lower, "FPR": self.fpr, "FPR upper": self.fpr_upper,
                "n positive": self.n_positive, "n negative": self.n_negative, "α": self.alpha, "δ": self.delta}

@@ -93,6 +93,7 @@ class PairConstraints:
 
     @property
     def k(self) -> int:
+        """Dimension of the query."""
         return int(self.diff.shape[1])
 
     @property

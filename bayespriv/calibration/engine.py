@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from collections.abc import Mapping
@@ -16,6 +14,8 @@ import numpy as np
 from scipy import special, stats
 
 from .._validation import fail
+from .._progress import ProgressBar
+from .._progress import progress as progress_bar
 from .._validation import check_confidence, check_memory, check_optional_positive_int, check_positive_int
 from ..datamodels.base import DataModel
 from ..datamodels.family import DataModelFamily
@@ -45,28 +45,13 @@ def _is_dask_client(executor: Any) -> bool:
     return type(executor).__module__.startswith("distributed") and hasattr(executor, "get_executor")
 
 
-class _Progress:
-    """``calibrating: i/n tasks`` on stderr, rewritten in place."""
-
-    def __init__(self, total: int, show: bool | None, label: str = "calibrating") -> None:
-        if show is None:
-            show = total >= 20 and sys.stderr.isatty() and not os.environ.get("CI")
-        self.total, self.show, self.label, self.done = total, show, label, 0
-
-    def step(self) -> None:
-        self.done += 1
-        if self.show:
-            end = "\n" if self.done == self.total else ""
-            print(f"\r{self.label}: {self.done}/{self.total} tasks", end=end, file=sys.stderr, flush=True)
-
-
-def _map(tasks: list[tuple], executor: Any, progress: _Progress) -> list[np.ndarray]:
+def _map(tasks: list[tuple], executor: Any, bar: ProgressBar) -> list[np.ndarray]:
     """Run ``_run(*task)`` for every task, in order, on the executor."""
     if executor is None:
         out = []
         for t in tasks:
             out.append(_run(*t))
-            progress.step()
+            bar.update()
         return out
     if _is_dask_client(executor):
         # Ship each distinct model once; tasks are random, so never cache them (pure=False).
@@ -82,7 +67,7 @@ def _map(tasks: list[tuple], executor: Any, progress: _Progress) -> list[np.ndar
     out = []
     for r in executor.map(_run, *zip(*tasks)):
         out.append(r)
-        progress.step()
+        bar.update()
     return out
 
 
@@ -135,7 +120,8 @@ def draw_query_samples(
     """
     root = as_seed_sequence(rng)
     tasks, per_secret = _plan([model], secrets, query, n_draws, [root], chunk_size)
-    results = _map(tasks, executor, _Progress(len(tasks), progress))
+    with progress_bar(len(tasks), "calibrating", progress) as bar:
+        results = _map(tasks, executor, bar)
     return _assemble(results, 1, len(secrets), per_secret, query)[0]
 
 
@@ -185,8 +171,10 @@ def calibrate(
     chunk_size : int, optional
         Draws per task; bounds memory to ``chunk_size × n_records × columns``.
     progress : bool, optional
-        Print task progress to stderr. Default: on for 20 tasks or more when
-        stderr is a terminal and the ``CI`` environment variable is unset.
+        Show a progress bar over the sampling tasks (tqdm: a widget in notebooks, text on
+        stderr in terminals; :func:`bayespriv._progress.progress`). True: always; False:
+        never; None (default): in a Jupyter kernel or when stderr is a terminal, unless the
+        ``CI`` environment variable is set, and only once the work has lasted 0.5 s.
 
     Returns
     -------
@@ -222,7 +210,8 @@ def calibrate(
     prepared = [m.prepare(secrets, np.random.default_rng(_prepare_seed(seed))) for m, seed in zip(members, seeds)]
     tasks, per_secret = _plan(prepared, secrets, query, n_draws, seeds, chunk_size)
     label = f"calibrating {len(members)} models" if family else "calibrating"
-    results = _map(tasks, executor, _Progress(len(tasks), progress, label))
+    with progress_bar(len(tasks), label, progress) as bar:
+        results = _map(tasks, executor, bar)
     samples = _assemble(results, len(prepared), len(secrets), per_secret, query)
     k = samples.shape[-1]
     n_events = len(prepared) * _events(len(secrets), k)

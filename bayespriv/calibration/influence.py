@@ -140,6 +140,7 @@ class MaxInfluence:
 
     @property
     def finite(self) -> bool:
+        """Whether the max-influence is finite (an infinite one gives no quilt bound)."""
         return math.isfinite(self.value)
 
     def __str__(self) -> str:

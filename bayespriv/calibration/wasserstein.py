@@ -213,6 +213,7 @@ class PairWasserstein:
 
     @property
     def finite(self) -> bool:
+        """Whether the bound is finite (an infinite one cannot calibrate noise)."""
         return math.isfinite(self.bound)
 
 
@@ -249,10 +250,12 @@ class WassersteinBounds:
 
     @property
     def estimate(self) -> float:
+        """Largest plug-in estimate over the pairs (not a bound)."""
         return max(p.estimate for p in self.pairs)
 
     @property
     def worst(self) -> PairWasserstein:
+        """The pair with the largest bound (the one the mechanism's noise covers)."""
         return max(self.pairs, key=lambda p: p.bound)
 
     def table(self) -> pd.DataFrame:

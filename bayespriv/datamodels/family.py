@@ -34,7 +34,7 @@ MAX_MEMBERS = 10_000
 
 
 class DataModelFamily:
-    """A finite family of data models: Θ = {builder(**θ) : θ in grid}.
+    """A finite family of data models: Θ = {``builder(**θ)`` : θ in grid}.
 
     Parameters
     ----------
@@ -135,13 +135,16 @@ class DataModelFamily:
 
     @property
     def columns(self) -> tuple[str, ...]:
+        """Record columns (the same for every member)."""
         return self.members[0].columns
 
     @property
     def n_records(self) -> int:
+        """Records per dataset (the same for every member)."""
         return self.members[0].n_records
 
     def check_secret(self, secret: Secret | None) -> None:
+        """Raise unless every member supports ``secret`` (:meth:`DataModel.check_secret`)."""
         for m in self.members:
             m.check_secret(secret)
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._progress import should_show
 from .._validation import check_positive_int, check_real, described, fail
 from ..errors import ConvergenceError, ParameterTypeError, UnsupportedSecretError, ValidationError
 from ..queries import Batch
@@ -732,7 +733,7 @@ class PyMCDataModel(DataModel):
         try:
             idata = pm.sample(
                 draws=self.draws, tune=self.tune, chains=self.chains, cores=1, random_seed=seed,
-                target_accept=self.target_accept, progressbar=False, compute_convergence_checks=False, model=m,
+                target_accept=self.target_accept, progressbar=should_show(None), compute_convergence_checks=False, model=m,
             )
         finally:
             logger.setLevel(level)

@@ -621,6 +621,7 @@ class GaussianGridPlan:
 
     @property
     def k(self) -> int:
+        """Dimension of the noise."""
         return self.cov.shape[0]
 
     @property
@@ -799,6 +800,7 @@ class LaplaceGridPlan:
 
     @property
     def k(self) -> int:
+        """Dimension of the noise."""
         return self.full_basis.shape[0]
 
     @property

@@ -58,6 +58,15 @@ class Guarantee:
         Assumptions among ``assumptions`` that have a check but could not be
         tested with power (too few draws, or no samples: the user vouches for
         them). *Unchecked* is not *passed*.
+
+    Examples
+    --------
+    >>> from bayespriv import Guarantee
+    >>> g = Guarantee(1.0, 1e-5, 0.95, ("gaussian_query",), "APGM: Zhang et al. 2022, Theorem 1")
+    >>> print(g)
+    (ε=1, δ=1e-05) [confidence 0.95; assumes: gaussian_query; APGM: Zhang et al. 2022, Theorem 1]
+    >>> g.established, Guarantee(1.0, 1e-5, 0.95, ("gaussian_query",), failed_assumptions=("gaussian_query",)).established
+    (True, False)
     """
 
     epsilon: float

@@ -58,6 +58,7 @@ class _QuiltMechanism(Mechanism):
 
     @property
     def k(self) -> int:
+        """Dimension of the released value."""
         return int(self.calibration.k)
 
     @property
@@ -66,6 +67,7 @@ class _QuiltMechanism(Mechanism):
 
     @property
     def n_records(self) -> int:
+        """Records (network nodes or chain length) per dataset."""
         cal = self.calibration
         return int(cal.n_records if isinstance(cal, QuiltCalibration) else cal.length)
 
