@@ -35,6 +35,7 @@ from .calibration import (
     calibrate,
     calibrate_chain,
     calibrate_quilts,
+    load_calibration,
     markov_quilts,
     max_influence,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "Calibration",
     "calibrate",
     "calibrate_quilts",
+    "load_calibration",
     "calibrate_chain",
     "markov_quilts",
     "max_influence",

@@ -7,6 +7,19 @@ Subcommands
     *Attribute Privacy* (FAccT 2022): calibrate the three queries on the
     paper's generator, build the Attribute-Private Gaussian Mechanism, release
     on one simulated hospital, and set the results beside the paper's values.
+``bayespriv calibrate SCRIPT.py --out cal.nc``
+    Run a calibration script (it defines ``model``, ``pairs`` and ``query``;
+    template: ``examples/calibration_template.py``) and save the calibration.
+``bayespriv inspect cal.nc [--out DIR]``
+    Print a saved calibration's summary; with ``--out``, write its plots.
+``bayespriv release cal.nc --script SCRIPT.py --mechanism NAME --epsilon E --data data.csv``
+    Build a mechanism on a saved calibration and release on a CSV file, with
+    an optional ledger; prints JSON.
+``bayespriv ledger budget.sqlite``
+    Print a ledger's budgets: spent, remaining, releases, refusals.
+
+Exit codes: 0 success; 1 a refusal or an error of the library (budget
+exceeded, failed assumption, ...); 2 a wrong argument (the message names it).
 """
 
 from __future__ import annotations
@@ -18,7 +31,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -103,6 +116,7 @@ def _build_parser() -> argparse.ArgumentParser:
                       help="directory for the figure (default ./bayespriv-demo)")
     demo.add_argument("--quiet", action="store_true", help="print only the table, the guarantee and the figure path")
     demo.set_defaults(func=_demo)
+    _add_workflow_parsers(sub)
     return parser
 
 
@@ -118,6 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args))
+    except _ArgumentProblem as exc:  # a wrong argument found after parsing: same shape and code as argparse's
+        print(f"bayespriv {args.command}: error: argument {exc.argument}: {exc.message}", file=sys.stderr)
+        return 2
     except BayesPrivError as exc:
         print(f"bayespriv: error: {exc}", file=sys.stderr)
         return 1
@@ -367,6 +384,365 @@ def _figure(calibrations: dict[str, bp.Calibration], path: Path, *, n_draws: int
         fontsize="medium",
     )
     fig.savefig(path, dpi=110)
+
+
+# -- calibrate once, release later: calibrate / inspect / release / ledger -------------------------
+SCRIPT_TEMPLATE = """\
+A calibration script is a Python file that defines, at module level:
+
+  model       the adversary's data model Θ: a bayespriv DataModel (GaussianDataModel,
+              EmpiricalDataModel, PyMCDataModel, BayesNetDataModel, FunctionDataModel)
+              or a DataModelFamily
+  pairs       a SecretPair or a sequence of them (what must stay indistinguishable)
+  query       a bayespriv Query (bp.mean, bp.count, bp.stack, or bp.Query(fn, columns, name))
+
+and optionally:
+
+  n_draws     datasets drawn per secret (default 2000; --draws overrides it)
+  confidence  level of the calibration's bounds (default 0.95; None: plug-in, as the papers)
+
+The same script is given again to `bayespriv release --script`: a query is code, so it is not
+saved in the calibration file; its fingerprint is, and a release refuses a changed query.
+The script runs with __name__ == "bayespriv_script" (an `if __name__ == "__main__":` block
+is skipped). Template: examples/calibration_template.py.
+"""
+
+#: Mechanisms the command line builds as ``NAME(calibration, epsilon=E[, delta=D])``.
+_NOT_FROM_CALIBRATION = frozenset({"WithExtraLaplace", "APMQM"})
+
+
+class _ArgumentProblem(Exception):
+    """A command-line argument found wrong after parsing (exit code 2, message names it)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        super().__init__(f"argument {argument}: {message}")
+        self.argument = argument
+        self.message = message
+
+
+def _cli_mechanisms() -> dict[str, type]:
+    from bayespriv import mechanisms as M
+
+    out = {}
+    for name in M.__all__:
+        obj = getattr(M, name)
+        if isinstance(obj, type) and issubclass(obj, M.Mechanism) and obj is not M.Mechanism \
+                and name not in _NOT_FROM_CALIBRATION:
+            out[name] = obj
+    return out
+
+
+def _budget_spec(text: str) -> tuple[str, float, float]:
+    """``NAME=EPS[,DELTA]`` -> (name, ε, δ)."""
+    name, sep, rest = text.partition("=")
+    parts = rest.split(",")
+    if not sep or not name or len(parts) > 2:
+        raise argparse.ArgumentTypeError(f"must be NAME=EPSILON or NAME=EPSILON,DELTA; got {text!r}")
+    try:
+        eps = float(parts[0])
+        delta = float(parts[1]) if len(parts) == 2 else 0.0
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be NAME=EPSILON[,DELTA] with numbers; got {text!r}") from None
+    if not (math.isfinite(eps) and eps >= 0 and 0 <= delta < 1):
+        raise argparse.ArgumentTypeError(f"must have EPSILON >= 0 and DELTA in [0, 1); got {text!r}")
+    return name, eps, delta
+
+
+def _confidence(text: str) -> float | str:
+    """A level in (0, 1), or "none" (a plug-in calibration)."""
+    if text.strip().lower() == "none":
+        return "none"
+    return _float_in(0.0, 1.0, name="confidence")(text)
+
+
+def _fill(text: str) -> str:
+    import textwrap
+
+    return textwrap.fill(text, width=88)
+
+
+def _add_workflow_parsers(sub: Any) -> None:
+    """The subcommands of the calibrate-once-release-later workflow."""
+    _add_calibrate_parser(sub)
+    _add_inspect_parser(sub)
+    _add_release_parser(sub)
+    led = sub.add_parser("ledger", help="print a ledger's budgets (spent, remaining, releases, refusals)",
+                         description="Print Ledger.report() of an existing ledger file.")
+    led.add_argument("ledger", type=Path, metavar="BUDGET.sqlite", help="an existing ledger file")
+    led.set_defaults(func=_ledger_cmd)
+
+
+def _add_calibrate_parser(sub: Any) -> None:
+    cal = sub.add_parser(
+        "calibrate", help="run a calibration script and save the calibration (netCDF)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_fill("Run SCRIPT.py's calibration (bp.calibrate(model, pairs, query, ...)) and save it with "
+                          "Calibration.to_netcdf.") + "\n\n" + SCRIPT_TEMPLATE)
+    cal.add_argument("script", type=Path, metavar="SCRIPT.py", help="the calibration script")
+    cal.add_argument("--out", type=Path, required=True, metavar="CAL.nc", help="file to write (its directory must exist)")
+    cal.add_argument("--draws", type=_int_at_least(2), default=None,
+                     help="datasets drawn per secret (default: the script's n_draws, else 2000)")
+    cal.add_argument("--seed", type=_int_at_least(0), default=None,
+                     help="seed of the calibration (default: fresh OS entropy; the seed used is printed and saved)")
+    cal.add_argument("--confidence", type=_confidence, default=None, metavar="C",
+                     help="level of the bounds in (0, 1), or 'none' for a plug-in calibration "
+                          "(default: the script's confidence, else 0.95)")
+    cal.set_defaults(func=_calibrate_cmd)
+
+
+def _add_inspect_parser(sub: Any) -> None:
+    ins = sub.add_parser("inspect", help="print a saved calibration's summary (and write its plots)",
+                         description="Print what a calibration file holds: query, fingerprint, versions, seed, the "
+                                     "sensitivity per pair (estimate and bound) and the moments per secret.")
+    ins.add_argument("calibration", type=Path, metavar="CAL.nc", help="a file written by `bayespriv calibrate`")
+    ins.add_argument("--out", type=Path, default=None, metavar="DIR",
+                     help="directory for plot_calibration PNGs (created if missing)")
+    ins.set_defaults(func=_inspect_cmd)
+
+
+def _add_release_parser(sub: Any) -> None:
+    names = ", ".join(_cli_mechanisms())
+    rel = sub.add_parser(
+        "release", help="release on a CSV file with a mechanism built on a saved calibration (JSON out)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_fill("Load CAL.nc with the query of SCRIPT.py (refused if its fingerprint differs from the "
+                          "calibrated one), build NAME(calibration, epsilon=E[, delta=D]), release on the CSV file and "
+                          "print JSON: value, component names, the guarantee, established, seeded, ledger id. Noise "
+                          "comes from the OS CSPRNG. With --ledger the budget of every protected attribute is checked "
+                          "and spent before any noise is drawn.") + "\n\n" + _fill(f"Mechanisms: {names}."))
+    rel.add_argument("calibration", type=Path, metavar="CAL.nc", help="a file written by `bayespriv calibrate`")
+    rel.add_argument("--script", type=Path, required=True, metavar="SCRIPT.py",
+                     help="the calibration script (provides the query again)")
+    rel.add_argument("--mechanism", required=True, metavar="NAME", help=f"one of: {names}")
+    rel.add_argument("--epsilon", type=_float_in(0.0, math.inf, name="epsilon"), required=True, help="ε")
+    rel.add_argument("--delta", type=_float_in(0.0, 1.0, name="delta"), default=None,
+                     help="δ (default: the mechanism's default)")
+    rel.add_argument("--data", type=Path, required=True, metavar="DATA.csv",
+                     help="the dataset: a CSV file with a header row, the query's columns and the calibrated rows")
+    rel.add_argument("--ledger", type=Path, default=None, metavar="BUDGET.sqlite",
+                     help="privacy-budget ledger (created if missing)")
+    rel.add_argument("--budget", type=_budget_spec, action="append", default=[], metavar="NAME=EPS[,DELTA]",
+                     help="set a budget in the ledger before releasing (repeatable; needs --ledger)")
+    rel.add_argument("--accept-failed-assumptions", action="store_true",
+                     help="release even if a checked assumption failed (recorded as NOT ESTABLISHED)")
+    rel.set_defaults(func=_release_cmd)
+
+
+def _run_script(path: Path, argument: str) -> dict[str, Any]:
+    """Execute a calibration script; its module-level names."""
+    import runpy
+
+    if not path.is_file():
+        raise _ArgumentProblem(argument, f"must be an existing Python file; got {str(path)!r}")
+    try:
+        return runpy.run_path(str(path), run_name="bayespriv_script")
+    except Exception as exc:  # the user's code: report, do not trace back through the command
+        raise _ArgumentProblem(argument, f"the script {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _script_name(scope: dict[str, Any], name: str, kinds: tuple[type, ...], what: str, path: Path,
+                 argument: str) -> Any:
+    if name not in scope:
+        raise _ArgumentProblem(argument, f"the script {str(path)!r} must define {name!r} ({what}); it does not "
+                                         "(see `bayespriv calibrate --help`)")
+    value = scope[name]
+    if not isinstance(value, kinds):
+        raise _ArgumentProblem(argument, f"{name!r} in {str(path)!r} must be {what}; got {type(value).__name__}")
+    return value
+
+
+def _script_query(scope: dict[str, Any], path: Path, argument: str) -> bp.Query:
+    return _script_name(scope, "query", (bp.Query,), "a bayespriv Query", path, argument)
+
+
+def _calibrate_cmd(args: argparse.Namespace) -> int:
+    from bayespriv.datamodels.base import DataModel
+
+    if not args.out.parent.is_dir():
+        raise _ArgumentProblem("--out", f"must be in an existing directory; got {str(args.out)!r}")
+    scope = _run_script(args.script, "SCRIPT.py")
+    model = _script_name(scope, "model", (DataModel, bp.DataModelFamily), "a bayespriv DataModel or DataModelFamily",
+                         args.script, "SCRIPT.py")
+    query = _script_query(scope, args.script, "SCRIPT.py")
+    pairs = _script_name(scope, "pairs", (bp.SecretPair, list, tuple), "a SecretPair or a sequence of them",
+                         args.script, "SCRIPT.py")
+    n_draws = args.draws if args.draws is not None else scope.get("n_draws", 2000)
+    confidence = {None: scope.get("confidence", 0.95), "none": None}.get(args.confidence, args.confidence)
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    t0 = time.perf_counter()
+    try:
+        cal = bp.calibrate(model, pairs, query, n_draws=n_draws, rng=seed, confidence=confidence)
+    except BayesPrivError as exc:
+        raise _ArgumentProblem("SCRIPT.py", f"calibrate refused the script's inputs (n_draws is --draws): {exc}") from exc
+    path = cal.to_netcdf(args.out, seed=seed)
+    print(f"calibrated {query.name!r}: {len(cal.secrets)} secrets × {cal.n_draws} draws"
+          f"{f' × {len(cal.family)} models' if cal.is_family else ''} in {time.perf_counter() - t0:.2f} s, seed {seed}")
+    print(repr(cal))
+    print(f"saved: {path}")
+    return 0
+
+
+def _load_calibration_arg(path: Path, argument: str, query: Any = None) -> bp.Calibration:
+    from bayespriv.calibration import load_calibration
+    from bayespriv.errors import ReleaseMismatchError
+
+    try:
+        return load_calibration(path, query=query)
+    except ReleaseMismatchError as exc:
+        raise _ArgumentProblem("--script", str(exc)) from exc
+    except BayesPrivError as exc:
+        raise _ArgumentProblem(argument, str(exc)) from exc
+
+
+def _inspect_cmd(args: argparse.Namespace) -> int:
+    from bayespriv.calibration import read_metadata
+
+    try:
+        meta = read_metadata(args.calibration)
+    except BayesPrivError as exc:
+        raise _ArgumentProblem("CAL.nc", str(exc)) from exc
+    if meta.get("kind") == "chain":
+        return _inspect_chain(args.calibration, meta)
+    cal = _load_calibration_arg(args.calibration, "CAL.nc")
+    lines = {
+        "file": str(args.calibration), "query": meta.get("query_name"), "query columns": meta.get("query_columns"),
+        "query fingerprint": meta.get("query_fingerprint"), "seed": meta.get("seed"),
+        "written by": f"bayespriv {meta.get('bayespriv_version')} (Python {meta.get('python_version')})",
+        "assumptions": ", ".join(cal.assumptions) or "none",
+    }
+    if meta.get("dropped"):
+        lines["diagnostics not saved"] = ", ".join(meta["dropped"])
+    for key, value in lines.items():
+        print(f"{key + ':':<20} {value}")
+    print(repr(cal))
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 60):
+        print()
+        print(cal.summary().to_string(float_format=lambda x: f"{x:.6g}"))
+        print()
+        print(cal.moments_table().to_string(float_format=lambda x: f"{x:.6g}"))
+    if args.out is not None:
+        _inspect_plots(cal, args.out)
+    return 0
+
+
+def _inspect_chain(path: Path, meta: dict) -> int:
+    """A chain calibration (MQM) cannot be loaded without its query: print what the file says."""
+    for key in ("query_name", "query_fingerprint", "column", "length", "window", "lipschitz", "states", "assumptions",
+                "seed", "bayespriv_version"):
+        print(f"{key + ':':<20} {meta.get(key)}")
+    print(f"{'file:':<20} {path}  (a chain calibration for MQM: release it with --mechanism MQM)")
+    return 0
+
+
+def _inspect_plots(cal: bp.Calibration, out: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from bayespriv.diagnostics import plot_calibration
+
+    if cal.sample_array is None:
+        print("no plots: the calibration has no samples (moments given exactly)")
+        return
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _ArgumentProblem("--out", f"must be a directory that can be created; got {str(out)!r} ({exc})") from exc
+    for c, name in enumerate(cal.component_names):
+        fig = Figure(figsize=(6.4, 4.6), layout="constrained")
+        plot_calibration(cal, component=c, ax=fig.subplots())
+        path = out / f"calibration-{c}.png"
+        fig.savefig(path, dpi=100)
+        print(f"figure ({name}): {path}")
+
+
+def _read_data(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise _ArgumentProblem("--data", f"must be an existing CSV file; got {str(path)!r}")
+    try:
+        return pd.read_csv(path)
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise _ArgumentProblem("--data", f"must be a readable CSV file with a header row; got {str(path)!r} "
+                                         f"({type(exc).__name__}: {exc})") from exc
+
+
+def _build_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
+    known = _cli_mechanisms()
+    cls = known.get(args.mechanism)
+    if cls is None:
+        raise _ArgumentProblem("--mechanism", f"must be one of {', '.join(known)}; got {args.mechanism!r}")
+    kwargs = {"epsilon": args.epsilon} if args.delta is None else {"epsilon": args.epsilon, "delta": args.delta}
+    try:
+        return cls(cal, **kwargs)
+    except (BayesPrivError, TypeError) as exc:
+        raise _ArgumentProblem("--mechanism/--epsilon/--delta",
+                               f"{args.mechanism} cannot be built on this calibration with {kwargs}: {exc}") from exc
+
+
+def _open_ledger(args: argparse.Namespace) -> Any:
+    if args.ledger is None:
+        if args.budget:
+            raise _ArgumentProblem("--budget", "needs --ledger (the file that keeps the budgets)")
+        return None
+    try:
+        ledger = bp.Ledger(args.ledger)
+    except BayesPrivError as exc:
+        raise _ArgumentProblem("--ledger", str(exc)) from exc
+    for name, eps, delta in args.budget:
+        try:
+            ledger.set_budget(name, eps, delta)
+        except BayesPrivError as exc:
+            raise _ArgumentProblem("--budget", f"{name}={eps:g},{delta:g}: {exc}") from exc
+    return ledger
+
+
+def _release_cmd(args: argparse.Namespace) -> int:
+    import json
+
+    from bayespriv.errors import ReleaseMismatchError
+
+    query = _script_query(_run_script(args.script, "--script"), args.script, "--script")
+    cal = _load_calibration_arg(args.calibration, "CAL.nc", query=query)
+    data = _read_data(args.data)
+    mech = _build_mechanism(cal, args)
+    ledger = _open_ledger(args)
+    try:
+        release = mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions)
+    except ReleaseMismatchError as exc:
+        raise _ArgumentProblem("--data", str(exc)) from exc
+    g = release.guarantee
+    out = {
+        "value": [float(v) for v in release.value],
+        "components": list(release.component_names),
+        "query": release.query,
+        "query_fingerprint": query.fingerprint,
+        "mechanism": release.mechanism,
+        "guarantee": {"epsilon": g.epsilon, "delta": g.delta, "confidence": g.confidence,
+                      "assumptions": list(g.assumptions), "failed_assumptions": list(g.failed_assumptions),
+                      "unchecked_assumptions": list(getattr(g, "unchecked_assumptions", ())), "theorem": g.theorem},
+        "established": bool(g.established),
+        "seeded": bool(release.seeded),
+        "protected": list(release.protected),
+        "ledger_id": release.ledger_id,
+        "calibration": str(args.calibration),
+    }
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _ledger_cmd(args: argparse.Namespace) -> int:
+    if not args.ledger.is_file():
+        raise _ArgumentProblem("BUDGET.sqlite", f"must be an existing ledger file; got {str(args.ledger)!r}")
+    try:
+        ledger = bp.Ledger(args.ledger, create=False)
+        report = ledger.report()
+    except BayesPrivError as exc:
+        raise _ArgumentProblem("BUDGET.sqlite", str(exc)) from exc
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(report.to_string() if len(report) else "no budgets")
+    note = report.attrs.get("composition")
+    if note:
+        print()
+        print(note)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,6 +15,7 @@ used by closed-form moments of Gaussian data models.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -26,7 +27,7 @@ import pandas as pd
 from ._validation import check_column_names, check_frame, check_name_or_none, check_positive_int, check_real, fail, freeze, thaw
 from .errors import ParameterTypeError, ValidationError
 
-__all__ = ["Batch", "Query", "Component", "mean", "count", "proportion", "stack", "batch_from_frame"]
+__all__ = ["Batch", "Query", "Component", "mean", "count", "proportion", "stack", "batch_from_frame", "query_fingerprint"]
 
 Batch = Mapping[str, np.ndarray]
 
@@ -132,6 +133,7 @@ class Query:
         return None if self.output_names is None else len(self.output_names)
 
     def component_names(self, k: int) -> tuple[str, ...]:
+        """Names of the ``k`` output components: ``output_names``, the name, or ``name[i]``."""
         if self.output_names is not None:
             if len(self.output_names) != k:
                 raise ValidationError(
@@ -141,7 +143,38 @@ class Query:
         return (self.name,) if k == 1 else tuple(f"{self.name}[{i}]" for i in range(k))
 
     @property
+    def fingerprint(self) -> str:
+        """A hash of what the query computes, stable across processes (hex sha256).
+
+        Covers the code of ``fn`` (its bytecode ``co_code``, constants and
+        referenced names, recursively through nested functions, closures,
+        default arguments, :func:`functools.partial` and callable objects'
+        fields; arrays and pandas objects by their values; objects of
+        installed libraries, such as a PyMC model, by their type only), the
+        simple module-level values and same-module functions it refers to by
+        name, and the query's ``columns``, ``name``,
+        ``output_names``, ready-made components (with their bounds) and
+        declared column sensitivities. Lambdas are covered like any function.
+        Source positions (file name, line numbers) are not: moving a script
+        keeps the fingerprint, editing what it computes changes it. Bytecode
+        differs between Python minor versions, and so does the fingerprint.
+
+        A saved calibration stores it (:meth:`Calibration.to_netcdf`) so that
+        :func:`~bayespriv.load_calibration` can refuse a different query.
+
+        Examples
+        --------
+        >>> import bayespriv as bp
+        >>> bp.mean("x").fingerprint == bp.mean("x").fingerprint
+        True
+        >>> bp.mean("x").fingerprint == bp.mean("x", bounds=(0, 1)).fingerprint
+        False
+        """
+        return query_fingerprint(self)
+
+    @property
     def additive(self) -> bool:
+        """True when F is a sum of per-record terms (``components`` known), as for ``mean`` and ``count``."""
         return bool(self.components)
 
     # -- evaluation --------------------------------------------------------------
@@ -461,3 +494,190 @@ def stack(*queries: Query, name: str | None = None) -> Query:
     if all(q.output_names is not None for q in queries):
         names = tuple(n for q in queries for n in q.output_names)
     return Query(_Concatenated(tuple(queries)), columns, label, names)
+
+
+# -- fingerprint: what a query computes, as a stable hash -----------------------------------------
+_FINGERPRINT_DEPTH = 40
+#: Objects visited at most (a closure over a large object graph, e.g. a PyMC model, is cut off
+#: deterministically: what lies beyond counts by its type only).
+_FINGERPRINT_NODES = 20_000
+_SIMPLE = (type(None), bool, int, float, complex, str, bytes)
+
+
+def query_fingerprint(query: Query) -> str:
+    """Hex sha256 of what ``query`` computes (see :attr:`Query.fingerprint`).
+
+    Parameters
+    ----------
+    query : Query
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits, equal in every process for the same code and settings.
+    """
+    if not isinstance(query, Query):
+        raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+    import hashlib
+
+    return hashlib.sha256(_Canon().encode(query).encode("utf-8")).hexdigest()
+
+
+class _Canon:
+    """A canonical text of a callable and the data it closes over: no ids, no addresses, no
+    hash-order (sets and mappings are sorted), no source positions."""
+
+    def __init__(self) -> None:
+        self._stack: set[int] = set()
+        self._count = 0
+
+    def encode(self, obj: Any, depth: int = 0) -> str:
+        if isinstance(obj, _SIMPLE):
+            return f"{type(obj).__name__}:{obj!r}"
+        self._count += 1
+        if depth > _FINGERPRINT_DEPTH or self._count > _FINGERPRINT_NODES:
+            return f"cut:{_qualname(type(obj))}"
+        if id(obj) in self._stack:
+            return f"cycle:{_qualname(type(obj))}"
+        self._stack.add(id(obj))
+        try:
+            return self._encode(obj, depth + 1)
+        except Exception:  # an object that cannot be inspected counts by its type (never break a query)
+            return f"opaque:{_qualname(type(obj))}"
+        finally:
+            self._stack.discard(id(obj))
+
+    def _many(self, items: Any, depth: int) -> str:
+        return ",".join(self.encode(v, depth) for v in items)
+
+    def _encode(self, obj: Any, depth: int) -> str:
+        import dataclasses
+        import functools
+        import types
+
+        if isinstance(obj, Query):
+            return (f"Query(fn={self.encode(obj.fn, depth)};columns={self.encode(obj.columns, depth)};"
+                    f"name={obj.name!r};outputs={self.encode(obj.output_names, depth)};"
+                    f"components={self.encode(obj.components, depth)};"
+                    f"column_sensitivities={self.encode(obj.column_sensitivities, depth)})")
+        if isinstance(obj, np.generic):
+            return f"np.{obj.dtype.str}:{obj.tobytes().hex()}"
+        if isinstance(obj, np.ndarray):
+            return self._array(obj)
+        if isinstance(obj, (pd.DataFrame, pd.Series, pd.Index)):
+            values = pd.util.hash_pandas_object(obj, index=not isinstance(obj, pd.Index)).to_numpy()
+            labels = self.encode(list(obj.columns) if isinstance(obj, pd.DataFrame) else getattr(obj, "name", None), depth)
+            return f"pandas:{type(obj).__name__}:{obj.shape}:{labels}:{self._array(values)}"
+        if isinstance(obj, types.CodeType):
+            return self._code(obj, depth)
+        if isinstance(obj, types.FunctionType):
+            return self._function(obj, depth)
+        if isinstance(obj, types.MethodType):
+            return f"method({self.encode(obj.__func__, depth)};self={self.encode(obj.__self__, depth)})"
+        if isinstance(obj, functools.partial):
+            return (f"partial({self.encode(obj.func, depth)};{self._many(obj.args, depth)};"
+                    f"{self.encode(obj.keywords, depth)})")
+        if isinstance(obj, (types.BuiltinFunctionType, np.ufunc)):
+            return f"builtin:{getattr(obj, '__module__', None)}.{getattr(obj, '__qualname__', obj.__name__)}"
+        if isinstance(obj, types.ModuleType):
+            return f"module:{obj.__name__}"
+        if isinstance(obj, type):
+            return f"type:{_qualname(obj)}"
+        if isinstance(obj, Mapping):
+            items = sorted(f"{self.encode(k, depth)}=>{self.encode(v, depth)}" for k, v in obj.items())
+            return "map{" + ",".join(items) + "}"
+        if isinstance(obj, (set, frozenset)):
+            return "set{" + ",".join(sorted(self.encode(v, depth) for v in obj)) + "}"
+        if isinstance(obj, (tuple, list)):
+            return f"{type(obj).__name__}[{self._many(obj, depth)}]"
+        if dataclasses.is_dataclass(obj):
+            fields = ";".join(f"{f.name}={self.encode(getattr(obj, f.name), depth)}" for f in dataclasses.fields(obj))
+            return f"dataclass:{_qualname(type(obj))}({fields}){self._call_code(obj, depth)}"
+        state = getattr(obj, "__dict__", None)
+        if _installed_library(type(obj)):  # e.g. a PyMC model: its graph carries per-build ids; its type only
+            return f"object:{_qualname(type(obj))}"
+        body = self.encode(dict(state), depth) if isinstance(state, dict) else ""
+        return f"object:{_qualname(type(obj))}({body}){self._call_code(obj, depth)}"
+
+    def _array(self, arr: np.ndarray) -> str:
+        import hashlib
+
+        if arr.dtype == object:
+            return f"ndarray:object:{arr.shape}[{self._many(arr.ravel().tolist(), 0)}]"
+        data = np.ascontiguousarray(arr)
+        return f"ndarray:{arr.dtype.str}:{arr.shape}:{hashlib.sha256(data.tobytes()).hexdigest()}"
+
+    def _code(self, code: Any, depth: int) -> str:
+        return (f"code(co_code={code.co_code.hex()};consts=[{self._many(code.co_consts, depth)}];"
+                f"names={code.co_names!r};freevars={code.co_freevars!r})")
+
+    def _function(self, fn: Any, depth: int) -> str:
+        closure = [self.encode(c.cell_contents, depth) if _cell_filled(c) else "empty-cell" for c in fn.__closure__ or ()]
+        return (f"function({self._code(fn.__code__, depth)};defaults={self.encode(fn.__defaults__, depth)};"
+                f"kwdefaults={self.encode(fn.__kwdefaults__, depth)};closure=[{','.join(closure)}];"
+                f"globals={self._globals(fn, depth)})")
+
+    def _globals(self, fn: Any, depth: int) -> str:
+        """Module-level names the code reads: simple values, arrays, modules, and the functions and
+        classes of the same module, recursively (a script's constants and helpers); other objects
+        by their type only."""
+        names = sorted(_code_names(fn.__code__))
+        scope = getattr(fn, "__globals__", {})
+        out = []
+        for name in names:
+            if name not in scope:
+                continue
+            value = scope[name]
+            same_module = getattr(value, "__module__", None) == fn.__module__
+            if isinstance(value, (_SIMPLE, np.generic, np.ndarray, type(np))) or (
+                    isinstance(value, (tuple, frozenset)) and all(isinstance(v, _SIMPLE) for v in value)):
+                out.append(f"{name}={self.encode(value, depth)}")
+            elif callable(value) and same_module:
+                out.append(f"{name}={self.encode(value, depth)}")
+            else:
+                out.append(f"{name}:{_qualname(type(value))}")
+        return "{" + ",".join(out) + "}"
+
+    def _call_code(self, obj: Any, depth: int) -> str:
+        """The code of a callable object's ``__call__`` unless it is the library's own (whose
+        version is recorded apart): a user's callable class is code like a function."""
+        call = getattr(type(obj), "__call__", None)
+        module = getattr(type(obj), "__module__", "") or ""
+        if call is None or module.split(".")[0] == "bayespriv" or not hasattr(call, "__code__"):
+            return ""
+        return f"call={self.encode(call, depth)}"
+
+
+def _qualname(cls: type) -> str:
+    return f"{getattr(cls, '__module__', None)}.{getattr(cls, '__qualname__', getattr(cls, '__name__', '?'))}"
+
+
+def _installed_library(cls: type) -> bool:
+    """Whether ``cls`` comes from the standard library or an installed package (not the user's code)."""
+    import sys
+    import sysconfig
+
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    path = getattr(module, "__file__", None)
+    if module is None or path is None:  # interactive code and exec'd scripts are the user's; C built-ins are not
+        return module is not None and module.__name__ in sys.builtin_module_names
+    path = os.path.abspath(path)
+    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return "site-packages" in path or "dist-packages" in path or any(path.startswith(os.path.abspath(r)) for r in roots)
+
+
+def _cell_filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _code_names(code: Any) -> set[str]:
+    """Global names read by a code object and the code objects nested in it."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _code_names(const)
+    return names

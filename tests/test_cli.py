@@ -47,3 +47,187 @@ def test_bad_arguments_give_a_usage_error(argv, capsys):
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "demo" in capsys.readouterr().out
+
+
+# -- calibrate once, release later: calibrate -> inspect -> release -> ledger ----------------------
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "examples" / "calibration_template.py"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A folder with the template script, a calibration made from it, and a payroll CSV of 40 rows."""
+    d = tmp_path_factory.mktemp("cli")
+    shutil.copy(TEMPLATE, d / "script.py")
+    rng = np.random.default_rng(0)
+    pd.DataFrame(rng.normal([60.0, 8.0, 3.0], [10.0, 4.0, 1.0], size=(40, 3)),
+                 columns=["salary", "years", "score"]).to_csv(d / "payroll.csv", index=False)
+    assert main(["calibrate", str(d / "script.py"), "--out", str(d / "cal.nc"), "--draws", "300", "--seed", "1"]) == 0
+    return d
+
+
+def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, capsys):
+    """From a temporary directory, with relative paths, as a user would type them."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(TEMPLATE, "script.py")
+    pd.DataFrame(np.random.default_rng(1).normal([60.0, 8.0, 3.0], 1.0, size=(40, 3)),
+                 columns=["salary", "years", "score"]).to_csv("payroll.csv", index=False)
+    assert main(["calibrate", "script.py", "--out", "cal.nc", "--draws", "300", "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 7" in out and "saved: cal.nc" in out
+
+    import bayespriv as bp
+    from bayespriv.calibration import load_calibration
+
+    query = bp.stack(bp.mean("years"), bp.mean("score"))
+    cal = load_calibration("cal.nc", query=query)
+    assert cal.n_draws == 300 and cal.n_records == 40 and cal.query_fingerprint == query.fingerprint
+
+    assert main(["inspect", "cal.nc", "--out", "figures"]) == 0
+    out = capsys.readouterr().out
+    assert query.fingerprint in out and "seed:" in out and "7" in out
+    assert "mean(salary)=55 vs mean(salary)=65" in out and "variance lower" in out
+    pngs = sorted(Path("figures").glob("*.png"))
+    assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+    argv = ["release", "cal.nc", "--script", "script.py", "--mechanism", "APGM", "--epsilon", "1", "--delta", "1e-3",
+            "--data", "payroll.csv", "--ledger", "budget.sqlite", "--budget", "salary=1.5,1e-2"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["components"] == ["mean(years)", "mean(score)"] and len(first["value"]) == 2
+    assert first["guarantee"]["epsilon"] == 1.0 and first["guarantee"]["delta"] == 1e-3
+    assert first["established"] is True and first["seeded"] is False and first["ledger_id"] == 1
+    assert first["protected"] == ["salary"] and first["query_fingerprint"] == query.fingerprint
+
+    # A second release of ε = 1 would exceed the budget of 1.5: refused (exit 1), nothing spent.
+    assert main(argv[:-2]) == 1
+    assert "exceed the budget of 'salary'" in capsys.readouterr().err
+
+    assert main(["ledger", "budget.sqlite"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("salary"))
+    assert row.split()[1:4] == ["1.5", "1.0", "0.5"] and row.split()[-1] == "1"  # spent 1, remaining 0.5, 1 refusal
+
+
+def test_release_refuses_a_changed_query(workdir, capsys):
+    changed = workdir / "changed.py"
+    changed.write_text(TEMPLATE.read_text().replace('bp.mean("score")', 'bp.mean("score", bounds=(0.0, 6.0))'))
+    assert main(["release", str(workdir / "cal.nc"), "--script", str(changed), "--mechanism", "APGM",
+                 "--epsilon", "1", "--delta", "1e-3", "--data", str(workdir / "payroll.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "argument --script" in err and "got query 'stack(mean(years), mean(score))' with fingerprint" in err
+
+
+def _bad_cases(d: Path) -> list[tuple[list[str], str]]:
+    cal, script, data = str(d / "cal.nc"), str(d / "script.py"), str(d / "payroll.csv")
+    rel = ["release", cal, "--script", script, "--mechanism", "APGM", "--epsilon", "1", "--delta", "1e-3", "--data", data]
+    (d / "no_query.py").write_text("import bayespriv as bp\nx = 1\n")
+    (d / "bad_model.py").write_text("model = 1\n")
+    (d / "broken.py").write_text("raise RuntimeError('boom')\n")
+    (d / "junk.nc").write_text("junk")
+    pd.DataFrame({"salary": [1.0], "years": [1.0], "score": [1.0]}).to_csv(d / "short.csv", index=False)
+    return [
+        (["calibrate", str(d / "missing.py"), "--out", str(d / "x.nc")], "argument SCRIPT.py: must be an existing"),
+        (["calibrate", str(d / "no_query.py"), "--out", str(d / "x.nc")], "must define 'model'"),
+        (["calibrate", str(d / "bad_model.py"), "--out", str(d / "x.nc")], "'model' in"),
+        (["calibrate", str(d / "broken.py"), "--out", str(d / "x.nc")], "RuntimeError: boom"),
+        (["calibrate", script, "--out", str(d / "nowhere" / "x.nc")], "argument --out: must be in an existing directory"),
+        (["calibrate", script, "--out", str(d / "x.nc"), "--draws", "1"], "argument --draws"),
+        (["calibrate", script, "--out", str(d / "x.nc"), "--draws", "5"], "argument SCRIPT.py: calibrate refused"),
+        (["calibrate", script, "--out", str(d / "x.nc"), "--confidence", "2"], "argument --confidence"),
+        (["calibrate", script], "--out"),
+        (["inspect", str(d / "missing.nc")], "argument CAL.nc: path must be an existing file"),
+        (["inspect", str(d / "junk.nc")], "argument CAL.nc: path must be a netCDF-4 file"),
+        (rel[:5] + ["Nope"] + rel[6:], "argument --mechanism: must be one of APGM"),
+        (rel[:-1] + [str(d / "missing.csv")], "argument --data: must be an existing CSV file"),
+        (rel[:-1] + [str(d / "short.csv")], "argument --data: dataset must have 40 rows"),
+        (rel[:-2], "--data"),
+        (rel + ["--budget", "salary"], "argument --budget: must be NAME=EPSILON"),
+        (rel + ["--budget", "salary=1"], "argument --budget: needs --ledger"),
+        (rel[:7] + ["-1"] + rel[8:], "argument --epsilon"),
+        (rel + ["--delta", "2"], "argument --delta"),
+        (rel[:1] + [str(d / "junk.nc")] + rel[2:], "argument CAL.nc"),
+        (["release", cal, "--script", str(d / "no_query.py"), "--mechanism", "APGM", "--epsilon", "1", "--data", data],
+         "must define 'query'"),
+        (["release", cal, "--script", str(d / "broken.py"), "--mechanism", "APGM", "--epsilon", "1", "--data", data],
+         "argument --script: the script"),
+        (["ledger", str(d / "missing.sqlite")], "argument BUDGET.sqlite: must be an existing ledger file"),
+        (["ledger", str(d / "junk.nc")], "argument BUDGET.sqlite"),
+    ]
+
+
+def test_every_wrong_argument_exits_2_naming_it(workdir, capsys):
+    for argv, expected in _bad_cases(workdir):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert expected in err, (argv, err)
+
+
+@pytest.mark.parametrize("command", ["calibrate", "inspect", "release", "ledger", "demo"])
+def test_help_of_each_subcommand(command, capsys):
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert f"usage: bayespriv {command}" in out
+    if command == "calibrate":
+        assert "model" in out and "pairs" in out and "query" in out and "calibration_template.py" in out
+
+
+def test_console_script_help_in_a_real_subprocess():
+    exe = Path(sys.executable).with_name("bayespriv")
+    cmd = [str(exe), "--help"] if exe.exists() else [sys.executable, "-m", "bayespriv.cli", "--help"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    for name in ("demo", "calibrate", "inspect", "release", "ledger"):
+        assert name in done.stdout
+
+
+def test_failed_assumption_refuses_unless_accepted(workdir, capsys):
+    """exp(mean(years)) is log-normal (σ ≈ 0.6 in the log), far from Gaussian: APGM's gaussian_query check fails
+    on 300 draws (the check's p-value is below 1e-10 here), so the release refuses (exit 1, nothing spent) unless
+    --accept-failed-assumptions, and then says established: false."""
+    script = workdir / "skewed.py"
+    script.write_text(TEMPLATE.read_text().replace(
+        'query = bp.stack(bp.mean("years"), bp.mean("score"))',
+        'import numpy as np\nquery = bp.Query(lambda b: np.exp(b["years"].mean(1))[:, None], ["years"], "exp years")'))
+    assert main(["calibrate", str(script), "--out", str(workdir / "skewed.nc"), "--draws", "300", "--seed", "2"]) == 0
+    argv = ["release", str(workdir / "skewed.nc"), "--script", str(script), "--mechanism", "APGM", "--epsilon", "1",
+            "--delta", "1e-3", "--data", str(workdir / "payroll.csv"), "--ledger", str(workdir / "skewed.sqlite"),
+            "--budget", "salary=5,0.1"]
+    capsys.readouterr()
+    assert main(argv) == 1
+    assert "gaussian_query" in capsys.readouterr().err
+    assert main(argv + ["--accept-failed-assumptions"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["established"] is False and "gaussian_query" in out["guarantee"]["failed_assumptions"]
+    assert main(["ledger", str(workdir / "skewed.sqlite")]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("salary"))
+    assert row.split()[7:9] == ["1", "1"]  # one release, not established
+
+
+def test_chain_calibration_through_the_command_line(tmp_path, capsys):
+    """A ChainCalibration saved from Python is inspected and released with MQM from the shell."""
+    from bayespriv.calibration import save_calibration
+    from bayespriv.calibration.quilts import MarkovChain, calibrate_chain
+
+    script = tmp_path / "chain.py"
+    script.write_text('import bayespriv as bp\nquery = bp.count(lambda b: b["s"] == "b", "s", name="bs")\n')
+    from bayespriv.cli import _run_script
+
+    query = _run_script(script, "SCRIPT.py")["query"]
+    chain = calibrate_chain(MarkovChain([[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5], ["a", "b"]), query, length=7)
+    save_calibration(chain, tmp_path / "chain.nc")
+    pd.DataFrame({"s": list("abbabba")}).to_csv(tmp_path / "chain.csv", index=False)
+    assert main(["inspect", str(tmp_path / "chain.nc")]) == 0
+    assert "--mechanism MQM" in capsys.readouterr().out
+    assert main(["release", str(tmp_path / "chain.nc"), "--script", str(script), "--mechanism", "MQM", "--epsilon", "1",
+                 "--data", str(tmp_path / "chain.csv")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mechanism"] == "MQM" and out["guarantee"]["delta"] == 0.0 and out["protected"] == ["s"]

@@ -216,8 +216,10 @@ def calibration_hash(calibration: Any) -> str | None:
     h.update(json.dumps([getattr(p, "label", str(p)) for p in pairs]).encode())
     h.update(repr((getattr(calibration, "confidence", None), getattr(calibration, "z", None),
                    tuple(getattr(calibration, "component_names", ())))).encode())
-    query = getattr(calibration, "query", None)
-    h.update(repr(getattr(query, "name", None)).encode())
+    fingerprint = getattr(calibration, "query_fingerprint", None)  # survives save/load without the query
+    if fingerprint is None:
+        fingerprint = getattr(getattr(calibration, "query", None), "name", None)
+    h.update(repr(fingerprint).encode())
     return h.hexdigest()
 
 

@@ -15,9 +15,10 @@ from .quilts import (
     markov_quilts,
 )
 from .result import Calibration
+from .persist import check_query, load_calibration, read_metadata, save_calibration
 from .wasserstein import PairWasserstein, WassersteinBounds, wasserstein_bounds
 
-__all__ = ["calibrate", "calibration_from_samples", "draw_query_samples", "Calibration", "PairConstraints", "common_lower_bound", "AssumptionCheck", "AssumptionReport", "check_assumptions",
+__all__ = ["calibrate", "load_calibration", "save_calibration", "read_metadata", "check_query", "calibration_from_samples", "draw_query_samples", "Calibration", "PairConstraints", "common_lower_bound", "AssumptionCheck", "AssumptionReport", "check_assumptions",
            "PairWasserstein", "WassersteinBounds", "wasserstein_bounds",
            "MaxInfluence", "ParameterNetwork", "max_influence", "ChainCalibration", "MarkovChain", "Quilt", "QuiltCalibration",
            "QuiltScore", "calibrate_chain", "calibrate_quilts", "markov_quilts"]

@@ -983,6 +983,12 @@ class ChainCalibration:
     confidence: float = 1.0
     assumptions: tuple[str, ...] = ("markov_chain",)
 
+    def to_netcdf(self, path: Any, *, seed: int | None = None) -> Any:
+        """Save to a netCDF file (:func:`~bayespriv.calibration.persist.save_calibration`)."""
+        from .persist import save_calibration
+
+        return save_calibration(self, path, seed=seed)
+
     def nearby_counts(self) -> np.ndarray:
         """card(N) for every (i, a, b): the entries strictly between the quilt nodes."""
         t, w = self.length, self.window

@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from .._validation import (
     freeze,
     thaw,
 )
-from ..errors import ParameterTypeError, ValidationError
+from ..errors import ParameterTypeError, ReleaseMismatchError, ValidationError
 from ..queries import Query
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair, as_pairs
 from .constraints import PairConstraints
@@ -32,6 +33,20 @@ from .moments import bonferroni_z, loewner_lower
 __all__ = ["Calibration"]
 
 _ORDS = {1: 1, 2: 2, "inf": np.inf, np.inf: np.inf}
+
+
+def _checked_fingerprint(query: Query | None, given: Any) -> str | None:
+    """The query's fingerprint; a given one must be a string and match the query's."""
+    if given is not None and not isinstance(given, str):
+        raise ParameterTypeError(f"query_fingerprint must be None or a str; got {type(given).__name__}")
+    if query is None or not isinstance(query, Query):
+        return given
+    actual = query.fingerprint
+    if given is not None and given != actual:
+        raise ReleaseMismatchError(
+            f"query must be the calibrated query (fingerprint {given[:12]}…); got query {query.name!r} with "
+            f"fingerprint {actual[:12]}… (its code, columns, name or bounds differ)")
+    return actual
 
 
 def _theta_label(theta: Mapping[str, Any] | None) -> str:
@@ -180,6 +195,12 @@ class Calibration:
         (this object is the member with the largest L2 sensitivity bound, and
         its arrays are that member's). Empty for a single model. Every bound of
         every member holds jointly with probability ``confidence``.
+    query_fingerprint : str or None
+        :attr:`Query.fingerprint` of the calibrated query, computed at
+        construction when ``query`` is given; a calibration loaded from a file
+        (:func:`~bayespriv.load_calibration`) keeps the saved one even without
+        its query. Given together with a query, it must match (else
+        :class:`~bayespriv.errors.ReleaseMismatchError`).
     """
 
     secrets: tuple[Secret, ...]
@@ -199,6 +220,7 @@ class Calibration:
     theta: Mapping[str, Any] | None = None
     diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
     family: tuple["Calibration", ...] = field(default=(), repr=False)
+    query_fingerprint: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         secrets, pairs = _checked_secrets(self.secrets, self.pairs)
@@ -211,6 +233,7 @@ class Calibration:
         # Read-only views, deep: nothing may edit a calibration's parameters or diagnostics afterwards.
         object.__setattr__(self, "theta", None if self.theta is None else freeze(self.theta))
         object.__setattr__(self, "diagnostics", freeze(self.diagnostics))
+        object.__setattr__(self, "query_fingerprint", _checked_fingerprint(self.query, self.query_fingerprint))
 
     def _check_labels(self) -> None:
         """query, sizes, names, θ, diagnostics and family members: right types."""
@@ -259,6 +282,29 @@ class Calibration:
                     "component": list(self.component_names)},
             name=self.query.name if self.query is not None else "F",
         )
+
+    # -- persistence ---------------------------------------------------------------------
+    def to_netcdf(self, path: Any, *, seed: Any = None) -> Path:
+        """Save to a netCDF-4 file; :func:`~bayespriv.load_calibration` reads it back bit-identical.
+
+        The file layout is described in :mod:`bayespriv.calibration.persist`.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (overwritten); its directory must exist.
+        seed : int, sequence of int, SeedSequence or None
+            The seed the calibration was drawn with, when known (a calibration
+            does not keep it); recorded in the file's metadata.
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
+        from .persist import save_calibration
+
+        return save_calibration(self, path, seed=seed)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -315,17 +361,21 @@ class Calibration:
     # -- shape and lookup ------------------------------------------------------------------
     @property
     def k(self) -> int:
+        """Dimension of the query (number of components of F)."""
         return int(self.mean_array.shape[1])
 
     @property
     def exact(self) -> bool:
+        """True for moments given exactly (``from_moments``: confidence 1, no draws)."""
         return self.confidence == 1.0 and self.n_draws is None
 
     @property
     def plug_in(self) -> bool:
+        """True for a plug-in calibration (``confidence=None``): bounds are the estimates (assumption ``estimated_moments``)."""
         return self.confidence is None
 
     def index(self, secret: Secret) -> int:
+        """Position of ``secret`` in :attr:`secrets`; ValidationError when it is not one of them."""
         try:
             return self.secrets.index(secret)
         except ValueError:
@@ -404,6 +454,7 @@ class Calibration:
 
     @property
     def is_family(self) -> bool:
+        """True when calibrated over a family of data models (see :attr:`worst_theta`)."""
         return bool(self.family)
 
     @property

@@ -20,6 +20,7 @@ import pandas as pd
 
 from .._validation import check_choice, check_delta, check_epsilon, check_real, fail
 from ..calibration import Calibration
+from ..calibration.persist import check_query
 from ..calibration.assumptions import (
     CHECKABLE,
     DEFAULT_ALPHA,
@@ -484,6 +485,9 @@ class Mechanism(abc.ABC):
             )
         check_ledger(ledger)
         check_release_rng(rng)
+        fingerprint = getattr(self.calibration, "query_fingerprint", None)
+        if fingerprint is not None:  # the query's code or state changed since calibration
+            check_query(query, fingerprint)
         bind_dataset(dataset, tuple(query.columns), self._calibrated_records())
         return self.release_value(query(dataset), rng=rng, ledger=ledger, n_records=len(dataset),
                                   accept_failed_assumptions=accept_failed_assumptions)

@@ -1,0 +1,549 @@
+"""Calibrate once, release later: a :class:`Calibration` in a netCDF-4 file and back, bit for bit.
+
+The file is an xarray ``DataTree`` written with the ``h5netcdf`` engine (a
+standard netCDF-4 / HDF5 file that ``xarray.open_datatree`` or any netCDF tool
+reads). Its root holds the calibration; a family
+(:class:`~bayespriv.DataModelFamily`) adds one group per member θ
+(``member_000``, ``member_001``, …).
+
+What a node holds
+-----------------
+* variables ``mean (secret, component)``, ``cov (secret, component,
+  component_b)``, ``mean_se``, ``cov_se``, ``cov_se_white`` and, for a
+  sampled calibration, ``samples (secret, draw, component)`` — float64, stored
+  without fill values or compression filters that alter bits;
+* the secrets, one per ``secret``: ``secret_kind`` ("dataset" /
+  "distribution"), ``secret_attribute`` (column or parameter),
+  ``secret_statistic``, ``secret_value``, ``secret_category`` (JSON) and
+  ``secret_label``; the pairs as indices ``pair_secret (pair, side)``;
+* ``component_name (component)``;
+* the attribute ``bayespriv_metadata`` (JSON): confidence, z, n_draws,
+  n_records, θ, diagnostics, query name, columns and fingerprint, and at the
+  root the library and Python versions, the seed (when the caller knew it:
+  :func:`~bayespriv.calibrate` does not keep it) and the format version. A few
+  of these are repeated as plain attributes for other tools.
+
+A query is code, so it is not saved: :func:`load_calibration` returns a
+calibration whose ``query`` is None (it keeps ``query_fingerprint``) unless the
+caller passes the query again, which must have the saved fingerprint
+(:attr:`bayespriv.Query.fingerprint`). Diagnostics that are not plain data
+(numbers, strings, arrays, mappings and sequences of them) are saved as a
+string naming their type and listed in the metadata's ``dropped``.
+
+A :class:`~bayespriv.calibration.ChainCalibration` (for MQM) is saved too
+(``kind: "chain"`` in the metadata): its chains, the exact max-influence table
+and the Lipschitz constant, bit for bit; loading it needs the query (MQM reads
+its columns). A :class:`~bayespriv.calibration.QuiltCalibration` (for APMQM)
+holds the parameter network (pgmpy / PyMC objects) and its max-influence
+engine, which have no faithful file form here: it is refused (run
+:func:`~bayespriv.calibration.calibrate_quilts` in the releasing process; it
+does not sample, and is exact for discrete networks).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .._validation import fail, thaw
+from ..errors import ParameterTypeError, ReleaseMismatchError, ValidationError
+from ..queries import Query
+from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair
+from .result import Calibration
+
+__all__ = ["save_calibration", "load_calibration", "read_metadata", "check_query", "FORMAT", "FORMAT_VERSION", "ENGINE"]
+
+#: Value of the ``bayespriv_format`` attribute of every file written here.
+FORMAT = "bayespriv.calibration"
+#: Version of the layout; a reader refuses a newer one.
+FORMAT_VERSION = 1
+#: The netCDF-4 engine (h5netcdf: pure HDF5, no C netCDF library needed).
+ENGINE = "h5netcdf"
+
+_ARRAYS = (("mean", "mean_array", ("secret", "component")),
+           ("cov", "cov_array", ("secret", "component", "component_b")),
+           ("mean_se", "mean_se", ("secret", "component")),
+           ("cov_se", "cov_se", ("secret", "component", "component_b")),
+           ("cov_se_white", "cov_se_white", ("secret", "component", "component_b")))
+
+
+# -- plain data <-> JSON, exactly --------------------------------------------------------------
+class _Encoder:
+    """JSON text of plain data with exact floats (shortest repr), NumPy arrays and scalars
+    (base64 of their bytes), tuples in mapping keys; anything else becomes a string naming its
+    type and is listed in ``dropped``."""
+
+    def __init__(self) -> None:
+        self.dropped: list[str] = []
+
+    def encode(self, value: Any, where: str) -> Any:
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+            data = np.ascontiguousarray(value)
+            return {"__ndarray__": base64.b64encode(data.tobytes()).decode("ascii"), "dtype": data.dtype.str,
+                    "shape": list(data.shape)}
+        if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+            return {"__npscalar__": base64.b64encode(value.tobytes()).decode("ascii"), "dtype": value.dtype.str}
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, Mapping):
+            if all(isinstance(k, str) and not k.startswith("__") for k in value):
+                return {k: self.encode(v, f"{where}.{k}") for k, v in value.items()}
+            return {"__mapping__": [[self._key(k, where), self.encode(v, f"{where}[{k!r}]")] for k, v in value.items()]}
+        if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+            return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        self.dropped.append(where)
+        return f"<{type(value).__module__}.{type(value).__qualname__} not saved>"
+
+    def _key(self, key: Any, where: str) -> Any:
+        if isinstance(key, tuple):
+            return {"__tuple__": [self._key(k, where) for k in key]}
+        return self.encode(key, f"{where} key")
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__ndarray__" in value:
+        raw = base64.b64decode(value["__ndarray__"])
+        return np.frombuffer(raw, dtype=np.dtype(value["dtype"])).reshape(value["shape"]).copy()
+    if "__npscalar__" in value:
+        return np.frombuffer(base64.b64decode(value["__npscalar__"]), dtype=np.dtype(value["dtype"]))[0]
+    if "__mapping__" in value:
+        return {_decode_key(k): _decode(v) for k, v in value["__mapping__"]}
+    return {k: _decode(v) for k, v in value.items()}
+
+
+def _decode_key(key: Any) -> Any:
+    if isinstance(key, dict) and "__tuple__" in key:
+        return tuple(_decode_key(k) for k in key["__tuple__"])
+    return _decode(key)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, allow_nan=True, ensure_ascii=False)
+
+
+# -- saving ------------------------------------------------------------------------------------
+def _secret_table(secrets: tuple[Secret, ...], enc: _Encoder) -> dict[str, tuple[str, list]]:
+    kinds, attrs, stats, values, cats, labels = [], [], [], [], [], []
+    for i, s in enumerate(secrets):
+        dataset = isinstance(s, DatasetSecret)
+        kinds.append("dataset" if dataset else "distribution")
+        attrs.append(s.column if dataset else s.parameter)
+        stats.append(s.statistic if dataset else "")
+        values.append(float(s.value))
+        category = s.category if dataset else None
+        before = len(enc.dropped)
+        cats.append(_dumps(enc.encode(category, f"secrets[{i}].category")))
+        if len(enc.dropped) > before:
+            raise fail(f"secrets[{i}].category", "plain data (str, number, bool or None) to be saved", category)
+        labels.append(s.label)
+    return {"secret_kind": ("secret", kinds), "secret_attribute": ("secret", attrs),
+            "secret_statistic": ("secret", stats), "secret_value": ("secret", values),
+            "secret_category": ("secret", cats), "secret_label": ("secret", labels)}
+
+
+def _node(cal: Calibration, enc: _Encoder, where: str, *, with_samples: bool = True) -> xr.Dataset:
+    """One calibration (without its family) as a Dataset."""
+    data: dict[str, Any] = {}
+    for name, attr, dims in _ARRAYS:
+        data[name] = (dims, np.asarray(getattr(cal, attr), dtype=np.float64))
+    if cal.sample_array is not None and with_samples:
+        data["samples"] = (("secret", "draw", "component"), np.asarray(cal.sample_array, dtype=np.float64))
+    for name, (dim, values) in _secret_table(cal.secrets, enc).items():
+        data[name] = ((dim,), np.array(values, dtype=object if name != "secret_value" else np.float64))
+    index = {s: i for i, s in enumerate(cal.secrets)}
+    data["pair_secret"] = (("pair", "side"), np.array([[index[p.a], index[p.b]] for p in cal.pairs], dtype=np.int64))
+    data["component_name"] = (("component",), np.array(cal.component_names, dtype=object))
+    q = cal.query
+    meta = {
+        "confidence": cal.confidence, "z": cal.z, "n_draws": cal.n_draws, "n_records": cal.n_records,
+        "theta": enc.encode(None if cal.theta is None else thaw(cal.theta), f"{where}theta"),
+        "diagnostics": enc.encode(thaw(cal.diagnostics), f"{where}diagnostics"),
+        "has_samples": cal.sample_array is not None,
+        "query_name": q.name if q is not None else None,
+        "query_columns": list(q.columns) if q is not None else None,
+        "query_fingerprint": cal.query_fingerprint,
+    }
+    ds = xr.Dataset(data)
+    ds.attrs["bayespriv_metadata"] = _dumps(meta)
+    return ds
+
+
+def _encoding(ds: xr.Dataset) -> dict[str, dict]:
+    """No fill values, no filters: the stored bits are the array's bits."""
+    return {name: {"_FillValue": None} for name, var in ds.variables.items() if var.dtype.kind == "f"}
+
+
+def _same_arrays(a: Calibration, b: Calibration) -> bool:
+    names = ("mean_array", "cov_array", "mean_se", "cov_se", "cov_se_white", "sample_array")
+    return all((getattr(a, n) is None and getattr(b, n) is None) or
+               (getattr(a, n) is not None and getattr(b, n) is not None
+                and np.array_equal(getattr(a, n), getattr(b, n))) for n in names)
+
+
+def _check_savable(calibration: Any) -> Calibration:
+    if isinstance(calibration, Calibration):
+        return calibration
+    name = type(calibration).__name__
+    if name == "QuiltCalibration":
+        raise ValidationError(
+            f"calibration must be a Calibration to be saved; got a {name}: it holds the network(s) and the "
+            "max-influence engine (PyMC / pgmpy objects), which have no faithful file form yet. Run "
+            "calibrate_quilts in the process that releases (it does not sample, and is exact for discrete "
+            "networks). ChainCalibration (MQM) can be saved.")
+    raise ParameterTypeError(f"calibration must be a bayespriv Calibration; got {name}")
+
+
+def _check_path(path: Any, *, must_exist: bool) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ParameterTypeError(f"path must be a str or path-like; got {type(path).__name__}")
+    p = Path(path)
+    if must_exist and not p.is_file():
+        raise ValidationError(f"path must be an existing file written by Calibration.to_netcdf; got {str(p)!r}")
+    if not must_exist and not p.parent.is_dir():
+        raise ValidationError(f"path must be in an existing directory; got {str(p)!r}")
+    return p
+
+
+def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = None) -> Path:
+    """Write ``calibration`` to ``path`` (netCDF-4, h5netcdf engine); overwrites.
+
+    Parameters
+    ----------
+    calibration : Calibration or ChainCalibration
+        A sampled, plug-in, exact or family calibration, or a chain
+        calibration for MQM. Quilt calibrations (APMQM) are refused (see the
+        module docstring).
+    path : str or path-like
+        The file (conventionally ``*.nc``); its directory must exist.
+    seed : int, sequence of int or None
+        The seed the calibration was drawn with, when the caller knows it
+        (the calibration does not keep it); recorded in the metadata.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ValidationError
+        Quilt calibrations; a secret category or chain state that is not plain data;
+        a path in a missing directory.
+    ParameterTypeError
+        Not a Calibration; ``path`` not path-like; ``seed`` not integers.
+    """
+    from .quilts import ChainCalibration
+
+    p = _check_path(path, must_exist=False)
+    seed_value = _checked_seed(seed)
+    if isinstance(calibration, ChainCalibration):
+        return _save_chain(calibration, p, seed_value)
+    cal = _check_savable(calibration)
+    enc = _Encoder()
+    members = cal.family
+    from_member = next((i for i, m in enumerate(members) if _same_arrays(m, cal)), None) if members else None
+    root = _node(cal, enc, "", with_samples=from_member is None)
+    tree: dict[str, xr.Dataset] = {}
+    for i, m in enumerate(members):
+        tree[f"/member_{i:03d}"] = _node(m, enc, f"family[{i}].")
+    meta = json.loads(root.attrs["bayespriv_metadata"])
+    meta.update({"kind": "calibration", "family_members": len(members), "samples_from_member": from_member,
+                 "dropped": enc.dropped})
+    tree["/"] = _stamp(root, meta, seed_value)
+    return _write(tree, p)
+
+
+def _stamp(root: xr.Dataset, meta: dict[str, Any], seed: Any) -> xr.Dataset:
+    """The root's metadata: format, versions and seed, as JSON and as plain attributes for other tools."""
+    meta.update({"format": FORMAT, "format_version": FORMAT_VERSION, "bayespriv_version": _library_version(),
+                 "python_version": platform.python_version(), "seed": seed})
+    root.attrs["bayespriv_metadata"] = _dumps(meta)
+    root.attrs.update({
+        "bayespriv_format": FORMAT, "bayespriv_format_version": FORMAT_VERSION, "bayespriv_kind": meta["kind"],
+        "bayespriv_version": meta["bayespriv_version"], "query_name": str(meta["query_name"]),
+        "query_fingerprint": str(meta["query_fingerprint"]), "confidence": str(meta["confidence"]),
+        "title": f"bayespriv calibration of {meta['query_name'] or 'a query'}",
+    })
+    return root
+
+
+def _write(tree: dict[str, xr.Dataset], p: Path) -> Path:
+    dt = xr.DataTree.from_dict(tree)
+    encoding = {node.path: _encoding(node.to_dataset()) for node in dt.subtree}
+    dt.to_netcdf(p, engine=ENGINE, mode="w", encoding=encoding)
+    return p
+
+
+def _save_chain(cal: Any, p: Path, seed: Any) -> Path:
+    """A ChainCalibration: chains, the max-influence table and the constants MQM reads."""
+    enc = _Encoder()
+    states = enc.encode(list(cal.chains[0].states), "chains.states")
+    if enc.dropped:
+        raise fail("chain states", "plain data (str, number, bool) to be saved", cal.chains[0].states)
+    ds = xr.Dataset({
+        "transition": (("chain", "state", "state_b"), np.stack([c.transition for c in cal.chains])),
+        "initial": (("chain", "state"), np.stack([c.initial for c in cal.chains])),
+        "influence": (("position", "before", "after"), np.asarray(cal.influence, dtype=np.float64)),
+        "component_name": (("component",), np.array(cal.component_names, dtype=object)),
+    })
+    q = cal.query
+    meta = {"kind": "chain", "states": states, "length": cal.length, "column": cal.column, "lipschitz": cal.lipschitz,
+            "window": cal.window, "k": cal.k, "confidence": cal.confidence, "assumptions": list(cal.assumptions),
+            "query_name": q.name if q is not None else None,
+            "query_columns": list(q.columns) if q is not None else None,
+            "query_fingerprint": q.fingerprint if q is not None else None, "dropped": []}
+    return _write({"/": _stamp(ds, meta, seed)}, p)
+
+
+def _load_chain(ds: xr.Dataset, meta: dict[str, Any], query: Query | None, p: Path) -> Any:
+    """The ChainCalibration of a file, its arrays set as stored (no re-normalisation, so bit for bit)."""
+    from .quilts import ChainCalibration, MarkovChain
+
+    if query is None:
+        raise ValidationError(f"query must be given to load the chain calibration in {str(p)!r} (MQM reads its "
+                              f"columns; the file holds only its fingerprint); got None")
+    states = tuple(_decode(meta["states"]))
+    chains = []
+    for p_arr, q_arr in zip(ds["transition"].values, ds["initial"].values):
+        MarkovChain(p_arr, q_arr, states)  # validates the stored numbers
+        chain = object.__new__(MarkovChain)
+        for name, value in (("transition", np.array(p_arr, dtype=np.float64)),
+                            ("initial", np.array(q_arr, dtype=np.float64))):
+            value.setflags(write=False)
+            object.__setattr__(chain, name, value)
+        object.__setattr__(chain, "states", states)
+        chains.append(chain)
+    influence = np.array(ds["influence"].values, dtype=np.float64)
+    influence.setflags(write=False)
+    names = tuple(str(n) for n in ds["component_name"].values.tolist())
+    return ChainCalibration(tuple(chains), int(meta["length"]), str(meta["column"]), query, float(meta["lipschitz"]),
+                            int(meta["window"]), influence, int(meta["k"]), names, meta["confidence"],
+                            tuple(meta["assumptions"]))
+
+
+def _checked_seed(seed: Any) -> Any:
+    if seed is None:
+        return None
+    if isinstance(seed, np.random.SeedSequence):
+        seed = seed.entropy
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return int(seed)
+    if isinstance(seed, (list, tuple)) and seed and all(isinstance(s, (int, np.integer)) and not isinstance(s, bool)
+                                                        for s in seed):
+        return [int(s) for s in seed]
+    raise ParameterTypeError(f"seed must be None, an int, a sequence of ints or a SeedSequence; got {seed!r}")
+
+
+def _library_version() -> str:
+    from .. import __version__
+
+    return str(__version__)
+
+
+# -- loading -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Node:
+    """The plain content of one node, read into memory."""
+
+    arrays: dict[str, np.ndarray]
+    samples: np.ndarray | None
+    secrets: tuple[Secret, ...]
+    pairs: tuple[SecretPair, ...]
+    component_names: tuple[str, ...]
+    meta: dict[str, Any]
+
+
+def _read_node(ds: xr.Dataset, where: str) -> _Node:
+    try:
+        meta = json.loads(ds.attrs["bayespriv_metadata"])
+        arrays = {attr: np.array(ds[name].values, dtype=np.float64) for name, attr, _ in _ARRAYS}
+        samples = np.array(ds["samples"].values, dtype=np.float64) if "samples" in ds else None
+        secrets = tuple(_secret(*row) for row in zip(
+            ds["secret_kind"].values.tolist(), ds["secret_attribute"].values.tolist(),
+            ds["secret_statistic"].values.tolist(), ds["secret_value"].values.tolist(),
+            ds["secret_category"].values.tolist()))
+        pairs = tuple(SecretPair(secrets[a], secrets[b]) for a, b in ds["pair_secret"].values.tolist())
+        names = tuple(str(n) for n in ds["component_name"].values.tolist())
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise ValidationError(f"{where} must be a calibration written by Calibration.to_netcdf; got a node "
+                              f"missing or mangling {exc}") from exc
+    return _Node(arrays, samples, secrets, pairs, names, meta)
+
+
+def _secret(kind: str, attribute: str, statistic: str, value: float, category: str) -> Secret:
+    if kind == "dataset":
+        return DatasetSecret(attribute, statistic, float(value), _decode(json.loads(category)))
+    if kind == "distribution":
+        return DistributionSecret(attribute, float(value))
+    raise ValueError(f"secret_kind {kind!r}")
+
+
+def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
+           family: tuple[Calibration, ...] = ()) -> Calibration:
+    m = node.meta
+    theta = _decode(m["theta"])
+    return Calibration(
+        secrets=node.secrets, pairs=node.pairs, confidence=m["confidence"], z=m["z"], query=query,
+        n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples, component_names=node.component_names,
+        theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
+        query_fingerprint=m["query_fingerprint"], **node.arrays)
+
+
+def _open_tree(p: Path) -> dict[str, xr.Dataset]:
+    try:
+        with xr.open_datatree(p, engine=ENGINE) as tree:
+            return {node.path: node.to_dataset().load() for node in tree.subtree}
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"path must be a netCDF-4 file written by Calibration.to_netcdf; got {str(p)!r}, which "
+                              f"cannot be read as one ({type(exc).__name__}: {exc})") from exc
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    """The root metadata of a saved calibration, without loading its arrays.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A file written by :meth:`Calibration.to_netcdf` or :func:`save_calibration`.
+
+    Returns
+    -------
+    dict
+        ``kind`` ("calibration" or "chain"), ``format_version``,
+        ``bayespriv_version``, ``python_version``, ``seed``, ``query_name``,
+        ``query_columns``, ``query_fingerprint``, ``confidence`` and the other
+        saved settings; ``dropped`` lists the diagnostics saved only by name.
+
+    Raises
+    ------
+    ValidationError
+        As :func:`load_calibration`.
+    """
+    p = _check_path(path, must_exist=True)
+    nodes = _open_tree(p)
+    return _root_meta(nodes, p)
+
+
+def _root_meta(nodes: dict[str, xr.Dataset], p: Path) -> dict[str, Any]:
+    root = nodes.get("/")
+    meta = None
+    if root is not None and "bayespriv_metadata" in root.attrs:
+        try:
+            meta = json.loads(root.attrs["bayespriv_metadata"])
+        except ValueError:
+            meta = None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValidationError(f"path must be a file written by Calibration.to_netcdf; got {str(p)!r}, which has no "
+                              "bayespriv metadata")
+    if not isinstance(meta.get("format_version"), int) or meta["format_version"] > FORMAT_VERSION:
+        raise ValidationError(f"path must be a calibration file of format version <= {FORMAT_VERSION} (this bayespriv "
+                              f"{_library_version()}); got {str(p)!r} of format version {meta.get('format_version')!r} "
+                              f"(written by bayespriv {meta.get('bayespriv_version')}): upgrade bayespriv")
+    return meta
+
+
+def check_query(query: Any, fingerprint: str | None, *, source: str = "the calibration") -> None:
+    """Refuse a query whose :attr:`~bayespriv.Query.fingerprint` is not ``fingerprint``.
+
+    Parameters
+    ----------
+    query : Query
+        The query about to be applied.
+    fingerprint : str or None
+        The calibrated one (``Calibration.query_fingerprint``).
+    source : str
+        Names where ``fingerprint`` comes from, in the message.
+
+    Raises
+    ------
+    ParameterTypeError
+        ``query`` is not a Query.
+    ReleaseMismatchError
+        The fingerprints differ, or ``source`` recorded none; the message names the query.
+    """
+    if not isinstance(query, Query):
+        raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+    if fingerprint is None:
+        raise ReleaseMismatchError(
+            f"query must match the calibrated query, but {source} recorded no query fingerprint (calibrated "
+            f"without a query); got query {query.name!r}")
+    actual = query.fingerprint
+    if actual != fingerprint:
+        raise ReleaseMismatchError(
+            f"query must be the query {source} was calibrated with (fingerprint {fingerprint[:12]}…); got query "
+            f"{query.name!r} with fingerprint {actual[:12]}…: its code, columns, name or bounds differ (or the "
+            "Python version changed its bytecode). Recalibrate with this query, or pass the original one.")
+
+
+def load_calibration(path: str | os.PathLike, *, query: Query | None = None) -> Any:
+    """Read a calibration written by :meth:`Calibration.to_netcdf`.
+
+    Parameters
+    ----------
+    path : str or path-like
+    query : Query, optional
+        The calibrated query (a query is code and is not saved). It must have
+        the saved :attr:`~bayespriv.Query.fingerprint`. Without it the loaded
+        calibration has ``query=None``: mechanisms build and report their
+        noise and guarantee, and ``release_value`` works, but ``release``
+        needs the query.
+
+    Returns
+    -------
+    Calibration or ChainCalibration
+        Equal to the saved one bit for bit: every array (moments, standard
+        errors, samples), z, confidence, secrets, pairs, θ, plain diagnostics,
+        family members; a mechanism built from it has the same ``noise_cov``
+        and ``guarantee``. A chain calibration (for MQM) needs ``query``.
+
+    Raises
+    ------
+    ValidationError
+        ``path`` missing, unreadable, not written by ``to_netcdf``, or of a
+        newer format version.
+    ReleaseMismatchError
+        ``query`` does not have the saved fingerprint (the message names it).
+
+    Examples
+    --------
+    >>> import bayespriv as bp, tempfile, os
+    >>> sa, sb = bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 1.0)
+    >>> cal = bp.Calibration.from_moments({sa: [0.0], sb: [1.0]}, {sa: [[1.0]], sb: [[1.0]]}, bp.SecretPair(sa, sb),
+    ...                                   bp.mean("x"), n_records=10)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = cal.to_netcdf(os.path.join(folder, "cal.nc"))
+    ...     bp.calibration.load_calibration(path, query=bp.mean("x")).sensitivity()
+    1.0
+    """
+    p = _check_path(path, must_exist=True)
+    nodes = _open_tree(p)
+    meta = _root_meta(nodes, p)
+    if query is not None:
+        check_query(query, meta.get("query_fingerprint"), source=f"the calibration in {str(p)!r}")
+    if meta.get("kind") == "chain":
+        return _load_chain(nodes["/"], meta, query, p)
+    members = []
+    for i in range(int(meta.get("family_members") or 0)):
+        where = f"/member_{i:03d}"
+        if where not in nodes:
+            raise ValidationError(f"path must be a complete calibration file; got {str(p)!r} without the group {where}")
+        node = _read_node(nodes[where], f"{p} group {where}")
+        members.append(_build(node, query=query, samples=node.samples))
+    root = _read_node(nodes["/"], str(p))
+    samples = root.samples
+    if meta.get("samples_from_member") is not None:
+        samples = members[int(meta["samples_from_member"])].sample_array
+    return _build(root, query=query, samples=samples, family=tuple(members))
