@@ -41,9 +41,9 @@ def model() -> bp.GaussianDataModel:
 # One constructor per mechanism and noise: (name, builder(epsilon, delta), accepts delta = 0).
 MECHANISMS = [
     ("APGM", lambda e, d: APGM(calibration(), epsilon=e, delta=d), False),
-    ("ExpM-gaussian", lambda e, d: ExpM(calibration(), epsilon=e, delta=d), False),
+    ("ExpM-gaussian", lambda e, d: ExpM(calibration(), epsilon=e, delta=d, noise="gaussian"), False),
     ("ExpM-laplace", lambda e, d: ExpM(calibration(), epsilon=e, delta=d, noise="laplace"), True),
-    ("GroupDP-gaussian", lambda e, d: GroupDP(bounded_calibration(), epsilon=e, delta=d), False),
+    ("GroupDP-gaussian", lambda e, d: GroupDP(bounded_calibration(), epsilon=e, delta=d, noise="gaussian"), False),
     ("GroupDP-laplace", lambda e, d: GroupDP(bounded_calibration(), epsilon=e, delta=d, noise="laplace"), True),
 ]
 MECH_IDS = [m[0] for m in MECHANISMS]

@@ -11,6 +11,8 @@ from .optimal import OptimalGaussian
 from .groupdp import GroupDP
 from .quilt import APMQM, MQM
 from .wasserstein import ApproxWasserstein, Wasserstein
+from . import privacy_loss
+from .privacy_loss import gaussian_delta, gaussian_privacy_curve
 from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radius, gaussian_sigma
 from .exact_noise import (
     BitSource,
@@ -48,6 +50,9 @@ __all__ = [
     "gaussian_sigma",
     "classic_constant",
     "analytic_gaussian_log_delta",
+    "privacy_loss",
+    "gaussian_delta",
+    "gaussian_privacy_curve",
     "BitSource",
     "GaussianGridPlan",
     "LaplaceGridPlan",

@@ -12,6 +12,8 @@ from ..calibration import Calibration
 from ..calibration.assumptions import RelaxationEstimate, default_eta, estimate_lambda_eta
 from ..errors import ValidationError
 from .base import Guarantee, Mechanism, check_gaussian_params, check_nonnegative, relaxed_parameters
+from .expected_value import choose_covariance_mode, unequal_covariance_boxes, unequal_noise
+from .privacy_loss import PairBox, privacy_curve
 
 __all__ = ["APGM", "APGMnG"]
 
@@ -42,12 +44,48 @@ class APGM(Mechanism):
     suggested extension (L2 sensitivity, conditional covariance), made
     conservative through λ_min.
 
-    Assumptions: ``gaussian_query`` (F | secret Gaussian) and
-    ``equal_covariance`` (the same covariance under both secrets of a pair);
-    both are stated, not checked here. Bounds are exact for
+    Assumptions: ``gaussian_query`` (F | secret Gaussian) and, with
+    ``covariance="equal"``, ``equal_covariance`` (the same covariance under
+    both secrets of a pair). Both are checked on the calibration samples
+    (:mod:`bayespriv.calibration.assumptions`; exactly for ``from_moments``):
+    a failed check is listed in ``Guarantee.failed_assumptions`` and release
+    refuses unless ``accept_failed_assumptions=True``; a check without power
+    is reported unchecked. Bounds are exact for
     :meth:`Calibration.from_moments`, hold with the calibration's
     ``confidence`` for sampled calibrations, and are plug-in estimates when
     ``confidence=None`` (assumption ``estimated_moments``).
+
+    Unequal covariances (``covariance="unequal"``, or ``"auto"`` — the
+    default — when the ``equal_covariance`` check fails, e.g. for exact
+    moments whose covariances differ): the noise keeps APGM's shape σ²I and
+    σ² is the smallest value such that the exact privacy curve of
+    N(μ_a, Σ_a + σ²I) vs N(μ_b, Σ_b + σ²I) meets (ε, δ) for every pair, θ and
+    every mean difference and covariance pair in the calibration's
+    confidence box (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`;
+    exact: one point). The guarantee then names ``gaussian_query`` but not
+    ``equal_covariance``. Issue 10's example (means 0 vs 1, variances 1 vs 25,
+    ε = 1, δ = 1e-3): σ² = 5.63 under equal covariance (true δ 0.24), 98.26
+    here.
+
+    Parameters
+    ----------
+    calibration : Calibration
+    epsilon : float > 0
+    delta : float in (0, 1)
+    gaussian_calibration : {"analytic", "classic"}
+        Radius r* of the equal-covariance calibration.
+    covariance : {"auto", "equal", "unequal"}
+
+    Attributes
+    ----------
+    sigma2 : float
+        Noise variance per component.
+    covariance_mode : {"equal", "unequal"}
+    noise_scale_factor : float
+        σ² relative to the equal-covariance σ² (1.0 in ``"equal"`` mode; the
+        unequal σ² itself when the equal one is 0).
+    pair_table : DataFrame
+        Per (θ, pair) of the equal-covariance formula.
 
     Notes
     -----
@@ -65,9 +103,40 @@ class APGM(Mechanism):
     theorem = "APGM: Zhang et al. 2022, Algorithm 1 / Theorem 1"
     proof_assumptions = ("gaussian_query", "equal_covariance")
 
-    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic") -> None:
+    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic",
+                 covariance: str = "auto") -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
         self._set_apgm_noise(calibration, gaussian_calibration)
+        self.covariance_mode = choose_covariance_mode(self, covariance)
+        self.noise_scale_factor = 1.0
+        if self.covariance_mode == "unequal":
+            self._set_unequal_noise()
+
+    def _set_unequal_noise(self) -> None:
+        """Stage 2 (unequal covariances): scale the shape I by the exact privacy curve."""
+        self._proof_assumptions = ("gaussian_query",)
+        cov, scale, _ = unequal_noise(self, np.eye(self.k), self._boxes())
+        self.noise_scale_factor = scale / self.sigma2 if self.sigma2 > 0 else scale
+        self.sigma2 = float(scale)
+        self.theorem = (f"{APGM.theorem} — as noise shape σ²I only; σ² = {self.sigma2:.6g} from the exact privacy curve "
+                        "of Gaussians with unequal covariances (bayespriv.mechanisms.privacy_loss), over the "
+                        "calibration's confidence box")
+        self._set_gaussian(cov)
+
+    def _boxes(self) -> tuple[PairBox, ...]:
+        cache = self.__dict__.get("_box_cache")
+        if cache is None:
+            cache = unequal_covariance_boxes(self.calibration)
+            self.__dict__["_box_cache"] = cache
+        return cache
+
+    def privacy_curve(self, epsilons) -> np.ndarray:
+        """δ(ε) for each ε: the worst over pairs, θ members and the calibration's
+        confidence box of the exact privacy curve of N(μ_a, Σ_a + S) vs
+        N(μ_b, Σ_b + S) with this mechanism's noise S, covariances *not*
+        assumed equal (:func:`~bayespriv.mechanisms.privacy_loss.privacy_curve`;
+        F | secret assumed Gaussian)."""
+        return privacy_curve(epsilons, self._boxes(), self.noise_cov)
 
     def _set_apgm_noise(self, calibration: Calibration, gaussian_calibration: str) -> None:
         """Algorithm 1's σ² (per pair, conservative), shared with :class:`APGMnG`."""

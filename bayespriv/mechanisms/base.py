@@ -199,7 +199,7 @@ class Mechanism(abc.ABC):
         basis.setflags(write=False)
         self._laplace = (scale, basis)
 
-    def _set_isotropic(self, noise: str, l1: float, l2: float, gaussian_calibration: str) -> None:
+    def _set_isotropic(self, noise: str | None, l1: float, l2: float, gaussian_calibration: str) -> None:
         """Laplace noise of scale ``l1/ε`` per component, or N(0, (l2/r*)² I).
 
         ``l1`` / ``l2`` are the L1 / L2 sensitivities the noise must cover
@@ -207,6 +207,8 @@ class Mechanism(abc.ABC):
         Sets ``noise_kind``, ``sensitivity`` and, for Gaussian noise,
         ``radius`` and ``sigma``.
         """
+        if noise is None:  # the default that works: Laplace for δ = 0 (pure ε), Gaussian when a δ is given
+            noise = "gaussian" if self.delta > 0 else "laplace"
         self.noise_kind = check_noise(noise)
         self.gaussian_calibration = gaussian_calibration
         if self.noise_kind == "laplace":
@@ -788,5 +790,8 @@ def check_noise(noise: str) -> str:
 def check_gaussian_params(mech: Mechanism, gaussian_calibration: str) -> float:
     """Validate δ for Gaussian noise and return r*(ε, δ)."""
     check_choice(gaussian_calibration, "gaussian_calibration", GAUSSIAN_CALIBRATIONS)
+    if not mech.delta > 0:
+        raise ValidationError(f"{fail('delta', 'in the open interval (0, 1)', mech.delta)} — Gaussian noise needs "
+                              'δ > 0: pass delta=..., or noise="laplace" for δ = 0')
     check_delta(mech.delta)
     return gaussian_radius(mech.epsilon, getattr(mech, "_noise_delta", mech.delta), gaussian_calibration)

@@ -16,6 +16,21 @@ confidence box (:meth:`Calibration.pair_constraints`) — and is checked against
 it in float64 before it is returned (:func:`certified_mahalanobis_sq`). The
 paper's ``(αc/ε)²`` is ``(α/r*)²`` here, with r* = ε/c for
 ``gaussian_calibration="classic"`` and the analytic radius by default.
+
+That reduction needs equal covariances within a pair. The Gaussian-noise
+mechanisms (EigM, DauM, OptimalGaussian, and APGM in ``apgm.py``) take
+``covariance="auto" | "equal" | "unequal"``: ``"equal"`` is the reduction
+above (assumption ``equal_covariance``); ``"unequal"`` keeps the noise *shape*
+the reduction gives and scales it by the smallest factor whose exact privacy
+curve meets (ε, δ) for unequal covariances, for every pair, θ member, mean
+difference and covariance in the calibration's confidence box
+(:mod:`~bayespriv.mechanisms.privacy_loss`); its guarantee names
+``gaussian_query`` but not ``equal_covariance``. ``"auto"`` (default) is
+``"unequal"`` exactly when the calibration's ``equal_covariance`` check fails
+(for exact moments: when the covariances of a pair differ), and ``"equal"``
+otherwise — a check that passes or has too few draws to be run keeps the
+equal-covariance reduction, named in the guarantee (and reported unchecked
+when it had no power).
 """
 
 from __future__ import annotations
@@ -31,8 +46,11 @@ import pandas as pd
 from .._validation import check_choice, check_delta, check_epsilon, check_finite_array, described, fail
 from ..calibration import Calibration, PairConstraints
 from ..errors import ParameterTypeError, ValidationError
+from ..calibration.assumptions import check_assumptions
+from ..calibration.moments import shrink_factor
 from .base import Guarantee, Mechanism, check_gaussian_params, check_noise
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius
+from .privacy_loss import PairBox, box_delta, gaussian_delta, privacy_curve, scale_for_delta
 
 __all__ = [
     "ExpM",
@@ -62,6 +80,8 @@ class ExpM(Mechanism):
       component; (ε, 0)-distribution privacy.
     * ``noise="gaussian"`` (Theorem 4.2): adds N(0, σ²I) with
       σ = Δ_{E,2} / r*(ε, δ); (ε, δ)-distribution privacy.
+    * ``noise=None`` (default): Laplace when ``delta`` is 0, Gaussian when a
+      δ > 0 is given.
 
     Δ_{E,p} = sup over pairs of ‖E[f_θi] − E[f_θj]‖_p (here the calibration's
     conservative bound, or the estimate for a plug-in calibration).
@@ -74,8 +94,10 @@ class ExpM(Mechanism):
     Theorems 4.1 / 4.2 (Chen & Ohrimenko 2023, proofs in appendix B.2): if
     f_θi is a translation of f_θj for every pair, the output distributions
     differ by a shift of norm ≤ Δ_{E,p}, so the Laplace / Gaussian mechanism of
-    differential privacy applies. Assumption: ``translation`` (stated, not
-    checked here). Theorem 4.2 as printed needs ε ∈ (0, 1) with the classic
+    differential privacy applies. Assumption: ``translation`` (checked on
+    the calibration samples, see :mod:`bayespriv.calibration.assumptions`: a
+    failed check is listed in ``Guarantee.failed_assumptions`` and release
+    refuses unless ``accept_failed_assumptions=True``). Theorem 4.2 as printed needs ε ∈ (0, 1) with the classic
     constant; the default analytic calibration holds for every ε.
     """
 
@@ -87,7 +109,7 @@ class ExpM(Mechanism):
         *,
         epsilon: float,
         delta: float = 0.0,
-        noise: str = "gaussian",
+        noise: str | None = None,
         gaussian_calibration: str = "analytic",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
@@ -241,25 +263,155 @@ def noiseless_ok(
     return _noiseless_report(cal.pair_constraints(), radius)[0]
 
 
+COVARIANCE_MODES = ("auto", "equal", "unequal")
+
+
+def unequal_covariance_boxes(calibration: Calibration) -> tuple[PairBox, ...]:
+    """One :class:`~bayespriv.mechanisms.privacy_loss.PairBox` per (θ, pair)
+    condition, in the order of :meth:`Calibration.pair_constraints`.
+
+    Mean differences ``μ̂_a − μ̂_b ± z(se_a + se_b)``; covariances
+    ``Σ̂/(1 + η) ⪯ Σ ⪯ Σ̂/(1 − η)`` with ``1 + η`` the calibration's shrink
+    factor (:func:`~bayespriv.calibration.moments.shrink_factor`). Exact and
+    plug-in calibrations give boxes of zero width.
+
+    Raises
+    ------
+    ValidationError
+        When some η ≥ 1: the draws bound the covariance from below only.
+    """
+    boxes = []
+    for m in calibration.members:
+        eta = shrink_factor(m.cov_se_white, m.z) - 1.0
+        if np.any(eta >= 1.0):
+            i = int(np.argmax(eta))
+            raise fail("calibration", "drawn enough for an upper bound of every covariance (z·rho < 1, needed by "
+                       "covariance='unequal'; use more draws)", described(f"z·rho = {eta[i]:.3g} for {m.secrets[i].label!r}"))
+        for p in m.pairs:
+            ia, ib = m.index(p.a), m.index(p.b)
+            boxes.append(PairBox(m.mean_array[ia] - m.mean_array[ib], m.z * (m.mean_se[ia] + m.mean_se[ib]),
+                                 m.cov_array[ia], m.cov_array[ib], float(eta[ia]), float(eta[ib])))
+    return tuple(boxes)
+
+
+def choose_covariance_mode(mech: Mechanism, covariance: Any) -> str:
+    """``"equal"`` or ``"unequal"`` for a ``covariance=`` argument (module docstring: the ``"auto"`` rule)."""
+    check_choice(covariance, "covariance", COVARIANCE_MODES)
+    if covariance != "auto":
+        return covariance
+    report = check_assumptions(mech.calibration, ("equal_covariance",), alpha=mech.assumption_alpha)
+    return "unequal" if report.failed else "equal"
+
+
+def unequal_noise(mech: Mechanism, shape: np.ndarray, boxes: tuple[PairBox, ...]) -> tuple[np.ndarray, float, tuple[str, ...]]:
+    """``(c·N, c, notes)``: the smallest scale c of the noise shape N meeting (ε, δ)
+    for unequal covariances over every box (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`).
+
+    The shape N is kept unless the widened shape ``W = N + (tr N / k or 1)·I``
+    needs less total noise (trace): N may leave a direction without noise that
+    a covariance difference exposes (then no scale of N meets δ), or nearly so
+    (then its scale explodes). Both calibrations are valid; the one of least
+    trace is returned and a widening is recorded in the notes (c is then W's
+    factor).
+    """
+    target = float(getattr(mech, "_noise_delta", mech.delta))
+    pairs = [(b.diff, b.cov_a, b.cov_b) for b in boxes]
+    shape = (np.asarray(shape, dtype=float) + np.asarray(shape, dtype=float).T) / 2.0
+    k = shape.shape[0]
+    iso = float(np.trace(shape)) / k if np.trace(shape) > 0 else 1.0
+    if np.allclose(shape, iso * np.eye(k), rtol=1e-12, atol=0.0):  # isotropic already: nothing to widen
+        c = scale_for_delta(mech.epsilon, target, shape, pairs, box=boxes)
+        return c * shape, c, ()
+    wide = shape + iso * np.eye(k)
+    c_wide = scale_for_delta(mech.epsilon, target, wide, pairs, box=boxes)
+    best = (c_wide * wide, c_wide, ("covariance: the equal-covariance noise shape was widened by an isotropic part "
+                                    "(N + (tr N/k)·I) because the shape alone needs more total noise, or cannot meet "
+                                    "delta, for the unequal covariances",))
+    if np.any(shape) and not _blind_spot(mech.epsilon, target, shape, boxes):
+        try:
+            c = scale_for_delta(mech.epsilon, target, shape, pairs, box=boxes,
+                                max_scale=c_wide * float(np.trace(wide)) / float(np.trace(shape)))
+            if c * float(np.trace(shape)) <= c_wide * float(np.trace(wide)):
+                best = (c * shape, c, ())
+        except ValidationError:
+            pass
+    if best[1] == 0.0:
+        return np.zeros_like(shape), 0.0, ()
+    return best
+
+
+def _blind_spot(epsilon: float, target: float, shape: np.ndarray, boxes: tuple[PairBox, ...]) -> bool:
+    """Whether no scale of ``shape`` can meet δ: the laws restricted to the null space of the
+    shape (a post-processing, untouched by the noise) already exceed δ for some candidate."""
+    w, v = np.linalg.eigh(shape)
+    q = v[:, w <= 1e-12 * max(float(w.max()), 1e-300)]
+    if q.shape[1] == 0:
+        return False
+    return any(gaussian_delta(epsilon, q.T @ d, q.T @ a @ q, q.T @ b @ q) > target
+               for bx in boxes for d, a, b in bx.candidates())
+
+
 class _GaussianConstraintMechanism(Mechanism):
-    """Shared set-up of the Gaussian mechanisms built on Corollary A.1."""
+    """Shared set-up of the Gaussian mechanisms built on Corollary A.1, and of
+    their unequal-covariance calibration (module docstring)."""
 
     proof_assumptions = ("gaussian_query", "equal_covariance")
 
-    def _setup(self, gaussian_calibration: str) -> PairConstraints:
+    def _setup(self, gaussian_calibration: str, covariance: str = "equal") -> PairConstraints:
         self.gaussian_calibration = gaussian_calibration
         #: r*(ε, δ), the Mahalanobis radius.
         self.radius = check_gaussian_params(self, gaussian_calibration)
         self.constraints = self.calibration.pair_constraints()
         #: Observations on the proof's assumptions, checked on the calibration.
         self.assumption_notes: tuple[str, ...] = _covariance_notes(self.constraints)
+        #: ``"equal"`` (Corollary A.1) or ``"unequal"`` (exact privacy curve; see the module docstring).
+        self.covariance_mode = choose_covariance_mode(self, covariance)
+        #: Factor applied to the equal-covariance noise shape (1.0 in ``"equal"`` mode).
+        self.noise_scale_factor = 1.0
+        if self.covariance_mode == "unequal":
+            self._proof_assumptions = ("gaussian_query",)
+            self.assumption_notes = ()
         return self.constraints
+
+    def _covariance_noise(self, shape: np.ndarray) -> np.ndarray:
+        """The noise to set: the shape itself (``"equal"``) or its unequal-covariance scaling."""
+        if self.covariance_mode == "equal":
+            return shape
+        cov, self.noise_scale_factor, notes = unequal_noise(self, shape, self._boxes())
+        self.assumption_notes += notes
+        self.theorem = (f"{self.theorem} — used as the noise shape only, scaled ×{self.noise_scale_factor:.6g} by the exact privacy curve "
+                        "of Gaussians with unequal covariances (bayespriv.mechanisms.privacy_loss), over the "
+                        "calibration's confidence box")
+        return cov
+
+    def _boxes(self) -> tuple[PairBox, ...]:
+        cache = self.__dict__.get("_box_cache")
+        if cache is None:
+            cache = unequal_covariance_boxes(self.calibration)
+            self.__dict__["_box_cache"] = cache
+        return cache
+
+    def privacy_curve(self, epsilons: Any) -> np.ndarray:
+        """δ(ε) for each ε: the worst over pairs, θ members and the calibration's
+        confidence box of the exact privacy curve of N(μ_a, Σ_a + S) vs
+        N(μ_b, Σ_b + S) with this mechanism's noise S, covariances *not*
+        assumed equal (:func:`~bayespriv.mechanisms.privacy_loss.privacy_curve`).
+        Needs an upper bound of every covariance (η < 1) for sampled calibrations.
+        """
+        return privacy_curve(epsilons, self._boxes(), self.noise_cov)
 
     def _finish(self, table: dict[str, Any], worst: int) -> None:
         """Certify the noise already set, and build ``pair_table`` / ``worst_theta``."""
         cons = self.constraints
         achieved = certified_mahalanobis_sq(cons, self.noise_cov)
-        if achieved.max(initial=0.0) > self.radius**2:  # pragma: no cover - guarded by construction
+        if self.covariance_mode == "unequal":
+            target = float(getattr(self, "_noise_delta", self.delta))
+            deltas = np.array([box_delta(self.epsilon, b, self.noise_cov) for b in self._boxes()])
+            if deltas.max(initial=0.0) > target:  # pragma: no cover - guarded by scale_for_delta
+                raise ValidationError(f"{type(self).__name__}: internal check failed: delta {deltas.max():.6g} > "
+                                      f"{target:.6g}; please report this calibration")
+            table = {**table, "delta": deltas}
+        elif achieved.max(initial=0.0) > self.radius**2:  # pragma: no cover - guarded by construction
             raise ValidationError(
                 f"{type(self).__name__}: internal check failed: dᵀ(Σ + S)⁻¹d = {achieved.max():.6g} > r*² = "
                 f"{self.radius ** 2:.6g}; please report this calibration"
@@ -282,7 +434,8 @@ def _covariance_notes(cons: PairConstraints) -> tuple[str, ...]:
         return (
             f"equal_covariance: the covariance lower bounds of a pair differ (largest relative entry difference "
             f"{rel[i]:.3g} at {cons.labels[i]!r}); the common Loewner lower bound of both is used, and the "
-            "equal-covariance assumption of Theorem 4.4 is stated, not proven",
+            "equal-covariance assumption of Theorem 4.4 is tested on the samples, not proven "
+            "(covariance='unequal' drops it)",
         )
     return ()
 
@@ -311,7 +464,10 @@ class Noiseless(_GaussianConstraintMechanism):
     to two Gaussians at Mahalanobis distance ≤ r* makes the analytic radius
     (Balle & Wang 2018), the default, valid for every ε.
 
-    Assumptions: ``gaussian_query``, ``equal_covariance`` (stated).
+    Assumptions: ``gaussian_query``, ``equal_covariance`` (checked on the
+    calibration samples; a failed check is listed in the guarantee and release
+    refuses unless ``accept_failed_assumptions=True``). Noiseless has no
+    unequal-covariance mode: :func:`privacy_curve` reports its true curve.
     Exact for :meth:`Calibration.from_moments`; with probability
     ``confidence`` for sampled calibrations; plug-in otherwise.
     """
@@ -425,8 +581,8 @@ class DirM(Mechanism):
     ε < 1), again convex in d; ``σ² = w·ρ/r*²`` with ``ρ = max Σ_j β_j²/w_j``.
     A relative margin of 1e-9 absorbs rounding.
 
-    Assumption: ``translation`` (f_θi a translation of f_θj; stated, not
-    checked). Differences known only up to a box (sampled calibrations) span
+    Assumption: ``translation`` (f_θi a translation of f_θj; checked on the
+    calibration samples, as for :class:`ExpM`). Differences known only up to a box (sampled calibrations) span
     every uncertain component, so D is then usually k.
 
     Paper erratum (§4.2, after Theorem 4.3): with D > 1 directions, Laplace
@@ -656,16 +812,39 @@ class EigM(_GaussianConstraintMechanism):
     is checked with :func:`certified_mahalanobis_sq`. With r* = ε/c (classic)
     the paper's proof needs ε ≤ 1; the analytic radius holds for every ε.
 
-    Assumptions: ``gaussian_query``, ``equal_covariance`` (stated, not
-    checked). The paper's common-eigenvector assumption is not needed for
-    validity (the Gershgorin credit covers its failure).
+    Assumptions: ``gaussian_query`` and, with ``covariance="equal"``,
+    ``equal_covariance``; both are checked on the calibration samples (a
+    failed check is listed in the guarantee and release refuses unless
+    ``accept_failed_assumptions=True``). The paper's common-eigenvector
+    assumption is not needed for validity (the Gershgorin credit covers its
+    failure).
+
+    Unequal covariances (``covariance="unequal"``, or ``"auto"`` when the
+    ``equal_covariance`` check fails): the noise above is the *shape* N; the
+    released noise is c·N with c the smallest factor such that the exact
+    privacy curve of N(μ_a, Σ_a + cN) vs N(μ_b, Σ_b + cN) meets (ε, δ) for
+    every pair, θ and every mean difference and covariance pair of the
+    calibration's confidence box (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`;
+    the box search is described in :func:`~bayespriv.mechanisms.privacy_loss.box_delta`).
+    ``equal_covariance`` is then not assumed. ``sigma2`` is then the noise
+    variance along each v_l, ``noise_scale_factor`` is c and ``pair_table``
+    has a ``delta`` column (δ at ε per constraint).
+
+    Parameters
+    ----------
+    calibration : Calibration
+    epsilon : float > 0
+    delta : float in (0, 1)
+    gaussian_calibration : {"analytic", "classic"}
+    covariance : {"auto", "equal", "unequal"}
     """
 
     theorem = "EigM: Chen & Ohrimenko 2023, Theorem 4.5 (via Corollary A.2)"
 
-    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic") -> None:
+    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic",
+                 covariance: str = "auto") -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        cons = self._setup(gaussian_calibration)
+        cons = self._setup(gaussian_calibration, covariance)
         plan = _eig_plan(cons, self.radius)
         self.eigenvectors = plan.eigenvectors
         self.eigenvalues = plan.eigenvalues
@@ -686,6 +865,9 @@ class EigM(_GaussianConstraintMechanism):
         start = max(float(plan.required.max(initial=0.0)), 1e-300) * 1e-9
         cov, self.repair = _repair(cons, self.radius**2, lambda t: (V * (sigma2 + t)) @ V.T, start)
         self.sigma2 = sigma2 + self.repair
+        if self.covariance_mode == "unequal":
+            cov = self._covariance_noise(cov)
+            self.sigma2 = np.diag(V.T @ cov @ V).copy()
         self._set_gaussian(cov)
         worst = int(np.argmax(plan.need.sum(axis=1))) if len(cons) else 0
         self._finish({"sensitivity": plan.sensitivity, "required": plan.required, "credit": list(plan.credit),
@@ -854,6 +1036,8 @@ class DauM(_GaussianConstraintMechanism):
     gaussian_calibration : {"analytic", "classic"}
     direction : array (k,), optional
         The paper's v (normalised here).
+    covariance : {"auto", "equal", "unequal"}
+        See the module docstring.
 
     Attributes
     ----------
@@ -875,7 +1059,9 @@ class DauM(_GaussianConstraintMechanism):
     Theorem A.1 (Chen & Ohrimenko 2023, appendix A.2) when the differences
     are parallel to v; Corollary A.1 with the closed form above otherwise.
     Both rest on Theorem 4.4: Gaussian query, equal covariance within a pair
-    (``gaussian_query``, ``equal_covariance``: stated, not checked), with Σ
+    (``gaussian_query``, ``equal_covariance``: checked on the calibration
+    samples, a failed check is listed in the guarantee and release refuses
+    unless ``accept_failed_assumptions=True``), with Σ
     the Loewner lower bound (conservative: (Σ + S)⁻¹ ⪯ (Σ_lo + S)⁻¹) and d
     every corner of the box (the condition is convex in d). The parallel
     assumption is *checked* (not assumed), so it is not listed among the
@@ -884,6 +1070,14 @@ class DauM(_GaussianConstraintMechanism):
 
     Paper notes: Algorithm 1 line 7 demands σ² > 0 strictly; σ² = 0 is fine
     whenever Σ alone satisfies Theorem 4.4.
+
+    Unequal covariances (``covariance="unequal"``, or ``"auto"`` when the
+    ``equal_covariance`` check fails): σ²vvᵀ is the noise *shape*, scaled by
+    the smallest factor c meeting (ε, δ) by the exact privacy curve over the
+    calibration's confidence box (as for :class:`EigM`); ``equal_covariance``
+    is then not assumed. Noise along v alone cannot hide a covariance
+    difference orthogonal to v; the shape is then widened by an isotropic part
+    (recorded in :attr:`assumption_notes`) and ``sigma2`` is ``vᵀSv``.
     """
 
     def __init__(
@@ -894,17 +1088,18 @@ class DauM(_GaussianConstraintMechanism):
         delta: float,
         gaussian_calibration: str = "analytic",
         direction: Any = None,
+        covariance: str = "auto",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        cons = self._setup(gaussian_calibration)
+        cons = self._setup(gaussian_calibration, covariance)
         report, _ = _noiseless_report(cons, self.radius)
         self.noiseless_report = report
         try:
             plan = _dau_plan(cons, self.radius, direction)
         except ValidationError:
-            if not report.holds:
+            if not report.holds and self.covariance_mode == "equal":
                 raise
-            # Theorem 4.4 holds: no noise, whatever v; the plan's table is not needed
+            # Theorem 4.4 holds (no noise, whatever v) or the unequal-covariance scaling widens the shape
             v, notes = _dau_direction(cons, direction)
             m = len(cons)
             plan = _DauPlan(v, 0.0, np.zeros(m), np.abs(cons.corners() @ v).max(axis=1), np.full(m, np.nan),
@@ -917,9 +1112,6 @@ class DauM(_GaussianConstraintMechanism):
         self.assumption_notes += plan.notes
         vv = np.outer(plan.direction, plan.direction)
         start = max(float((plan.alpha**2).max(initial=0.0)) / self.radius**2, 1e-300) * 1e-9
-        cov, self.repair = _repair(cons, self.radius**2, lambda t: (plan.sigma2 + t) * vv, start)
-        self.sigma2 = plan.sigma2 + self.repair
-        self._set_gaussian(cov)
         self.theorem = (
             "DauM: Chen & Ohrimenko 2023, Theorem 4.4 holds (no noise needed)"
             if report.holds
@@ -927,5 +1119,13 @@ class DauM(_GaussianConstraintMechanism):
             if plan.parallel
             else "DauM: Chen & Ohrimenko 2023, Algorithm 1 generalised to non-parallel differences (Corollary A.1, closed form)"
         )
+        if self.covariance_mode == "unequal":
+            self.repair = 0.0
+            cov = self._covariance_noise(plan.sigma2 * vv)
+            self.sigma2 = float(plan.direction @ cov @ plan.direction)
+        else:
+            cov, self.repair = _repair(cons, self.radius**2, lambda t: (plan.sigma2 + t) * vv, start)
+            self.sigma2 = plan.sigma2 + self.repair
+        self._set_gaussian(cov)
         worst = int(np.argmax(plan.per_pair)) if len(cons) else 0
         self._finish({"alpha": plan.alpha, "credit": plan.credit, "perp": plan.perp, "sigma2": plan.per_pair}, worst)

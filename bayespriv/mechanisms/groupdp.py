@@ -31,6 +31,9 @@ class GroupDP(Mechanism):
     two datasets of n records are neighbours, so the guarantee holds for *any*
     secret pair and any Θ: it does not depend on the calibration's moments
     (confidence 1, no assumption). The price is noise that grows with n.
+
+    ``noise=None`` (default) is Laplace when ``delta`` is 0 and Gaussian when a
+    δ > 0 is given.
     """
 
     def __init__(
@@ -39,7 +42,7 @@ class GroupDP(Mechanism):
         *,
         epsilon: float,
         delta: float = 0.0,
-        noise: str = "gaussian",
+        noise: str | None = None,
         group_size: int | None = None,
         n_records: int | None = None,
         gaussian_calibration: str = "analytic",

@@ -131,6 +131,8 @@ class OptimalGaussian(_GaussianConstraintMechanism):
     gaussian_calibration : {"analytic", "classic"}
     solver : str, optional
         A cvxpy solver name (default ``"CLARABEL"``; ``"SCS"`` works too).
+    covariance : {"auto", "equal", "unequal"}
+        See :mod:`bayespriv.mechanisms.expected_value`.
 
     Attributes
     ----------
@@ -164,8 +166,20 @@ class OptimalGaussian(_GaussianConstraintMechanism):
     ``confidence`` for sampled calibrations, and is a plug-in estimate when
     ``confidence=None``.
 
-    Assumptions: ``gaussian_query``, ``equal_covariance`` (stated, not
-    checked; see :attr:`assumption_notes`).
+    Assumptions: ``gaussian_query`` and, with ``covariance="equal"``,
+    ``equal_covariance``; both are checked on the calibration samples (see
+    :attr:`assumption_notes`; a failed check is listed in the guarantee and
+    release refuses unless ``accept_failed_assumptions=True``).
+
+    Unequal covariances (``covariance="unequal"``, or ``"auto"`` when the
+    ``equal_covariance`` check fails): the least-trace S above is the noise
+    *shape*, scaled by the smallest factor c meeting (ε, δ) by the exact
+    privacy curve over the calibration's confidence box
+    (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`), widened by
+    an isotropic part if S alone cannot (see :attr:`assumption_notes`);
+    ``equal_covariance`` is then not assumed, :attr:`noise_scale_factor` is c
+    and :attr:`trace` the trace of the released noise. The result is least
+    trace only within that shape, not among all unequal-covariance noises.
     """
 
     theorem = "OptimalGaussian: least-trace S under Chen & Ohrimenko 2023, Corollary A.1 (Theorem 4.4 + Gaussian noise)"
@@ -178,9 +192,10 @@ class OptimalGaussian(_GaussianConstraintMechanism):
         delta: float,
         gaussian_calibration: str = "analytic",
         solver: str | None = None,
+        covariance: str = "auto",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        cons = self._setup(gaussian_calibration)
+        cons = self._setup(gaussian_calibration, covariance)
         self.solver = _check_solver(solver)
         r2 = self.radius**2
         zero = np.zeros((self.k, self.k))
@@ -194,6 +209,7 @@ class OptimalGaussian(_GaussianConstraintMechanism):
             cov, self.source = zero, "noiseless"
         else:
             cov, self.source = self._optimise(cons, r2)
+        cov = self._covariance_noise(cov)
         self.trace = float(np.trace(cov))
         self._set_gaussian(cov)
         worst = int(np.argmax(noiseless)) if len(cons) else 0

@@ -149,7 +149,8 @@ def test_mean_absolute_error_catches_half_noise():
 def test_released_values_are_seeded_and_reproducible():
     mech = APGM(scalar_calibration(2.5, 2.0), epsilon=1.0, delta=1e-3)
     a = mech.release_value([102.18], rng=7)
-    b = mech.release_value([102.18], rng=7)
+    with pytest.warns(bp.BayesPrivWarning, match="rng=7 was already used"):  # same seed, same noise: warned
+        b = mech.release_value([102.18], rng=7)
     assert a.seeded and b.seeded
     assert a.value[0] == b.value[0] != 102.18
     assert a.guarantee == mech.guarantee
@@ -211,7 +212,7 @@ def test_vector_query_uses_l2_sensitivity_and_smallest_eigenvalue():
     cov_b = _cov_with_eigenvalues([0.4, 1.0, 3.0], seed=2)
     cal = bp.Calibration.from_moments({a: mu_a, b: mu_b}, {a: cov_a, b: cov_b}, bp.SecretPair(a, b))
     for epsilon, delta in [(1.0, 1e-5), (0.5, 1e-3), (3.0, 1e-8)]:
-        mech = APGM(cal, epsilon=epsilon, delta=delta)
+        mech = APGM(cal, epsilon=epsilon, delta=delta, covariance="equal")  # the paper's formula
         r = gaussian_radius(epsilon, delta)
         expected = max(0.0, (3.0 / r) ** 2 - 0.4)
         assert expected > 0
@@ -219,7 +220,13 @@ def test_vector_query_uses_l2_sensitivity_and_smallest_eigenvalue():
         np.testing.assert_allclose(mech.noise_cov, expected * np.eye(3), rtol=1e-10)
     # a large enough covariance absorbs all noise
     big = bp.Calibration.from_moments({a: mu_a, b: mu_b}, {a: 1e4 * cov_a, b: 1e4 * cov_b}, bp.SecretPair(a, b))
-    assert APGM(big, epsilon=1.0, delta=1e-5).sigma2 == 0.0
+    assert APGM(big, epsilon=1.0, delta=1e-5, covariance="equal").sigma2 == 0.0
+    # the covariances differ, so the default calibrates for unequal covariances (same shape σ²I)
+    honest = APGM(cal, epsilon=1.0, delta=1e-5)
+    assert honest.covariance_mode == "unequal" and "equal_covariance" not in honest.guarantee.assumptions
+    np.testing.assert_allclose(honest.noise_cov, honest.sigma2 * np.eye(3), rtol=0)
+    assert honest.privacy_curve([1.0])[0] <= 1e-5
+    assert APGM(cal, epsilon=1.0, delta=1e-5, covariance="equal").privacy_curve([1.0])[0] > 1e-5
 
 
 def test_several_pairs_take_the_worst_pair():
@@ -323,7 +330,7 @@ def test_budget_exceeded_on_release_of_a_dataset():
     import pandas as pd
 
     query = bp.mean("weight")
-    cal = bp.Calibration.from_moments({LOW: [100.0], HIGH: [102.5]}, {LOW: 2.0, HIGH: 2.0}, PAIR, query)
+    cal = bp.Calibration.from_moments({LOW: [100.0], HIGH: [102.5]}, {LOW: 2.0, HIGH: 2.0}, PAIR, query, n_records=2)
     mech = APGM(cal, epsilon=1.0, delta=1e-3)
     gen = np.random.default_rng(12)
     state = copy.deepcopy(gen.bit_generator.state)
@@ -353,3 +360,99 @@ def test_few_draws_give_little_credit_but_a_psd_lower_bound():
     lam = min(np.linalg.eigvalsh(low).min() for low in lows)
     expected = max(0.0, (cal.sensitivity(2, bound=True) / gaussian_radius(1.0, 1e-3)) ** 2 - lam)
     assert mech.sigma2 == pytest.approx(expected, rel=1e-12)
+
+
+# -- unequal covariances (issue 10) ----------------------------------------------------------------
+# Nothing here is random except the sampled calibration, whose bounds hold with probability
+# ≥ confidence = 0.999 (α = 1e-3); the fixed seed makes the test deterministic.
+
+import mpmath  # noqa: E402
+
+from bayespriv.mechanisms import DauM, EigM, OptimalGaussian  # noqa: E402
+
+
+def mp_delta(eps: float, mu: float, va: float, vb: float) -> float:
+    """δ(ε) of N(mu, va) vs N(0, vb), both directions, by 25-digit mpmath quadrature of
+    (p − e^ε q)₊ between the roots of the (quadratic) log-likelihood ratio."""
+
+    def hockey(m, a, b):
+        with mpmath.workdps(25):
+            e, m, a, b = (mpmath.mpf(x) for x in (eps, m, a, b))
+            f = lambda x: mpmath.npdf(x, m, mpmath.sqrt(a)) - mpmath.exp(e) * mpmath.npdf(x, 0, mpmath.sqrt(b))
+            qa, qb = 1 / (2 * b) - 1 / (2 * a), m / a
+            qc = -m * m / (2 * a) - mpmath.log(mpmath.sqrt(a / b)) - e
+            disc = qb * qb - 4 * qa * qc
+            if disc <= 0:
+                return mpmath.mpf(0)
+            r = sorted([(-qb - mpmath.sqrt(disc)) / (2 * qa), (-qb + mpmath.sqrt(disc)) / (2 * qa)])
+            if qa > 0:
+                return mpmath.quad(f, [-mpmath.inf, r[0]]) + mpmath.quad(f, [r[1], mpmath.inf])
+            return mpmath.quad(f, [r[0], r[1]])
+
+    return float(max(hockey(mu, va, vb), hockey(-mu, vb, va)))
+
+
+def issue_10_calibration() -> bp.Calibration:
+    s1, s2 = bp.DistributionSecret("p", 0.2), bp.DistributionSecret("p", 0.8)
+    return bp.Calibration.from_moments({s1: np.array([0.0]), s2: np.array([1.0])},
+                                       {s1: np.array([[1.0]]), s2: np.array([[25.0]])}, [bp.SecretPair(s1, s2)])
+
+
+@pytest.mark.parametrize("mech_cls", [APGM, EigM, DauM, OptimalGaussian])
+def test_issue_10_default_meets_delta_for_unequal_covariances(mech_cls):
+    """Means 0 vs 1, variances 1 vs 25, ε = 1, δ = 1e-3: the default calibration meets δ by an
+    independent mpmath computation, its half-noise twin does not (same check), and the old
+    equal-covariance noise (σ² = 5.63) gives δ ≈ 0.24 with a failed equal_covariance check."""
+    cal = issue_10_calibration()
+    mech = mech_cls(cal, epsilon=1.0, delta=1e-3)
+    assert mech.covariance_mode == "unequal"
+    g = mech.guarantee
+    assert "gaussian_query" in g.assumptions and "equal_covariance" not in g.assumptions
+    assert g.failed_assumptions == ()
+    s2 = float(mech.noise_cov[0, 0])
+
+    def meets(noise_var):
+        return mp_delta(1.0, 1.0, 25.0 + noise_var, 1.0 + noise_var) <= 1e-3
+
+    assert meets(s2) and not meets(s2 / 2)
+    assert s2 == pytest.approx(98.2633, rel=1e-5)
+    assert mech.privacy_curve([1.0])[0] <= 1e-3
+    old = mech_cls(cal, epsilon=1.0, delta=1e-3, covariance="equal")
+    assert old.covariance_mode == "equal" and old.guarantee.failed_assumptions == ("equal_covariance",)
+    assert old.noise_cov[0, 0] == pytest.approx(5.6289, rel=1e-4)
+    assert round(mp_delta(1.0, 1.0, 25.0 + old.noise_cov[0, 0], 1.0 + old.noise_cov[0, 0]), 2) == 0.24
+    assert old.privacy_curve([1.0])[0] == pytest.approx(0.2416, rel=1e-3)
+
+
+def test_covariance_argument_is_validated():
+    with pytest.raises(bp.ValidationError, match="covariance must be one of .*'unequal'.*; got 'different'"):
+        APGM(issue_10_calibration(), epsilon=1.0, delta=1e-3, covariance="different")
+
+
+def test_equal_moments_keep_the_equal_covariance_calibration():
+    mech = APGM(scalar_calibration(2.5, 2.0), epsilon=1.0, delta=1e-3)
+    assert mech.covariance_mode == "equal" and "equal_covariance" in mech.guarantee.assumptions
+    unequal = APGM(scalar_calibration(2.5, 2.0), epsilon=1.0, delta=1e-3, covariance="unequal")
+    assert unequal.sigma2 == pytest.approx(mech.sigma2, rel=1e-8)  # same answer by the exact curve
+    assert "equal_covariance" not in unequal.guarantee.assumptions
+
+
+def test_sampled_unequal_covariances_hold_over_the_confidence_box():
+    """F | a ~ N(0, 1), F | b ~ N(1, 4), 20 000 draws each, confidence 0.999: the equal_covariance
+    check fails, so APGM calibrates over the box of means and covariances; with probability
+    ≥ 0.999 (α = 1e-3) the box holds the truth, and then the true δ at ε meets the target
+    (exact 1-D computation). Half the noise does not (twin)."""
+    rng = np.random.default_rng(2024)
+    xa, xb = rng.normal(0.0, 1.0, 20_000), 1.0 + rng.normal(0.0, 2.0, 20_000)
+    s1, s2 = bp.DistributionSecret("p", 0.2), bp.DistributionSecret("p", 0.8)
+    cal = calibration_from_samples(np.stack([xa[:, None], xb[:, None]]), (s1, s2), (bp.SecretPair(s1, s2),), None,
+                                   confidence=0.999)
+    mech = APGM(cal, epsilon=1.0, delta=1e-3)
+    assert mech.covariance_mode == "unequal" and "equal_covariance" not in mech.guarantee.assumptions
+    s = mech.sigma2
+    assert mp_delta(1.0, -1.0, 1.0 + s, 4.0 + s) <= 1e-3
+    assert mp_delta(1.0, -1.0, 1.0 + s / 2, 4.0 + s / 2) > 1e-3
+    plug_in = APGM(calibration_from_samples(np.stack([xa[:, None], xb[:, None]]), (s1, s2), (bp.SecretPair(s1, s2),),
+                                            None, confidence=None), epsilon=1.0, delta=1e-3, covariance="unequal")
+    assert plug_in.sigma2 < s  # the box costs noise
+    assert mech.privacy_curve([0.5, 1.0, 2.0])[1] <= 1e-3

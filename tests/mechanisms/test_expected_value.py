@@ -51,8 +51,10 @@ def test_worked_example_gaussian_analytic(example):
 
 
 def test_gaussian_needs_positive_delta(example):
-    with pytest.raises(bp.ValidationError, match=r"delta must be in the open interval \(0, 1\); got 0"):
-        ExpM(example, epsilon=1.0)  # default delta = 0 is only for Laplace noise
+    with pytest.raises(bp.ValidationError, match=r"delta must be in the open interval \(0, 1\); got 0.0 — Gaussian noise needs δ > 0.*noise=\"laplace\""):
+        ExpM(example, epsilon=1.0, noise="gaussian")
+    assert ExpM(example, epsilon=1.0).noise == "laplace"  # the default that works: δ = 0 → Laplace
+    assert ExpM(example, epsilon=1.0, delta=1e-3).noise == "gaussian"
 
 
 # -- Laplace (Theorem 4.1) -----------------------------------------------------------------------------
@@ -539,6 +541,7 @@ def test_dirm_several_directions_laplace(epsilon):
 def copy_with_scales(mech, scales):
     twin = DirM.__new__(DirM)
     twin.__dict__.update(mech.__dict__)
+    twin.__dict__["_frozen"] = False  # a test-only twin: mechanisms are frozen after construction
     twin._set_laplace(scales, mech.noise_basis)
     return twin
 
@@ -556,6 +559,7 @@ def test_dirm_several_directions_gaussian():
     # twin: half the variance breaks the bound
     half = DirM.__new__(DirM)
     half.__dict__.update(mech.__dict__)
+    half.__dict__["_frozen"] = False  # a test-only twin: mechanisms are frozen after construction
     half._set_gaussian(mech.noise_cov / 2)
     assert gaussian_loss(half, diffs) > r * r
 
@@ -620,3 +624,42 @@ def test_bad_inputs(example):
         DirM(example, epsilon=1.0, directions=np.zeros((2, 1)))
     with pytest.raises(bp.ValidationError, match="directions must be vectors whose span contains every mean difference"):
         DirM(example, epsilon=1.0, directions=[1.0, 1.0])  # orthogonal to the difference (1, −1)
+
+
+# -- unequal covariances (issue 10) ----------------------------------------------------------------
+# Exact moments: nothing is random. The privacy curve itself is checked against mpmath and
+# 10⁷ Monte-Carlo draws in test_privacy_loss.py; here the mechanisms use it.
+
+from bayespriv.mechanisms import privacy_loss  # noqa: E402
+
+D2 = np.array([1.0, 0.5])
+COV_A2 = np.array([[1.0, 0.2], [0.2, 0.5]])
+COV_B2 = np.array([[2.0, -0.1], [-0.1, 0.8]])
+
+
+def two_dim_unequal() -> bp.Calibration:
+    a, b = bp.DistributionSecret("t", 1.0), bp.DistributionSecret("t", 2.0)
+    return bp.Calibration.from_moments({a: D2, b: np.zeros(2)}, {a: COV_A2, b: COV_B2}, bp.SecretPair(a, b))
+
+
+@pytest.mark.parametrize("cls", [EigM, DauM])
+def test_unequal_covariances_scale_the_noise_shape(cls):
+    """The default is the unequal calibration: δ(ε) ≤ δ for the true pair, half the noise
+    breaks it (twin), the shape is the equal-covariance one unless it had to be widened."""
+    cal = two_dim_unequal()
+    equal = cls(cal, epsilon=1.0, delta=1e-4, covariance="equal")
+    assert equal.guarantee.failed_assumptions == ("equal_covariance",)
+    mech = cls(cal, epsilon=1.0, delta=1e-4)
+    assert mech.covariance_mode == "unequal"
+    assert "equal_covariance" not in mech.guarantee.assumptions and "gaussian_query" in mech.guarantee.assumptions
+    S = mech.noise_cov
+    assert privacy_loss.gaussian_delta(1.0, D2, COV_A2 + S, COV_B2 + S) <= 1e-4
+    assert privacy_loss.gaussian_delta(1.0, D2, COV_A2 + S / 2, COV_B2 + S / 2) > 1e-4
+    assert mech.privacy_curve([1.0])[0] <= 1e-4 and mech.pair_table["delta"].max() <= 1e-4
+    widened = any("widened" in n for n in mech.assumption_notes)
+    if not widened:
+        np.testing.assert_allclose(S, mech.noise_scale_factor * equal.noise_cov, rtol=1e-10, atol=1e-14)
+    if cls is DauM:  # noise along one direction cannot hide a variance difference across it
+        assert widened
+    with pytest.raises(bp.errors.ImmutableError):
+        mech.covariance_mode = "equal"

@@ -254,3 +254,26 @@ def test_bad_inputs(example):
         OptimalGaussian(None, epsilon=1.0, delta=1e-3)
     with pytest.raises(bp.ValidationError, match="gaussian_calibration must be one of"):
         OptimalGaussian(example, epsilon=1.0, delta=1e-3, gaussian_calibration="rdp")
+
+
+# -- unequal covariances (issue 10) ----------------------------------------------------------------
+
+
+def test_unequal_covariances_scale_the_least_trace_shape():
+    """Exact moments whose covariances differ: the default scales the least-trace S of the
+    equal-covariance program until the exact privacy curve meets δ (checked with the
+    privacy-loss module; half the noise fails); ``trace`` is the released noise's."""
+    from bayespriv.mechanisms import privacy_loss
+
+    a, b = bp.DistributionSecret("t", 1.0), bp.DistributionSecret("t", 2.0)
+    d, ca, cb = np.array([1.0, 0.5]), np.array([[1.0, 0.2], [0.2, 0.5]]), np.array([[2.0, -0.1], [-0.1, 0.8]])
+    cal = bp.Calibration.from_moments({a: d, b: np.zeros(2)}, {a: ca, b: cb}, bp.SecretPair(a, b))
+    equal = OptimalGaussian(cal, epsilon=1.0, delta=1e-4, covariance="equal")
+    mech = OptimalGaussian(cal, epsilon=1.0, delta=1e-4)
+    assert mech.covariance_mode == "unequal" and "equal_covariance" not in mech.guarantee.assumptions
+    S = mech.noise_cov
+    assert mech.trace == pytest.approx(float(np.trace(S)), rel=1e-12)
+    assert privacy_loss.gaussian_delta(1.0, d, ca + S, cb + S) <= 1e-4
+    assert privacy_loss.gaussian_delta(1.0, d, ca + S / 2, cb + S / 2) > 1e-4
+    if not any("widened" in n for n in mech.assumption_notes):
+        np.testing.assert_allclose(S, mech.noise_scale_factor * equal.noise_cov, rtol=1e-10, atol=1e-14)
