@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -36,6 +36,51 @@ def _run(model: DataModel, secret: Secret, query: Query, n_draws: int, seed: np.
     return model.sample_query(secret, n_draws, np.random.default_rng(seed), query)
 
 
+#: Payloads (cloudpickle bytes of a model or query) unpickled per worker process, kept so that the
+#: tasks of one calibration landing on a worker unpickle (and, for PyMC, rebuild) each object once.
+_PAYLOAD_CACHE = 8
+
+
+@functools.lru_cache(maxsize=_PAYLOAD_CACHE)
+def _unpickled(payload: bytes) -> Any:
+    """The object a cloudpickle payload holds, once per process and payload."""
+    import cloudpickle
+
+    return cloudpickle.loads(payload)
+
+
+def _run_pickled(model: bytes, secret: Secret, query: bytes, n_draws: int,
+                 seed: np.random.SeedSequence) -> np.ndarray:
+    """:func:`_run` in a worker process: the model and the query arrive as cloudpickle bytes."""
+    return _run(_unpickled(model), secret, _unpickled(query), n_draws, seed)
+
+
+def _pickled_tasks(tasks: list[tuple]) -> list[tuple]:
+    """Tasks whose model and query are cloudpickle bytes, each distinct object serialised once.
+
+    The standard pickle refuses lambdas and locally defined functions — the usual way of
+    writing a query or a model builder; cloudpickle sends them by value (the worker needs
+    only the libraries they import). An object cloudpickle cannot serialise raises a
+    ParameterTypeError naming it.
+    """
+    import cloudpickle
+
+    blobs: dict[int, bytes] = {}
+
+    def blob(obj: Any, name: str) -> bytes:
+        if id(obj) not in blobs:
+            try:
+                blobs[id(obj)] = cloudpickle.dumps(obj)
+            except Exception as exc:  # noqa: BLE001 - re-raised with the object named
+                raise ParameterTypeError(
+                    f"{name} must be picklable (by cloudpickle) to run on a process executor; got "
+                    f"{type(obj).__name__} {getattr(obj, 'name', '')!s:.60}, which raised {exc!r}. "
+                    "Use executor=None or a ThreadPoolExecutor, or make it picklable") from exc
+        return blobs[id(obj)]
+
+    return [(blob(m, "model"), s, blob(q, "query"), n, seed) for m, s, q, n, seed in tasks]
+
+
 def _chunk_sizes(n_draws: int, chunk_size: int) -> list[int]:
     full, rest = divmod(n_draws, chunk_size)
     return [chunk_size] * full + ([rest] if rest else [])
@@ -64,11 +109,20 @@ def _map(tasks: list[tuple], executor: Any, bar: ProgressBar) -> list[np.ndarray
             "executor must be None, a concurrent.futures.Executor or a dask.distributed Client; "
             f"got {type(executor).__name__}"
         )
+    run = _run
+    if not isinstance(executor, ThreadPoolExecutor) and not _is_dask_executor(executor):
+        # Another process: ship the model and query with cloudpickle (lambdas included).
+        tasks, run = _pickled_tasks(tasks), _run_pickled
     out = []
-    for r in executor.map(_run, *zip(*tasks)):
+    for r in executor.map(run, *zip(*tasks)):
         out.append(r)
         bar.update()
     return out
+
+
+def _is_dask_executor(executor: Any) -> bool:
+    """A dask ``ClientExecutor`` (dask pickles with cloudpickle itself)."""
+    return type(executor).__module__.startswith("distributed")
 
 
 def _plan(models: Sequence[DataModel], secrets: Sequence[Secret], query: Query, n_draws: int,
@@ -164,9 +218,13 @@ def calibrate(
         ``None`` gives a plug-in calibration whose bounds are the estimates,
         as the papers use; guarantees on it carry ``estimated_moments``.
     executor : concurrent.futures.Executor or dask.distributed.Client, optional
-        Runs the (θ, secret, chunk) tasks; the model and query must then
-        pickle. ``None`` runs serially. Seeds are fixed per task before any
-        runs, so every executor gives the same numbers. A dask client gets
+        Runs the (θ, secret, chunk) tasks. ``None`` runs serially; a
+        ``ThreadPoolExecutor`` shares the objects; any other executor (e.g.
+        ``ProcessPoolExecutor``) gets the model and query serialised with
+        cloudpickle, once each per calibration, so lambdas and locally
+        defined functions travel (a worker unpickles each once and keeps
+        it). Seeds are fixed per task before any runs, so every executor
+        gives the same numbers. A dask client gets
         each model scattered once and tasks submitted with ``pure=False``.
     chunk_size : int, optional
         Draws per task; bounds memory to ``chunk_size × n_records × columns``.
@@ -218,7 +276,8 @@ def calibrate(
     _refuse_too_few_draws(n_draws, confidence, k, n_events)
     cals = [
         calibration_from_samples(samples[i], secrets, pairs, query, confidence=confidence, n_records=m.n_records,
-                                 theta=m.theta or None, n_events=n_events, diagnostics=dict(m.diagnostics))
+                                 theta=m.theta or None, n_events=n_events, diagnostics=dict(m.diagnostics),
+                                 posteriors=m.posteriors)
         for i, m in enumerate(prepared)
     ]
     if not family:
@@ -339,11 +398,14 @@ def calibration_from_samples(
     theta: Any = None,
     n_events: int | None = None,
     diagnostics: Mapping[str, Any] | None = None,
+    posteriors: Mapping[str, Any] | None = None,
 ) -> Calibration:
     """Summarise samples ``(S, n_draws, k)`` into a :class:`Calibration`.
 
     ``n_events`` is the number of intervals the Bonferroni split covers
     (default: this calibration's; a family passes the total over members).
+    ``posteriors`` are the data model's MCMC runs (``DataModel.posteriors``),
+    kept on the result.
     """
     S, n, k = samples.shape
     means, covs, mean_se, cov_se, cov_se_white = sample_moments(samples)
@@ -367,4 +429,5 @@ def calibration_from_samples(
         component_names=names,
         theta=theta,
         diagnostics=dict(diagnostics or {}),
+        posteriors=dict(posteriors or {}),
     )

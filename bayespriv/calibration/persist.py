@@ -23,6 +23,16 @@ What a node holds
   :func:`~bayespriv.calibrate` does not keep it) and the format version. A few
   of these are repeated as plain attributes for other tools.
 
+MCMC posteriors (:attr:`Calibration.posteriors`, one
+:class:`arviz.InferenceData` per secret that needed MCMC) are saved as groups
+``posterior_000``, ``posterior_001``, … under the node of their calibration
+(the root, or ``member_XXX``), each holding the InferenceData's own groups
+(``posterior``, ``sample_stats``, ``observed_data``, …) with their dimensions
+prefixed ``mcmc__`` (netCDF groups must agree with their parents on the sizes
+of dimensions of the same name, and the calibration already has a ``draw``);
+the group's attribute ``bayespriv_secret_label`` names the secret. Loading
+strips the prefix and gives back InferenceData with the same values.
+
 A query is code, so it is not saved: :func:`load_calibration` returns a
 calibration whose ``query`` is None (it keeps ``query_fingerprint``) unless the
 caller passes the query again, which must have the saved fingerprint
@@ -175,6 +185,7 @@ def _node(cal: Calibration, enc: _Encoder, where: str, *, with_samples: bool = T
         "query_name": q.name if q is not None else None,
         "query_columns": list(q.columns) if q is not None else None,
         "query_fingerprint": cal.query_fingerprint,
+        "posteriors": list(cal.posteriors),
     }
     ds = xr.Dataset(data)
     ds.attrs["bayespriv_metadata"] = _dumps(meta)
@@ -256,14 +267,51 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
     members = cal.family
     from_member = next((i for i, m in enumerate(members) if _same_arrays(m, cal)), None) if members else None
     root = _node(cal, enc, "", with_samples=from_member is None)
-    tree: dict[str, xr.Dataset] = {}
+    tree: dict[str, xr.Dataset] = _posterior_groups(cal, "")
     for i, m in enumerate(members):
         tree[f"/member_{i:03d}"] = _node(m, enc, f"family[{i}].")
+        tree.update(_posterior_groups(m, f"/member_{i:03d}"))
     meta = json.loads(root.attrs["bayespriv_metadata"])
     meta.update({"kind": "calibration", "family_members": len(members), "samples_from_member": from_member,
                  "dropped": enc.dropped})
     tree["/"] = _stamp(root, meta, seed_value)
     return _write(tree, p)
+
+
+#: Prefix of the dimensions of saved MCMC posteriors (see the module docstring).
+_MCMC_DIM = "mcmc__"
+
+
+def _posterior_groups(cal: Calibration, base: str) -> dict[str, xr.Dataset]:
+    """The groups of the MCMC posteriors of ``cal`` under the node ``base`` ("" for the root)."""
+    out: dict[str, xr.Dataset] = {}
+    for i, (label, idata) in enumerate(cal.posteriors.items()):
+        where = f"{base}/posterior_{i:03d}"
+        out[where] = xr.Dataset(attrs={"bayespriv_secret_label": label})
+        for group in idata.groups():
+            ds = idata[group]
+            out[f"{where}/{group}"] = ds.rename({d: _MCMC_DIM + str(d) for d in ds.dims})
+    return out
+
+
+def _read_posteriors(nodes: dict[str, xr.Dataset], base: str, labels: list[str], p: Path) -> dict[str, Any]:
+    """The InferenceData saved by :func:`_posterior_groups` under ``base``, by secret label."""
+    import arviz as az
+
+    out: dict[str, Any] = {}
+    for i, label in enumerate(labels):
+        where = f"{base}/posterior_{i:03d}"
+        head = nodes.get(where)
+        if head is None or head.attrs.get("bayespriv_secret_label") != label:
+            raise ValidationError(f"path must be a complete calibration file; got {str(p)!r} without the MCMC "
+                                  f"posterior group {where} of secret {label!r}")
+        groups = {}
+        for path, ds in nodes.items():
+            parent, _, group = path.rpartition("/")
+            if parent == where:
+                groups[group] = ds.rename({d: str(d)[len(_MCMC_DIM):] for d in ds.dims if str(d).startswith(_MCMC_DIM)})
+        out[label] = az.InferenceData(**groups)
+    return out
 
 
 def _stamp(root: xr.Dataset, meta: dict[str, Any], seed: Any) -> xr.Dataset:
@@ -392,14 +440,14 @@ def _secret(kind: str, attribute: str, statistic: str, value: float, category: s
 
 
 def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
-           family: tuple[Calibration, ...] = ()) -> Calibration:
+           family: tuple[Calibration, ...] = (), posteriors: dict[str, Any] | None = None) -> Calibration:
     m = node.meta
     theta = _decode(m["theta"])
     return Calibration(
         secrets=node.secrets, pairs=node.pairs, confidence=m["confidence"], z=m["z"], query=query,
         n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples, component_names=node.component_names,
         theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
-        query_fingerprint=m["query_fingerprint"], **node.arrays)
+        query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, **node.arrays)
 
 
 def _open_tree(p: Path) -> dict[str, xr.Dataset]:
@@ -541,9 +589,11 @@ def load_calibration(path: str | os.PathLike, *, query: Query | None = None) -> 
         if where not in nodes:
             raise ValidationError(f"path must be a complete calibration file; got {str(p)!r} without the group {where}")
         node = _read_node(nodes[where], f"{p} group {where}")
-        members.append(_build(node, query=query, samples=node.samples))
+        posteriors = _read_posteriors(nodes, where, node.meta.get("posteriors", []), p)
+        members.append(_build(node, query=query, samples=node.samples, posteriors=posteriors))
     root = _read_node(nodes["/"], str(p))
     samples = root.samples
     if meta.get("samples_from_member") is not None:
         samples = members[int(meta["samples_from_member"])].sample_array
-    return _build(root, query=query, samples=samples, family=tuple(members))
+    posteriors = _read_posteriors(nodes, "", root.meta.get("posteriors", []), p)
+    return _build(root, query=query, samples=samples, family=tuple(members), posteriors=posteriors)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,21 @@ def _checked_fingerprint(query: Query | None, given: Any) -> str | None:
             f"query must be the calibrated query (fingerprint {given[:12]}…); got query {query.name!r} with "
             f"fingerprint {actual[:12]}… (its code, columns, name or bounds differ)")
     return actual
+
+
+def _checked_posteriors(posteriors: Any) -> Mapping[str, Any]:
+    """A read-only mapping secret label -> arviz.InferenceData (not deep-frozen: InferenceData is itself a mapping)."""
+    if not isinstance(posteriors, Mapping):
+        raise ParameterTypeError(f"posteriors must be a mapping of secret labels to arviz.InferenceData; got "
+                                 f"{type(posteriors).__name__}")
+    if posteriors:
+        import arviz as az
+
+        for label, idata in posteriors.items():
+            if not isinstance(label, str) or not isinstance(idata, az.InferenceData):
+                raise fail("posteriors", "a mapping of secret labels (str) to arviz.InferenceData",
+                           described(f"{label!r}: {type(idata).__name__}"))
+    return MappingProxyType(dict(posteriors))
 
 
 def _theta_label(theta: Mapping[str, Any] | None) -> str:
@@ -195,6 +211,14 @@ class Calibration:
         (this object is the member with the largest L2 sensitivity bound, and
         its arrays are that member's). Empty for a single model. Every bound of
         every member holds jointly with probability ``confidence``.
+    posteriors : mapping of str to arviz.InferenceData
+        The MCMC runs behind the draws, per secret label (read-only): what a
+        :class:`~bayespriv.PyMCDataModel` sampled in ``prepare`` for each
+        secret that needed a posterior (route ``"mcmc"``), with the posterior
+        and sample-stats groups, so ``az.plot_trace(cal.posteriors[label])``
+        and ``az.summary`` work on them. Empty when no secret needed MCMC.
+        For a family, each member keeps its own (this object: the worst
+        member's). Saved by :meth:`to_netcdf` as groups of the file.
     query_fingerprint : str or None
         :attr:`Query.fingerprint` of the calibrated query, computed at
         construction when ``query`` is given; a calibration loaded from a file
@@ -221,6 +245,7 @@ class Calibration:
     diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
     family: tuple["Calibration", ...] = field(default=(), repr=False)
     query_fingerprint: str | None = field(default=None, repr=False)
+    posteriors: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         secrets, pairs = _checked_secrets(self.secrets, self.pairs)
@@ -234,6 +259,7 @@ class Calibration:
         object.__setattr__(self, "theta", None if self.theta is None else freeze(self.theta))
         object.__setattr__(self, "diagnostics", freeze(self.diagnostics))
         object.__setattr__(self, "query_fingerprint", _checked_fingerprint(self.query, self.query_fingerprint))
+        object.__setattr__(self, "posteriors", _checked_posteriors(self.posteriors))
 
     def _check_labels(self) -> None:
         """query, sizes, names, θ, diagnostics and family members: right types."""
@@ -262,12 +288,14 @@ class Calibration:
         state = {k: v for k, v in self.__dict__.items() if k != "samples"}  # drop the cached xarray view
         state["theta"] = thaw(state["theta"])
         state["diagnostics"] = thaw(state["diagnostics"])
+        state["posteriors"] = dict(state.get("posteriors", {}))
         return state
 
     def __setstate__(self, state: dict) -> None:
         theta = state.get("theta")
         self.__dict__.update(state, theta=None if theta is None else freeze(theta),
-                             diagnostics=freeze(state.get("diagnostics", {})))
+                             diagnostics=freeze(state.get("diagnostics", {})),
+                             posteriors=MappingProxyType(dict(state.get("posteriors", {}))))
 
     @cached_property
     def samples(self) -> xr.DataArray | None:
@@ -282,6 +310,57 @@ class Calibration:
                     "component": list(self.component_names)},
             name=self.query.name if self.query is not None else "F",
         )
+
+    def _posterior_variable(self) -> str:
+        """Name of the variable holding F in :meth:`to_inference_data` (one model)."""
+        return self.query.name if self.query is not None else "F"
+
+    def to_inference_data(self) -> Any:
+        """The draws of F(X) | secret as an :class:`arviz.InferenceData`.
+
+        The ``posterior`` group holds one variable of dims ``(chain, draw,
+        secret, component)`` with a single chain (the draws are independent, not
+        a Markov chain), named after the query (``"F"`` without one); a family
+        (:class:`~bayespriv.DataModelFamily`) has one such variable per member,
+        named ``"<query> | <θ>"``. So ``az.summary``, ``az.ess``, ``az.mcse``
+        and ``az.plot_posterior`` read every (secret, component) at once, e.g.
+        ``az.summary(cal.to_inference_data(), kind="diagnostics")`` gives the
+        ESS and MCSE of each mean. R-hat needs two chains or more: ArviZ
+        reports it as NaN (and logs a shape warning) for one chain.
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``posterior`` as above, its attributes naming the query, the number
+            of draws per secret and the calibration's confidence.
+
+        Raises
+        ------
+        ValidationError
+            A calibration without draws (:meth:`from_moments`, or loaded
+            without its samples).
+        """
+        import arviz as az
+
+        if self.sample_array is None:
+            raise fail("calibration", "a sampled calibration (with draws of F) to become InferenceData",
+                       described("a calibration without samples (exact moments, from_moments)"))
+        coords = {"chain": [0], "draw": np.arange(self.sample_array.shape[1]),
+                  "secret": [s.label for s in self.secrets], "component": list(self.component_names)}
+        dims = ("chain", "draw", "secret", "component")
+        name = self._posterior_variable()
+        if self.is_family:
+            names = [f"{name} | {_theta_label(m.theta)}" for m in self.members]
+            if len(set(names)) != len(names):
+                names = [f"{name} | member {i}" for i in range(len(names))]
+            data = {n: (dims, np.swapaxes(m.sample_array, 0, 1)[None]) for n, m in zip(names, self.members)
+                    if m.sample_array is not None}
+        else:
+            data = {name: (dims, np.swapaxes(self.sample_array, 0, 1)[None])}
+        attrs = {"query": name, "n_draws_per_secret": int(self.sample_array.shape[1]),
+                 "confidence": "plug-in" if self.confidence is None else float(self.confidence),
+                 "inference_library": "bayespriv"}
+        return az.InferenceData(posterior=xr.Dataset(data, coords=coords, attrs=attrs))
 
     # -- persistence ---------------------------------------------------------------------
     def to_netcdf(self, path: Any, *, seed: Any = None) -> Path:
@@ -439,6 +518,89 @@ class Calibration:
         o = _ord(ord)
         return np.array([np.linalg.norm(self.difference(p, bound=bound), o) for p in self.pairs])
 
+    def pair_sensitivity_se(self, ord: Any = 2) -> np.ndarray:
+        """Monte-Carlo standard error of each pair's estimated ‖μ̂_a − μ̂_b‖_ord, in the order of ``pairs``.
+
+        Delta method on the norm ``N(d)`` of ``d = μ̂_a − μ̂_b``: the two
+        secrets are sampled independently, so ``Var(d) ≈ (Σ̂_a + Σ̂_b)/n``
+        (the full covariances: components of F are correlated), and
+        ``se = √(gᵀ Var(d) g)`` with ``g`` the gradient of the norm at ``d``
+        (``d/‖d‖₂`` for L2, ``sign(d)`` for L1, the indicator of the largest
+        ``|d_c|`` for L∞). Where ``d = 0`` the norm is not differentiable and
+        ``√(tr Var(d))`` (the size of ``‖d‖₂`` under pure noise) is reported.
+        Zero for exact moments (no draws).
+
+        Returns
+        -------
+        ndarray (len(pairs),)
+        """
+        o = _ord(ord)
+        if self.n_draws is None:
+            return np.zeros(len(self.pairs))
+        out = []
+        for p in self.pairs:
+            ia, ib = self.index(p.a), self.index(p.b)
+            var = (self.cov_array[ia] + self.cov_array[ib]) / self.n_draws
+            d = self.mean_array[ia] - self.mean_array[ib]
+            norm = float(np.linalg.norm(d, o))
+            if norm == 0.0:
+                out.append(math.sqrt(max(float(np.trace(var)), 0.0)))
+                continue
+            if o == 2:
+                g = d / norm
+            elif o == 1:
+                g = np.sign(d)
+            else:
+                g = np.zeros_like(d)
+                g[int(np.argmax(np.abs(d)))] = np.sign(d[int(np.argmax(np.abs(d)))])
+            out.append(math.sqrt(max(float(g @ var @ g), 0.0)))
+        return np.array(out)
+
+    def sensitivity_se(self, ord: Any = 2) -> float:
+        """Monte-Carlo standard error of :meth:`sensitivity` (the estimate): the
+        :meth:`pair_sensitivity_se` of the (member and) pair whose estimate is the largest."""
+        best, se = -math.inf, 0.0
+        for m in self.members:
+            est, ses = m.pair_sensitivities(ord), m.pair_sensitivity_se(ord)
+            i = int(np.argmax(est))
+            if est[i] > best:
+                best, se = float(est[i]), float(ses[i])
+        return se
+
+    def variance_se(self) -> np.ndarray:
+        """Monte-Carlo standard error ``(k,)`` of :meth:`variance` (the estimate): per
+        component, the fourth-moment standard error of the variance of the (member and)
+        secret whose variance is the smallest (zeros for exact moments)."""
+        best = np.full(self.k, math.inf)
+        se = np.zeros(self.k)
+        for m in self.members:
+            var = np.diagonal(m.cov_array, axis1=1, axis2=2)
+            ses = np.diagonal(m.cov_se, axis1=1, axis2=2)
+            i = np.argmin(var, axis=0)
+            cols = np.arange(self.k)
+            better = var[i, cols] < best
+            best = np.where(better, var[i, cols], best)
+            se = np.where(better, ses[i, cols], se)
+        return se
+
+    def convergence(self, ord: Any = 2, *, n_points: int = 20) -> Any:
+        """The sensitivity and variance estimates and bounds recomputed on prefixes of the draws.
+
+        See :func:`bayespriv.calibration.convergence.convergence`.
+        """
+        from .convergence import convergence
+
+        return convergence(self, ord, n_points=n_points)
+
+    def draws_for_slack(self, target: float, ord: Any = 2) -> int:
+        """Draws per secret for a sensitivity slack (bound − estimate) of ``target``.
+
+        See :func:`bayespriv.calibration.convergence.draws_for_slack`.
+        """
+        from .convergence import draws_for_slack
+
+        return draws_for_slack(self, target, ord)
+
     def sensitivity(self, ord: Any = 2, *, bound: bool = False) -> float:
         """Largest distance between the means of a pair, Δ_{E,ord}, over pairs
         and (for families) over every θ.
@@ -505,31 +667,35 @@ class Calibration:
     # -- presentation ------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:
         """One row per pair (per θ and pair for families): L1/L2 sensitivities
-        (estimate and bound)."""
+        (estimate, its Monte-Carlo standard error :meth:`pair_sensitivity_se`, and bound)."""
         rows = []
         for m in self.members:
-            for p, e1, b1, e2, b2 in zip(
+            for p, e1, s1, b1, e2, s2, b2 in zip(
                 m.pairs,
                 m.pair_sensitivities(1),
+                m.pair_sensitivity_se(1),
                 m.pair_sensitivities(1, bound=True),
                 m.pair_sensitivities(2),
+                m.pair_sensitivity_se(2),
                 m.pair_sensitivities(2, bound=True),
             ):
-                row = {"pair": p.label, "L1": e1, "L1 bound": b1, "L2": e2, "L2 bound": b2}
+                row = {"pair": p.label, "L1": e1, "L1 s.e.": s1, "L1 bound": b1, "L2": e2, "L2 s.e.": s2,
+                       "L2 bound": b2}
                 if self.is_family:
                     row = {"theta": _theta_label(m.theta), **row}
                 rows.append(row)
         return pd.DataFrame(rows).set_index(["theta", "pair"] if self.is_family else "pair")
 
     def moments_table(self) -> pd.DataFrame:
-        """One row per (secret, component): mean, its s.e., variance, its lower bound."""
+        """One row per (secret, component): mean, its s.e., variance, its s.e. (fourth moments), its lower bound."""
         rows = []
         for i, s in enumerate(self.secrets):
             low = np.diag(self.cov_lower(s))
             for c, name in enumerate(self.component_names):
                 rows.append({
                     "secret": s.label, "component": name, "mean": self.mean_array[i, c],
-                    "mean s.e.": self.mean_se[i, c], "variance": self.cov_array[i, c, c], "variance lower": low[c],
+                    "mean s.e.": self.mean_se[i, c], "variance": self.cov_array[i, c, c],
+                    "variance s.e.": self.cov_se[i, c, c], "variance lower": low[c],
                 })
         return pd.DataFrame(rows).set_index(["secret", "component"])
 
@@ -539,7 +705,10 @@ class Calibration:
         fam = f", family of {len(self.family)} (worst θ {_theta_label(self.theta)})" if self.is_family else ""
         return (f"Calibration(query={q!r}, secrets={len(self.secrets)}, pairs={len(self.pairs)}, k={self.k}, "
                 f"n_draws={self.n_draws}, {how}, sensitivity L2={self.sensitivity(2):.4g} "
-                f"(bound {self.sensitivity(2, bound=True):.4g}){fam})")
+                f"(s.e. {self.sensitivity_se(2):.2g}, bound {self.sensitivity(2, bound=True):.4g}), "
+                f"smallest variance={float(np.min(self.variance())):.4g} "
+                f"(s.e. {float(self.variance_se()[int(np.argmin(self.variance()))]):.2g}, "
+                f"bound {float(np.min(self.variance(bound=True))):.4g}){fam})")
 
     def _repr_html_(self) -> str:
         head = html.escape(repr(self))
@@ -550,5 +719,8 @@ class Calibration:
                 parts.append(f"<p><b>{html.escape(str(key))}</b></p>{table.to_html(float_format='%.4g')}")
             else:
                 parts.append(f"<p><b>{html.escape(str(key))}</b>: {html.escape(str(value))}</p>")
+        if self.posteriors:
+            parts.append(f"<p><b>posteriors</b> (arviz.InferenceData, for az.plot_trace / az.summary): "
+                         f"{html.escape(', '.join(self.posteriors))}</p>")
         diag = "".join(parts)
         return f"<div><p><code>{head}</code></p>{self.summary().to_html(float_format='%.4g')}{diag}</div>"

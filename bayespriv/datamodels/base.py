@@ -89,6 +89,12 @@ class DataModel(abc.ABC):
         """Diagnostics of :meth:`prepare` (copied into ``Calibration.diagnostics``)."""
         return {}
 
+    @property
+    def posteriors(self) -> Mapping[str, Any]:
+        """Posteriors :meth:`prepare` computed: secret label -> :class:`arviz.InferenceData`
+        (kept on ``Calibration.posteriors``); empty for models that need no inference."""
+        return {}
+
     # -- sampling ----------------------------------------------------------------------
     def sample(
         self, secret: Secret | None, n_draws: int, rng: RNGLike = None, *, columns: Sequence[str] | None = None

@@ -17,7 +17,9 @@ import math
 import threading
 import uuid
 import weakref
+import re
 import zlib
+from types import MappingProxyType
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +113,17 @@ def _prune_to_ancestors(model, keep: Sequence[str]):
     return model_from_fgraph(fgraph, mutate_fgraph=True)
 
 
+_ELEMENT = re.compile(r"^\s*([^\[\]]+?)\s*\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]\s*$")
+
+
+def _element(parameter: str) -> tuple[str, tuple[int, ...]] | None:
+    """``("theta", (2,))`` for ``"theta[2]"`` (``"w[1, 0]"`` for a matrix); None for a plain name."""
+    match = _ELEMENT.match(parameter)
+    if match is None:
+        return None
+    return match.group(1), tuple(int(i) for i in match.group(2).split(","))
+
+
 # ---------------------------------------------------------------------------------------
 # per-process runtime: the built model and its compiled functions
 # ---------------------------------------------------------------------------------------
@@ -169,6 +182,8 @@ class _Plan:
     keep : variables the MCMC model is pruned to (ancestors of these)
     interval : (parameter, lo, hi) for a set-valued distribution secret
     conjugate : (parameter, a, b) posterior Beta(a, b) for the Beta-Bernoulli route
+    element : (parameter, index, value) for a secret on one element of a vector parameter: the
+        parameter is replaced by a fresh draw of itself with that element set to the value
     """
 
     route: str
@@ -181,6 +196,7 @@ class _Plan:
     keep: tuple[str, ...] = ()
     interval: tuple[str, float, float] | None = None
     conjugate: tuple[str, float, float] | None = None
+    element: tuple[str, tuple[int, ...], float] | None = None
 
 
 class PyMCDataModel(DataModel):
@@ -203,7 +219,9 @@ class PyMCDataModel(DataModel):
         deterministics of shape ``(n_records,)``.
     parameters : sequence of str, default ()
         The hyperparameters φ that :class:`~bayespriv.DistributionSecret` may
-        name: free random variables of the model (scalars, for secrets).
+        name: free random variables of the model. A secret names a scalar
+        parameter (``"p"``) or one element of a vector parameter whose elements
+        are independent given its parents (``"theta[2]"``, ``"w[1, 0]"``).
     intervals : mapping DistributionSecret -> (lo, hi), optional
         Read the listed distribution secrets as the *event* ``lo <= φ_i <= hi``
         ("φ_i in a set") rather than the point ``φ_i = value``.
@@ -249,6 +267,18 @@ class PyMCDataModel(DataModel):
       records (e.g. τ → φ_i and τ → μ → y), conditioning is not intervening:
       the parents are drawn from their posterior given φ_i = a
       (``pm.observe`` + MCMC, route ``"mcmc"``), then ``pm.do`` on both.
+    * ``DistributionSecret("theta[2]", a)`` (one element of a vector
+      parameter θ with a univariate distribution, e.g.
+      ``pm.Beta("theta", α, β, shape=4)``: its elements are independent given
+      their parents π). Only θ[2] is fixed: a draw is π from its posterior
+      given θ[2] = a (density ∝ p(π)·p(θ[2] = a | π), MCMC on the model with
+      that term added as a potential, route ``"mcmc"``), then θ := a fresh
+      draw of θ given π with element 2 set to a, then the records. When no
+      free random variable upstream of θ (or of the public data) reaches the
+      columns — π are constants — the other elements are drawn from their
+      prior: exact forward sampling (route ``"forward"``). Parameters with a
+      multivariate law (Dirichlet, MvNormal) are refused: their elements are
+      not independent given the parents. ``intervals`` take scalar parameters only.
     * ``DistributionSecret`` listed in ``intervals`` (φ_i in ``[lo, hi]``):
       φ_i and its ancestors are drawn jointly from the prior and kept when
       ``lo <= φ_i <= hi`` — exact rejection sampling from the prior restricted
@@ -377,6 +407,7 @@ class PyMCDataModel(DataModel):
         self._rt: _Runtime | None = None
         self._pools: dict[Secret, dict[str, np.ndarray]] = {}
         self._diagnostics: dict[str, Any] = {}
+        self._posteriors: dict[str, Any] = {}
         self._check_model()
         self.intervals = self._check_intervals(intervals)
 
@@ -431,6 +462,8 @@ class PyMCDataModel(DataModel):
             if not isinstance(secret, DistributionSecret):
                 raise ParameterTypeError(f"intervals keys must be DistributionSecret; got {type(secret).__name__}")
             self._check_parameter(secret)
+            if _element(secret.parameter) is not None:
+                raise UnsupportedSecretError(f"intervals are for scalar parameters; got the element secret {secret.label!r}")
             try:
                 lo, hi = (check_real("intervals bound", b) for b in bounds)
             except TypeError:
@@ -443,15 +476,38 @@ class PyMCDataModel(DataModel):
         return out
 
     def _check_parameter(self, secret: DistributionSecret) -> None:
-        if secret.parameter not in self.parameters:
+        element = _element(secret.parameter)
+        name = element[0] if element else secret.parameter
+        if name not in self.parameters:
             raise ValidationError(
-                f"secret parameter must be one of the model's parameters {list(self.parameters)!r}; got {secret.parameter!r}"
+                f"secret parameter must be one of the model's parameters {list(self.parameters)!r} (or an element "
+                f"of one, e.g. 'theta[2]'); got {secret.parameter!r}"
             )
-        var = self.pymc_model[secret.parameter]
-        if var.type.ndim != 0:
+        var = self.pymc_model[name]
+        if element is None:
+            if var.type.ndim != 0:
+                raise UnsupportedSecretError(
+                    f"distribution secrets need a scalar parameter or one element of a vector parameter; "
+                    f"{name!r} has {var.type.ndim} dimension(s): name an element, e.g. "
+                    f"DistributionSecret('{name}[0]', value)"
+                )
+            return
+        self._check_element(secret, name, element[1], var)
+
+    def _check_element(self, secret: DistributionSecret, name: str, index: tuple[int, ...], var) -> None:
+        """An element secret: a valid index of a parameter whose elements are independent given its parents."""
+        shape = _static_shape(var)
+        if shape is None or len(index) != len(shape) or not all(0 <= i < n for i, n in zip(index, shape)):
+            raise fail("parameter", f"an index within the shape {shape} of {name!r}",
+                       described(f"{secret.parameter!r}"))
+        op = var.owner.op if var.owner is not None else None
+        if getattr(op, "ndim_supp", None) != 0:
             raise UnsupportedSecretError(
-                f"distribution secrets need a scalar parameter; {secret.parameter!r} has {var.type.ndim} dimension(s)"
+                f"element secrets need a parameter whose elements are independent given its parents (a univariate "
+                f"distribution with a shape, e.g. pm.Beta('theta', a, b, shape=4)); {name!r} is {op}"
             )
+        if secret in self.intervals:
+            raise UnsupportedSecretError(f"intervals are for scalar parameters; got the element secret {secret.label!r}")
 
     def check_secret(self, secret: Secret | None) -> None:
         """Raise a clear error when the model cannot condition on ``secret``.
@@ -533,6 +589,8 @@ class PyMCDataModel(DataModel):
         mean = None
         if secret is None:
             evidence: list[str] = []
+        elif isinstance(secret, DistributionSecret) and _element(secret.parameter) is not None:
+            return self._element_plan(secret, observed)
         elif isinstance(secret, DistributionSecret):
             name = secret.parameter
             value = np.asarray(secret.value, dtype=model[name].dtype)
@@ -578,6 +636,27 @@ class PyMCDataModel(DataModel):
         base.note = f"MCMC posterior of {list(base.pool)} given the evidence, then forward sampling"
         return base
 
+    def _element_plan(self, secret: DistributionSecret, observed: list[str]) -> _Plan:
+        """φ[i] = a for a parameter φ with independent elements given its parents π.
+
+        Given π the other elements keep their law, so a draw is: π from its posterior
+        given φ[i] = a (and the public data), whose density is p(π)·p(φ[i] = a | π)
+        (MCMC on the model with that element's log density added, route ``"mcmc"``),
+        then φ := a fresh draw of φ given π with element i set to a, then the rest
+        forward. When no free variable upstream of φ (or of the public data) reaches
+        the columns, π needs no posterior: exact forward sampling.
+        """
+        name, index = _element(secret.parameter)
+        element = (name, index, float(secret.value))
+        upstream = self._free_upstream(observed + [name], {name})
+        relevant = self._reaching_columns(upstream, observed)
+        if not relevant:
+            return _Plan("forward", f"exact forward sampling: {secret.parameter} fixed, the other elements of {name!r} "
+                         "drawn from their prior (independent of it)", element=element)
+        return _Plan("mcmc", f"MCMC posterior of {sorted(upstream)} given {secret.parameter}={secret.value:g}, then "
+                     f"the other elements of {name!r} and the records forward", pool=tuple(sorted(upstream)),
+                     keep=tuple(observed) + ("__bayespriv_element__",), element=element)
+
     def _beta_bernoulli(self, column: str, upstream: set[str]) -> tuple[float, float] | None:
         """(a, b) when ``column ~ Bernoulli(p)`` and ``p ~ Beta(a, b)`` is all that is upstream."""
         from pytensor.tensor.random.basic import BernoulliRV, BetaRV
@@ -598,21 +677,22 @@ class PyMCDataModel(DataModel):
         return a, b
 
     # -- compiled batched samplers ---------------------------------------------------------
-    def _function(self, givens: tuple[str, ...], mean_column: str | None, outputs: tuple[str, ...]):
+    def _function(self, givens: tuple[str, ...], mean_column: str | None, outputs: tuple[str, ...],
+                  element: tuple[str, tuple[int, ...], float] | None = None):
         """Compiled ``f(n_draws, *given batches[, mean values]) -> outputs``, cached per process.
 
         Returns (function, its RNG shared variables, input names).
         """
         rt = self._runtime()
-        key = (givens, mean_column, outputs)
+        key = (givens, mean_column, outputs, element)
         with rt.lock:
             hit = rt.functions.get(key)
             if hit is None:
-                hit = self._compile(givens, mean_column, outputs)
+                hit = self._compile(givens, mean_column, outputs, element)
                 rt.functions[key] = hit
             return hit
 
-    def _compile(self, givens, mean_column, outputs):
+    def _compile(self, givens, mean_column, outputs, element=None):
         import pytensor
         import pytensor.tensor as pt
         from pymc.distributions.shape_utils import change_dist_size
@@ -638,6 +718,13 @@ class PyMCDataModel(DataModel):
             x_cond = y + s2 / pt.sum(s2, axis=-1) * (n * a - pt.sum(y, axis=-1))
             interventions[mean_column] = pt.cast(x_cond, x.dtype)
             extra.append(a)
+        if element is not None:  # a fresh draw of the parameter (same parents), one element set to the value
+            name, index, value = element
+            var = model[name]
+            fresh = var.owner.clone().default_output()
+            mask = np.zeros(_static_shape(var), dtype=bool)
+            mask[index] = True
+            interventions[name] = pt.switch(mask, np.asarray(value, dtype=var.dtype), fresh)
         do_model = pm.do(model, interventions) if interventions else model
         outs = [do_model[name] for name in outputs]
         batched_inputs = list(placeholders.values()) + extra
@@ -668,7 +755,8 @@ class PyMCDataModel(DataModel):
         return fn, list(own.values())
 
     def _draw(self, givens: Mapping[str, np.ndarray], mean: tuple[str, float] | None, outputs: tuple[str, ...],
-              n_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+              n_draws: int, rng: np.random.Generator,
+              element: tuple[str, tuple[int, ...], float] | None = None) -> dict[str, np.ndarray]:
         """Outputs ``(n_draws, ...)`` from the compiled sampler given batched ``givens``."""
         from pymc.pytensorf import reseed_rngs
 
@@ -678,7 +766,7 @@ class PyMCDataModel(DataModel):
         if not to_compute:
             return out
         names = tuple(sorted(givens))
-        fn, rngs = self._function(names, mean[0] if mean else None, to_compute)
+        fn, rngs = self._function(names, mean[0] if mean else None, to_compute, element)
         args = [np.asarray(givens[g], dtype=model[g].dtype) for g in names]
         if mean is not None:
             args.append(np.full(n_draws, mean[1], dtype=model[mean[0]].dtype))
@@ -704,6 +792,15 @@ class PyMCDataModel(DataModel):
 
         model = self.pymc_model
         m = pm.observe(model, plan.observe) if plan.observe else model
+        if plan.element is not None:
+            from pymc.model.fgraph import clone_model
+
+            name, index, value = plan.element
+            m = clone_model(m)
+            var = m[name]
+            with m:  # log p(φ[i] = a | parents), elementwise log density at a constant vector of a
+                full = np.full(_static_shape(var), value, dtype=var.dtype)
+                pm.Potential("__bayespriv_element__", pm.logp(var, full)[index])
         if plan.mean is not None:
             from pymc.model.fgraph import clone_model
 
@@ -721,8 +818,8 @@ class PyMCDataModel(DataModel):
                 )
         return _prune_to_ancestors(m, plan.keep)
 
-    def _run_mcmc(self, secret: Secret | None, plan: _Plan, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Posterior draws of ``plan.pool`` and their diagnostics; raises ConvergenceError."""
+    def _run_mcmc(self, secret: Secret | None, plan: _Plan, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any], Any]:
+        """Posterior draws of ``plan.pool``, their diagnostics and the InferenceData; raises ConvergenceError."""
         pm = _pm()
         label = "no secret" if secret is None else secret.label
         m = self._mcmc_model(plan)
@@ -759,13 +856,16 @@ class PyMCDataModel(DataModel):
         if divergences > self.max_divergences:
             problems.append(f"{divergences} divergent transitions > {self.max_divergences}")
         if problems:
-            raise ConvergenceError(
+            error = ConvergenceError(
                 f"MCMC for secret {label!r} (variables {free}) must pass its convergence checks; got "
                 + ", ".join(problems)
                 + f" with tune={self.tune}, draws={self.draws}, chains={self.chains}, target_accept={self.target_accept:g}. "
                 "Increase tune and draws, raise target_accept (divergences), or reparametrize the model "
-                "(e.g. a non-centred hierarchy); thresholds are set by max_r_hat, min_ess_bulk and max_divergences."
+                "(e.g. a non-centred hierarchy); thresholds are set by max_r_hat, min_ess_bulk and max_divergences. "
+                "The run is on the error's attribute posterior (az.plot_trace(error.posterior))."
             )
+            error.posterior = idata
+            raise error
         if plan.interval is not None:
             name, lo, hi = plan.interval
             keep = (pool[name] >= lo) & (pool[name] <= hi)
@@ -776,7 +876,7 @@ class PyMCDataModel(DataModel):
                     f"got {int(keep.sum())} of {total}. Increase draws or widen the interval."
                 )
             pool = {k: v[keep] for k, v in pool.items()}
-        return pool, diag
+        return pool, diag, idata
 
     @staticmethod
     def _convergence(idata, names: Sequence[str]) -> tuple[float, float, float]:
@@ -828,14 +928,17 @@ class PyMCDataModel(DataModel):
         root = as_seed_sequence(rng)
         new = copy.copy(self)
         new._pools = dict(self._pools)
+        new._posteriors = {}
         per_secret: dict[str, Any] = {}
         for secret in dict.fromkeys(secrets):
             self.check_secret(secret)
             plan = self._plan(secret)
             label = "no secret" if secret is None else secret.label
             if plan.route == "mcmc":
-                pool, diag = self._run_mcmc(secret, plan, self._secret_seed(root, secret))
+                pool, diag, idata = self._run_mcmc(secret, plan, self._secret_seed(root, secret))
                 new._pools[secret] = pool
+                if idata is not None:
+                    new._posteriors[label] = idata
                 per_secret[label] = diag
             else:
                 per_secret[label] = {"route": plan.route, "note": plan.note}
@@ -858,6 +961,18 @@ class PyMCDataModel(DataModel):
         ``seed``.
         """
         return self._diagnostics
+
+    @property
+    def posteriors(self) -> Mapping[str, Any]:
+        """secret label -> the :class:`arviz.InferenceData` of its MCMC run in :meth:`prepare`.
+
+        One entry per secret whose route is ``"mcmc"`` (posterior, sample_stats
+        and observed_data groups as :func:`pymc.sample` returns them, tuning
+        draws discarded), so ``az.plot_trace`` and ``az.summary`` can diagnose
+        a :class:`~bayespriv.errors.ConvergenceError` or a doubtful run.
+        Empty before :meth:`prepare`. Read-only view.
+        """
+        return MappingProxyType(getattr(self, "_posteriors", {}))
 
     def route(self, secret: Secret | None) -> str:
         """How ``secret`` is conditioned on: ``"forward"``, ``"conjugate"``, ``"rejection"`` or ``"mcmc"``."""
@@ -885,12 +1000,12 @@ class PyMCDataModel(DataModel):
                 rt = self._runtime()
                 with rt.lock:
                     seed = int(rng.integers(0, 2**32 - 1))
-                    pool, _ = self._run_mcmc(secret, plan, seed)
+                    pool, _, _ = self._run_mcmc(secret, plan, seed)
             size = next(iter(pool.values())).shape[0]
             idx = rng.integers(0, size, size=n_draws)
             for name, values in pool.items():
                 givens[name] = values[idx]
-        return self._draw(givens, plan.mean, tuple(columns), n_draws, rng)
+        return self._draw(givens, plan.mean, tuple(columns), n_draws, rng, plan.element)
 
     def _rejection(self, plan: _Plan, n_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Prior draws of ``plan.pool`` with the parameter in its interval, in vectorised rounds."""

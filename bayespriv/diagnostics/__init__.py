@@ -15,6 +15,7 @@ from .html import (
 from .plots import (
     plot_budget,
     plot_calibration,
+    plot_convergence,
     plot_epsilon_table,
     plot_privacy_curve,
     plot_qq,
@@ -30,6 +31,7 @@ __all__ = [
     "plot_epsilon_table",
     "plot_budget",
     "plot_qq",
+    "plot_convergence",
     "mechanism_html",
     "quilt_calibration_html",
     "chain_calibration_html",

@@ -23,7 +23,7 @@ from ..errors import ParameterTypeError, ValidationError
 from ..secrets import DatasetSecret, DistributionSecret, Secret
 
 __all__ = ["plot_calibration", "plot_privacy_curve", "plot_utility", "plot_quilt", "plot_epsilon_table", "plot_budget",
-           "plot_qq"]
+           "plot_qq", "plot_convergence"]
 
 
 def _resolve_components(calibration: Calibration, component: Any) -> list[int]:
@@ -645,3 +645,69 @@ def plot_qq(calibration: Calibration, component: int | str = 0, *, secrets: Sequ
     ax.set_title(f"Q–Q against the Gaussian fit (band: DKW {level:g})", fontsize="medium")
     ax.legend(fontsize="small")
     return ax
+
+
+# -- convergence: was n_draws enough? ------------------------------------------------------------------
+def plot_convergence(calibration: Any, *, ord: Any = 2, target: float | None = None, n_points: int = 20,
+                     axes: Any = None):
+    """The sensitivity bound and its slack as the draws accumulate.
+
+    Draws what :func:`bayespriv.calibration.convergence.convergence` computes
+    (the calibration recomputed on prefixes of its draws): left, the L_ord
+    sensitivity estimate and its upper bound against the draws per secret;
+    right, the slack (bound − estimate) on log–log axes with the ``1/√n`` line
+    through the last point, which is how the slack keeps shrinking with more
+    draws. With ``target``, the target slack is drawn and the draws it needs
+    (:func:`~bayespriv.calibration.convergence.draws_for_slack`) are marked.
+
+    Parameters
+    ----------
+    calibration : Calibration or Convergence
+        A sampled calibration, or its computed convergence (then ``target`` is
+        extrapolated from its last point).
+    ord : {1, 2, "inf"}, default 2
+    target : float > 0, optional
+        A wanted slack.
+    n_points : int, default 20
+        Prefix sizes (ignored for a Convergence).
+    axes : sequence of two matplotlib Axes, optional
+
+    Returns
+    -------
+    ndarray of two matplotlib.axes.Axes
+        Lines have gid ``"estimate"``, ``"bound"``, ``"slack"``, ``"sqrt-n"``, and with a
+        target ``"target"`` and ``"draws-for-target"``.
+    """
+    from ..calibration.convergence import Convergence, convergence
+
+    conv = calibration if isinstance(calibration, Convergence) else convergence(calibration, ord, n_points=n_points)
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 2, figsize=(10.0, 4.0), layout="constrained")
+    axes = np.asarray(axes).reshape(-1)
+    if axes.size != 2 or not all(hasattr(a, "plot") for a in axes):
+        raise ParameterTypeError(f"axes must be two matplotlib Axes; got {axes.size} object(s)")
+    norm = {1.0: "L1", 2.0: "L2"}.get(conv.ord, "L∞")
+    left, right = axes
+    left.plot(conv.n, conv.sensitivity, "o-", ms=3, label="estimate", gid="estimate")
+    left.plot(conv.n, conv.sensitivity_bound, "s-", ms=3, label=f"bound (confidence {conv.confidence})", gid="bound")
+    left.set_xscale("log")
+    left.set_xlabel("draws per secret")
+    left.set_ylabel(f"{norm} sensitivity")
+    left.legend(fontsize="small")
+    n_last, s_last = float(conv.n[-1]), float(conv.slack[-1])
+    right.plot(conv.n, conv.slack, "o-", ms=3, label="slack (bound − estimate)", gid="slack")
+    grid = np.geomspace(float(conv.n[0]), n_last * 4, 50)
+    if s_last > 0:
+        right.plot(grid, s_last * np.sqrt(n_last / grid), "--", color="grey", label="∝ 1/√n", gid="sqrt-n")
+    if target is not None:
+        need = conv.draws_for_slack(target)  # validates target; refuses a calibration without slack
+        right.axhline(float(target), color="C3", lw=1, label=f"target {float(target):.3g}", gid="target")
+        right.axvline(need, color="C3", ls=":", label=f"{need} draws", gid="draws-for-target")
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("draws per secret")
+    right.set_ylabel("slack")
+    right.legend(fontsize="small")
+    return axes

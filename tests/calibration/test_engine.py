@@ -50,7 +50,7 @@ def test_samples_layout_and_summaries():
     assert cal.worst_pair == bp.SecretPair(bp.DatasetSecret.mean("s", -1.0), bp.DatasetSecret.mean("s", 1.0))
     assert cal.sensitivity(2, bound=True) >= cal.sensitivity(2)
     assert np.all(cal.variance(bound=True) <= cal.variance())
-    assert cal.summary().shape == (2, 4)
+    assert cal.summary().shape == (2, 6)
     assert "<table" in cal._repr_html_()
     assert cal.assumptions == ("monte_carlo_clt",)
 
@@ -120,6 +120,48 @@ def test_process_pool_gives_identical_numbers():
     with ProcessPoolExecutor(2) as pool:
         parallel = bp.calibrate(model, pairs, q, n_draws=600, rng=11, chunk_size=150, executor=pool)
     np.testing.assert_array_equal(serial.samples.values, parallel.samples.values)
+
+
+def _lambda_setup():
+    """A model and a query written with lambdas (the README's idiom), which the standard pickle refuses."""
+    model = bp.FunctionDataModel(lambda s, n, rng: {"x": rng.normal(s.value, 1.0, (n, 8))}, columns=["x"], n_records=8)
+    pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 1.0))
+    query = bp.Query(lambda b: np.stack([b["x"].mean(1), b["x"].max(1)], axis=1), ["x"], "x-stats")
+    return model, pair, query
+
+
+def test_lambda_query_and_model_through_a_process_pool_save_and_load(tmp_path):
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    model, pair, query = _lambda_setup()
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        pickle.dumps(query)  # twin: what the executor got before cloudpickle
+    serial = bp.calibrate(model, pair, query, n_draws=400, rng=5, chunk_size=100)
+    with ProcessPoolExecutor(2) as pool:
+        parallel = bp.calibrate(model, pair, query, n_draws=400, rng=5, chunk_size=100, executor=pool)
+    np.testing.assert_array_equal(serial.samples.values, parallel.samples.values)
+    np.testing.assert_array_equal(serial.cov_array, parallel.cov_array)
+    path = parallel.to_netcdf(tmp_path / "lambda.nc", seed=5)
+    loaded = bp.load_calibration(path, query=query)  # the query is code: given again at load
+    assert loaded.query is query and loaded.query_fingerprint == parallel.query_fingerprint
+    np.testing.assert_array_equal(loaded.sample_array, parallel.sample_array)
+    other = bp.Query(lambda b: np.stack([b["x"].mean(1), b["x"].min(1)], axis=1), ["x"], "x-stats")
+    with pytest.raises(bp.errors.ReleaseMismatchError, match="fingerprint"):
+        bp.load_calibration(path, query=other)
+
+
+def test_unpicklable_model_on_a_process_pool_names_the_model():
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    lock = threading.Lock()
+    model = bp.FunctionDataModel(lambda s, n, rng, _lock=lock: {"x": rng.normal(s.value, 1.0, (n, 4))},
+                                 columns=["x"], n_records=4)
+    pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 1.0))
+    with ProcessPoolExecutor(1) as pool:
+        with pytest.raises(bp.ParameterTypeError, match="model must be picklable"):
+            bp.calibrate(model, pair, bp.mean("x"), n_draws=100, rng=0, executor=pool)
 
 
 def test_classic_warning_points_at_the_callers_line():

@@ -238,7 +238,7 @@ class _PriorInsteadOfPosterior(PyMCDataModel):
 
     def _run_mcmc(self, secret, plan, seed):
         rng = np.random.default_rng(seed)
-        return {"z": rng.normal(0.0, SD_Z, 2000)}, {"route": "mcmc", "ess_bulk_min": 2000.0}
+        return {"z": rng.normal(0.0, SD_Z, 2000)}, {"route": "mcmc", "ess_bulk_min": 2000.0}, None
 
 
 def test_twin_using_the_prior_instead_of_the_posterior_is_caught():
@@ -260,8 +260,40 @@ def test_prepared_draws_fix_the_share_at_random_positions(logit_calibration):
 
 def test_non_converging_mcmc_is_refused_with_a_clear_message():
     model = logit_model(tune=0, draws=20)
-    with pytest.raises(ConvergenceError, match=r"(R-hat|bulk ESS).*tune=0, draws=20.*Increase tune and draws"):
+    with pytest.raises(ConvergenceError, match=r"(R-hat|bulk ESS).*tune=0, draws=20.*Increase tune and draws") as info:
         bp.calibrate(model, bp.SecretPair(*LOGIT_SECRETS), bp.mean("score"), n_draws=10, rng=0)
+    # the failed run travels with the error, for az.plot_trace
+    assert dict(info.value.posterior.posterior.sizes) == {"chain": 2, "draw": 20}
+
+
+def test_mcmc_posteriors_are_kept_for_arviz(logit_calibration, tmp_path):
+    """Every MCMC run behind the draws is on cal.posteriors: ArviZ reads it, and its R-hat / ESS are the
+    diagnostics' own numbers (exact: the same function on the same draws); pickling and saving keep it."""
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    _, cal = logit_calibration
+    assert set(cal.posteriors) == {s.label for s in LOGIT_SECRETS}
+    with pytest.raises(TypeError):
+        cal.posteriors["x"] = None  # read-only
+    for label, idata in cal.posteriors.items():
+        assert isinstance(idata, az.InferenceData) and dict(idata.posterior.sizes) == {"chain": 2, "draw": 1000}
+        summary = az.summary(idata, var_names=["z"], round_to="none")
+        assert summary.loc["z", "r_hat"] == pytest.approx(cal.diagnostics["mcmc"][label]["r_hat_max"], rel=1e-12)
+        assert summary.loc["z", "ess_bulk"] == pytest.approx(cal.diagnostics["mcmc"][label]["ess_bulk_min"], rel=1e-12)
+    axes = az.plot_trace(cal.posteriors[LOGIT_SECRETS[0].label], var_names=["z"])
+    assert axes.shape == (1, 2)
+    matplotlib.pyplot.close("all")
+    clone = pickle.loads(pickle.dumps(cal))
+    np.testing.assert_array_equal(clone.posteriors[LOGIT_SECRETS[0].label].posterior["z"].values,
+                                  cal.posteriors[LOGIT_SECRETS[0].label].posterior["z"].values)
+    loaded = bp.load_calibration(cal.to_netcdf(tmp_path / "logit.nc"), query=cal.query)
+    for label, idata in cal.posteriors.items():
+        back = loaded.posteriors[label]
+        assert set(back.groups()) == set(idata.groups())
+        np.testing.assert_array_equal(back.posterior["z"].values, idata.posterior["z"].values)
+        np.testing.assert_array_equal(back.sample_stats["diverging"].values, idata.sample_stats["diverging"].values)
 
 
 def test_conjugate_route_is_exact_and_said_so():
