@@ -43,11 +43,29 @@ string naming their type and listed in the metadata's ``dropped``.
 A :class:`~bayespriv.calibration.ChainCalibration` (for MQM) is saved too
 (``kind: "chain"`` in the metadata): its chains, the exact max-influence table
 and the Lipschitz constant, bit for bit; loading it needs the query (MQM reads
-its columns). A :class:`~bayespriv.calibration.QuiltCalibration` (for APMQM)
-holds the parameter network (pgmpy / PyMC objects) and its max-influence
-engine, which have no faithful file form here: it is refused (run
-:func:`~bayespriv.calibration.calibrate_quilts` in the releasing process; it
-does not sample, and is exact for discrete networks).
+its columns).
+
+A :class:`~bayespriv.calibration.QuiltCalibration` (for APMQM) of a
+**discrete** parameter network is saved too (``kind: "quilt"``): each member
+network (pgmpy ``DiscreteBayesianNetwork``) as a group ``network_000``,
+``network_001``, … holding its node and edge order and, per CPD in the
+network's order, the variables (CPD variable first, then its evidence),
+cardinalities, state names (exact JSON) and the full value array
+``cpd_XXX`` (float64, bit for bit); the root holds every scored quilt —
+``role (candidate, node)`` (0 nearby, 1 quilt, 2 remote),
+``candidate_sensitive``, ``quilt_sensitivity`` (Δ_{A∩N} F),
+``max_influence`` and ``influence_margin`` (float64) — with the other fields
+of each max-influence (maximiser, pair, reason, member, exactness,
+assumptions) in the metadata. Loading (the query is required, as APMQM reads
+its columns and column sensitivities) rebuilds the networks, the
+:class:`~bayespriv.calibration.influence.ParameterNetwork` and a fresh
+influence engine, and takes the scored quilts as stored (nothing is
+recomputed): APMQM on it has the same ``noise_cov``, ``scale`` and
+``guarantee``; a quilt forced through ``quilts=`` is evaluated on the rebuilt
+network, whose CPDs are bit-identical. Quilt calibrations of PyMC models,
+parameter densities and linear Gaussian networks are refused (their
+networks are code or objects with no faithful file form here: run
+:func:`~bayespriv.calibration.calibrate_quilts` in the releasing process).
 """
 
 from __future__ import annotations
@@ -207,14 +225,8 @@ def _same_arrays(a: Calibration, b: Calibration) -> bool:
 def _check_savable(calibration: Any) -> Calibration:
     if isinstance(calibration, Calibration):
         return calibration
-    name = type(calibration).__name__
-    if name == "QuiltCalibration":
-        raise ValidationError(
-            f"calibration must be a Calibration to be saved; got a {name}: it holds the network(s) and the "
-            "max-influence engine (PyMC / pgmpy objects), which have no faithful file form yet. Run "
-            "calibrate_quilts in the process that releases (it does not sample, and is exact for discrete "
-            "networks). ChainCalibration (MQM) can be saved.")
-    raise ParameterTypeError(f"calibration must be a bayespriv Calibration; got {name}")
+    raise ParameterTypeError(f"calibration must be a bayespriv Calibration, ChainCalibration or QuiltCalibration; "
+                             f"got {type(calibration).__name__}")
 
 
 def _check_path(path: Any, *, must_exist: bool) -> Path:
@@ -233,10 +245,10 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
 
     Parameters
     ----------
-    calibration : Calibration or ChainCalibration
-        A sampled, plug-in, exact or family calibration, or a chain
-        calibration for MQM. Quilt calibrations (APMQM) are refused (see the
-        module docstring).
+    calibration : Calibration, ChainCalibration or QuiltCalibration
+        A sampled, plug-in, exact or family calibration, a chain
+        calibration for MQM, or a quilt calibration for APMQM of a discrete
+        parameter network (others are refused, see the module docstring).
     path : str or path-like
         The file (conventionally ``*.nc``); its directory must exist.
     seed : int, sequence of int or None
@@ -251,17 +263,20 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
     Raises
     ------
     ValidationError
-        Quilt calibrations; a secret category or chain state that is not plain data;
-        a path in a missing directory.
+        Quilt calibrations of non-discrete parameter networks; a secret
+        category, chain state, network node or parameter state that is not
+        plain data; a path in a missing directory.
     ParameterTypeError
         Not a Calibration; ``path`` not path-like; ``seed`` not integers.
     """
-    from .quilts import ChainCalibration
+    from .quilts import ChainCalibration, QuiltCalibration
 
     p = _check_path(path, must_exist=False)
     seed_value = _checked_seed(seed)
     if isinstance(calibration, ChainCalibration):
         return _save_chain(calibration, p, seed_value)
+    if isinstance(calibration, QuiltCalibration):
+        return _save_quilt(calibration, p, seed_value)
     cal = _check_savable(calibration)
     enc = _Encoder()
     members = cal.family
@@ -382,6 +397,189 @@ def _load_chain(ds: xr.Dataset, meta: dict[str, Any], query: Query | None, p: Pa
                             tuple(meta["assumptions"]))
 
 
+# -- quilt calibrations (APMQM) of discrete parameter networks -----------------------------------------------------
+#: The only kind of parameter network whose quilt calibration can be saved (see the module docstring).
+_SAVABLE_NETWORK = "discrete"
+
+
+def _check_quilt_savable(cal: Any) -> Any:
+    """The ParameterNetwork of a savable quilt calibration: discrete pgmpy networks only."""
+    pnet = cal.parameter_network
+    kind = getattr(pnet, "kind", None)
+    if kind != _SAVABLE_NETWORK:
+        shown = "no declared parameter network" if pnet is None else f"a {kind!r} parameter network"
+        raise ValidationError(
+            "calibration must be a QuiltCalibration of a discrete parameter network (pgmpy DiscreteBayesianNetwork "
+            f"wrapped in ParameterNetwork) to be saved; got one with {shown}. PyMC models, parameter densities and "
+            "linear Gaussian networks have no faithful file form here: run calibrate_quilts in the process that "
+            "releases. Calibration and ChainCalibration (MQM) can be saved too.")
+    return pnet
+
+
+def _node_table(nodes: list, enc: _Encoder) -> list:
+    keys = [enc._key(v, f"nodes[{i}]") for i, v in enumerate(nodes)]
+    if enc.dropped:
+        raise fail("network nodes", "plain data (str, number, bool or tuples of them) to be saved", nodes)
+    return keys
+
+
+def _state_list(states: Any, where: str, enc: _Encoder) -> list:
+    out = [enc._key(s, where) for s in states]
+    if enc.dropped:
+        raise fail(where, "plain data (numbers or tuples of numbers) to be saved", list(states))
+    return out
+
+
+def _network_group(net: Any, index: Mapping[Any, int], enc: _Encoder) -> xr.Dataset:
+    """One pgmpy DiscreteBayesianNetwork: node and edge order, and every CPD's full value array (float64, exact)."""
+    data: dict[str, Any] = {}
+    cpds = []
+    for c, cpd in enumerate(net.get_cpds()):
+        name = f"cpd_{c:03d}"
+        values = np.asarray(cpd.values)
+        if values.dtype != np.float64:
+            raise fail(f"CPD of {cpd.variable!r}", "float64 values to be saved bit for bit", str(values.dtype))
+        data[name] = (tuple(f"{name}_axis{a}" for a in range(values.ndim)), values)
+        cpds.append({"array": name, "variables": [index[v] for v in cpd.variables],
+                     "cardinality": [int(k) for k in cpd.cardinality],
+                     "states": [_state_list(cpd.state_names[v], f"states of {v!r}", enc) for v in cpd.variables]})
+    meta = {"nodes": [index[v] for v in net.nodes()], "edges": [[index[u], index[v]] for u, v in net.edges()],
+            "cpds": cpds}
+    ds = xr.Dataset(data)
+    ds.attrs["bayespriv_network"] = _dumps(meta)
+    return ds
+
+
+def _influence_meta(inf: Any, index: Mapping[Any, int], enc: _Encoder, where: str) -> dict[str, Any]:
+    """A MaxInfluence's non-array fields (value and margin go to arrays)."""
+    assignment = None if inf.assignment is None else [[index[v], enc._key(s, where)] for v, s in inf.assignment.items()]
+    pair = None if inf.pair is None else [enc._key(s, where) for s in inf.pair]
+    out = {"node": index[inf.node], "quilt": sorted(index[v] for v in inf.quilt), "assignment": assignment,
+           "pair": pair, "reason": inf.reason, "member": enc.encode(inf.member, where), "exact": bool(inf.exact),
+           "assumptions": list(inf.assumptions)}
+    if enc.dropped:
+        raise fail(where, "plain data (states, member labels) to be saved", str(inf))
+    return out
+
+
+def _quilt_root(cal: Any, nodes: list, index: Mapping[Any, int], enc: _Encoder) -> tuple[xr.Dataset, list]:
+    """The candidates of every sensitive node: roles (0 nearby, 1 quilt, 2 remote), Δ, e and margins."""
+    rows = [(s, c) for s, v in enumerate(cal.sensitive) for c in cal.candidates[v]]
+    role = np.zeros((len(rows), len(nodes)), dtype=np.int8)
+    for r, (_, c) in enumerate(rows):
+        role[r, [index[v] for v in c.quilt.quilt]] = 1
+        role[r, [index[v] for v in c.quilt.remote]] = 2
+    influences = [_influence_meta(c.influence, index, enc, f"candidates[{r}].influence")
+                  for r, (_, c) in enumerate(rows)]
+    ds = xr.Dataset({
+        "role": (("candidate", "node"), role),
+        "candidate_sensitive": (("candidate",), np.array([s for s, _ in rows], dtype=np.int64)),
+        "quilt_sensitivity": (("candidate",), np.array([c.sensitivity for _, c in rows], dtype=np.float64)),
+        "max_influence": (("candidate",), np.array([c.influence.value for _, c in rows], dtype=np.float64)),
+        "influence_margin": (("candidate",), np.array([c.influence.margin for _, c in rows], dtype=np.float64)),
+        "component_name": (("component",), np.array(cal.component_names, dtype=object)),
+    })
+    return ds, influences
+
+
+def _save_quilt(cal: Any, p: Path, seed: Any) -> Path:
+    """A QuiltCalibration of discrete parameter networks: the networks (structure + CPDs) and every scored quilt."""
+    pnet = _check_quilt_savable(cal)
+    enc = _Encoder()
+    nodes = list(cal.graph.nodes())
+    index = {v: i for i, v in enumerate(nodes)}
+    keys = _node_table(nodes, enc)
+    tree = {f"/network_{j:03d}": _network_group(net, index, enc) for j, net in enumerate(cal.networks)}
+    root, influences = _quilt_root(cal, nodes, index, enc)
+    q = cal.query
+    meta = {"kind": "quilt", "nodes": keys, "sensitive": [index[v] for v in cal.sensitive],
+            "n_records": cal.n_records, "columns": [list(pnet.columns[v]) for v in nodes],
+            "queried": sorted(index[v] for v in cal.queried), "sensitivity": cal.sensitivity,
+            "n_quilts": [cal.n_quilts[v] for v in cal.sensitive], "skipped": [cal.skipped[v] for v in cal.sensitive],
+            "exhaustive": cal.exhaustive, "confidence": cal.confidence, "k": cal.k,
+            "assumptions": list(cal.assumptions), "n_networks": len(cal.networks),
+            "family": isinstance(pnet.network, (list, tuple)), "influences": influences,
+            "query_name": q.name if q is not None else None,
+            "query_columns": list(q.columns) if q is not None else None,
+            "query_fingerprint": q.fingerprint if q is not None else None, "dropped": []}
+    tree["/"] = _stamp(root, meta, seed)
+    return _write(tree, p)
+
+
+def _rebuild_network(ds: xr.Dataset, nodes: list) -> Any:
+    """The DiscreteBayesianNetwork of a ``network_XXX`` group: same node, edge and CPD order, same value bits."""
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    meta = json.loads(ds.attrs["bayespriv_network"])
+    net = DiscreteBayesianNetwork()
+    net.add_nodes_from([nodes[i] for i in meta["nodes"]])
+    net.add_edges_from([(nodes[u], nodes[v]) for u, v in meta["edges"]])
+    for c in meta["cpds"]:
+        names = [nodes[i] for i in c["variables"]]
+        card = [int(k) for k in c["cardinality"]]
+        values = np.array(ds[c["array"]].values, dtype=np.float64).reshape(card[0], -1)
+        states = {v: [_decode_key(s) for s in st] for v, st in zip(names, c["states"])}
+        net.add_cpds(TabularCPD(names[0], card[0], values, evidence=names[1:] or None,
+                                evidence_card=card[1:] or None, state_names=states))
+    net.check_model()
+    return net
+
+
+def _rebuild_candidates(ds: xr.Dataset, meta: dict[str, Any], nodes: list, sensitive: tuple) -> dict:
+    """Sensitive node -> tuple of QuiltScore, as stored (nothing recomputed)."""
+    from .influence import MaxInfluence
+    from .quilts import Quilt, QuiltScore
+
+    out: dict[Any, list] = {v: [] for v in sensitive}
+    role = ds["role"].values
+    which = ds["candidate_sensitive"].values.tolist()
+    sens, value, margin = (np.array(ds[n].values, dtype=np.float64) for n in
+                           ("quilt_sensitivity", "max_influence", "influence_margin"))
+    for r, m in enumerate(meta["influences"]):
+        members = [frozenset(nodes[j] for j in np.flatnonzero(role[r] == code)) for code in (1, 0, 2)]
+        assignment = None if m["assignment"] is None else {nodes[i]: _decode_key(s) for i, s in m["assignment"]}
+        pair = None if m["pair"] is None else tuple(_decode_key(s) for s in m["pair"])
+        inf = MaxInfluence(float(value[r]), nodes[m["node"]], frozenset(nodes[j] for j in m["quilt"]), assignment,
+                           pair, m["reason"], _decode(m["member"]), bool(m["exact"]), float(margin[r]),
+                           tuple(m["assumptions"]))
+        out[sensitive[which[r]]].append(QuiltScore(Quilt(*members), float(sens[r]), inf))
+    return {v: tuple(c) for v, c in out.items()}
+
+
+def _load_quilt(tree: dict[str, xr.Dataset], meta: dict[str, Any], query: Query | None, p: Path) -> Any:
+    """The QuiltCalibration of a file: networks rebuilt from their CPDs, scored quilts as stored."""
+    from types import MappingProxyType
+
+    from .influence import InfluenceEngine, ParameterNetwork
+    from .quilts import QuiltCalibration, as_digraph
+
+    if query is None:
+        raise ValidationError(f"query must be given to load the quilt calibration in {str(p)!r} (APMQM reads its "
+                              f"columns and its column sensitivities; the file holds only its fingerprint); got None")
+    nodes = [_decode_key(k) for k in meta["nodes"]]
+    try:
+        nets = [_rebuild_network(tree[f"/network_{j:03d}"], nodes) for j in range(int(meta["n_networks"]))]
+        root = tree["/"]
+        sensitive = tuple(nodes[i] for i in meta["sensitive"])
+        candidates = _rebuild_candidates(root, meta, nodes, sensitive)
+        names = tuple(str(n) for n in root["component_name"].values.tolist())
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise ValidationError(f"path must be a complete quilt calibration file; got {str(p)!r}, missing or "
+                              f"mangling {exc}") from exc
+    pnet = ParameterNetwork(list(nets) if meta["family"] else nets[0],
+                            columns={v: tuple(c) for v, c in zip(nodes, meta["columns"])})
+    engine = InfluenceEngine(pnet)
+    return QuiltCalibration(
+        networks=engine.networks, graph=as_digraph(engine.graph(0), "network"), sensitive=sensitive, query=query,
+        n_records=int(meta["n_records"]), columns=pnet.columns, queried=frozenset(nodes[i] for i in meta["queried"]),
+        sensitivity=float(meta["sensitivity"]), candidates=MappingProxyType(candidates),
+        n_quilts=MappingProxyType(dict(zip(sensitive, meta["n_quilts"]))),
+        skipped=MappingProxyType(dict(zip(sensitive, meta["skipped"]))), exhaustive=bool(meta["exhaustive"]),
+        confidence=meta["confidence"], k=int(meta["k"]), component_names=names,
+        assumptions=tuple(meta["assumptions"]), engine=engine, parameter_network=pnet)
+
+
 def _checked_seed(seed: Any) -> Any:
     if seed is None:
         return None
@@ -470,7 +668,7 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``kind`` ("calibration" or "chain"), ``format_version``,
+        ``kind`` ("calibration", "chain" or "quilt"), ``format_version``,
         ``bayespriv_version``, ``python_version``, ``seed``, ``query_name``,
         ``query_columns``, ``query_fingerprint``, ``confidence`` and the other
         saved settings; ``dropped`` lists the diagnostics saved only by name.
@@ -551,11 +749,12 @@ def load_calibration(path: str | os.PathLike, *, query: Query | None = None) -> 
 
     Returns
     -------
-    Calibration or ChainCalibration
+    Calibration, ChainCalibration or QuiltCalibration
         Equal to the saved one bit for bit: every array (moments, standard
         errors, samples), z, confidence, secrets, pairs, θ, plain diagnostics,
         family members; a mechanism built from it has the same ``noise_cov``
-        and ``guarantee``. A chain calibration (for MQM) needs ``query``.
+        and ``guarantee``. A chain calibration (for MQM) and a quilt
+        calibration (for APMQM) need ``query``.
 
     Raises
     ------
@@ -583,6 +782,8 @@ def load_calibration(path: str | os.PathLike, *, query: Query | None = None) -> 
         check_query(query, meta.get("query_fingerprint"), source=f"the calibration in {str(p)!r}")
     if meta.get("kind") == "chain":
         return _load_chain(nodes["/"], meta, query, p)
+    if meta.get("kind") == "quilt":
+        return _load_quilt(nodes, meta, query, p)
     members = []
     for i in range(int(meta.get("family_members") or 0)):
         where = f"/member_{i:03d}"

@@ -530,6 +530,20 @@ class QuiltCalibration:
         engine = self.engine if self.engine is not None else InfluenceEngine(list(self.networks))
         return QuiltScore(full, float(sens), engine(node, q))
 
+    def to_netcdf(self, path: Any, *, seed: int | None = None) -> Any:
+        """Save to a netCDF file (:func:`~bayespriv.calibration.persist.save_calibration`).
+
+        Only calibrations of discrete parameter networks (pgmpy
+        ``DiscreteBayesianNetwork``) can be saved: the file holds each
+        network's structure and CPD tables (float64, exact) and every scored
+        quilt; :func:`~bayespriv.calibration.persist.load_calibration` (with the
+        query) rebuilds an equal calibration, on which APMQM has the same noise
+        and guarantee bit for bit.
+        """
+        from .persist import save_calibration
+
+        return save_calibration(self, path, seed=seed)
+
     def best(self, node: Hashable, epsilon: float) -> QuiltScore | None:
         """Algorithm 2's choice for ``node`` at ε: the least score among quilts with e < ε.
 

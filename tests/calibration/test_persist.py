@@ -9,6 +9,7 @@ with h5py, an HDF5 reader independent of xarray's netCDF layer.
 from __future__ import annotations
 
 import json
+import math
 import re
 import os
 import subprocess
@@ -276,11 +277,104 @@ def test_chain_calibration_round_trip_gives_the_same_mqm(tmp_path):
         load_calibration(path, query=bp.count(lambda b: b["s"] == "a", "s", name="as"))
 
 
-def test_quilt_calibrations_are_refused_clearly(tmp_path):
+def _assert_same_quilt_calibration(cal, loaded) -> None:
+    """Every field APMQM reads: networks (CPD bits), graph, quilts with Δ and e (all fields), counts, constants."""
+    for a, b in zip(cal.networks, loaded.networks, strict=True):
+        assert list(a.nodes()) == list(b.nodes()) and list(a.edges()) == list(b.edges())
+        for ca, cb in zip(a.get_cpds(), b.get_cpds(), strict=True):
+            assert ca.variables == cb.variables and ca.state_names == cb.state_names
+            assert _same_bits(np.asarray(ca.values), np.asarray(cb.values))
+    assert list(cal.graph.nodes()) == list(loaded.graph.nodes()) and set(cal.graph.edges()) == set(loaded.graph.edges())
+    assert dict(cal.candidates) == dict(loaded.candidates)  # QuiltScore / Quilt / MaxInfluence equality, field by field
+    for attr in ("sensitive", "n_records", "queried", "sensitivity", "exhaustive", "confidence", "k",
+                 "component_names", "assumptions"):
+        assert getattr(loaded, attr) == getattr(cal, attr), attr
+    for attr in ("columns", "n_quilts", "skipped"):
+        assert dict(getattr(loaded, attr)) == dict(getattr(cal, attr)), attr
+    assert loaded.parameter_network.kind == "discrete" and loaded.query.fingerprint == cal.query.fingerprint
+
+
+@pytest.mark.parametrize("key, epsilons, forced", [
+    # ln 1.2 ≈ 0.18: the trivial quilt below, Q = {height} above; Example 1's Q = {gender} forced at ε = 1.
+    ("tall", (0.1, 0.5, 1.0), ({"gender"}, 1.0)),
+    # ln 7.2 ≈ 1.97: the trivial quilt below, Q = {height, sat} above; Q = {gender, sat} (ln 12) forced at ε = 3.
+    ("tall_high_sat", (0.5, 1.5, 2.5), ({"gender", "sat"}, 3.0)),
+])
+def test_quilt_calibration_round_trip_gives_the_same_apmqm(tmp_path, key, epsilons, forced):
+    """APMQM on a loaded school calibration: same noise_cov bytes, scale and guarantee at ε picking other quilts."""
+    from bayespriv.calibration.influence import InfluenceEngine
+    from bayespriv.mechanisms import APMQM
     from models import school
 
-    with pytest.raises(ValidationError, match="QuiltCalibration.*no faithful file form"):
-        save_calibration(school.calibration("tall"), tmp_path / "quilt.nc")
+    cal = school.calibration(key)
+    path = cal.to_netcdf(tmp_path / "quilt.nc", seed=5)
+    assert read_metadata(path)["kind"] == "quilt"
+    loaded = load_calibration(path, query=school.QUERIES[key])
+    _assert_same_quilt_calibration(cal, loaded)
+    picked = set()
+    for eps in epsilons:
+        a, b = APMQM(cal, epsilon=eps), APMQM(loaded, epsilon=eps)
+        assert _same_bits(np.asarray(a.noise_cov), np.asarray(b.noise_cov)) and a.scale == b.scale
+        assert a.guarantee == b.guarantee and dict(a.chosen) == dict(b.chosen)
+        assert a.scale == school.noise_scale(key, eps)  # the closed form, independently
+        picked.add(b.chosen["income"].quilt.quilt)
+    assert len(picked) == 2
+    quilt, eps = forced  # evaluated afresh on the rebuilt network (not among the stored candidates)
+    a, b = APMQM(cal, epsilon=eps, quilts={"income": quilt}), APMQM(loaded, epsilon=eps, quilts={"income": quilt})
+    assert _same_bits(np.asarray(a.noise_cov), np.asarray(b.noise_cov)) and a.guarantee == b.guarantee
+    # the hand-derived logarithms of the school model (rounding differs from variable elimination by ~1 ulp)
+    assert math.isclose(b.chosen["income"].max_influence, school.INFLUENCE[frozenset(quilt)], rel_tol=1e-12)
+    fresh = InfluenceEngine(loaded.parameter_network)  # the stored e's are what the rebuilt network gives
+    assert all(fresh("income", c.quilt.quilt) == c.influence for c in cal.candidates["income"])
+    data = school.sample_school(rng=11)
+    m1, m2 = APMQM(cal, epsilon=epsilons[0]), APMQM(loaded, epsilon=epsilons[0])
+    assert _same_bits(m1.release(data, rng=3).value, m2.release(data, rng=3).value)
+
+
+def test_quilt_calibration_refuses_a_changed_or_missing_query(tmp_path):
+    from models import school
+
+    path = school.calibration("tall").to_netcdf(tmp_path / "quilt.nc")
+    with pytest.raises(ReleaseMismatchError, match="got query 'taller than 66 in with SAT > 1300'"):
+        load_calibration(path, query=school.QUERIES["tall_high_sat"])
+    with pytest.raises(ValidationError, match="query must be given to load the quilt calibration"):
+        load_calibration(path)
+
+
+def test_quilt_calibrations_of_non_discrete_networks_are_refused_clearly(tmp_path):
+    from pgmpy.factors.continuous import LinearGaussianCPD
+    from pgmpy.models import LinearGaussianBayesianNetwork
+
+    from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
+
+    net = LinearGaussianBayesianNetwork([("i", "q")])
+    net.add_cpds(LinearGaussianCPD("i", [0.0], 1.0), LinearGaussianCPD("q", [1.0, 0.5], 2.0, ["i"]))
+    cal = calibrate_quilts(ParameterNetwork(net, columns={"i": "a", "q": "b"}), "i",
+                           bp.mean("b", bounds=(0, 1)), n_records=10)
+    with pytest.raises(ValidationError, match="discrete parameter network.*'gaussian' parameter network.*PyMC"):
+        save_calibration(cal, tmp_path / "quilt.nc")
+    assert not (tmp_path / "quilt.nc").exists()
+
+
+def test_the_twin_a_tampered_quilt_file_is_caught(tmp_path):
+    """Twin of the quilt checks: one flipped bit in a stored max-influence or CPD is seen by the same comparisons."""
+    from models import school
+
+    cal = school.calibration("tall")
+    path = cal.to_netcdf(tmp_path / "quilt.nc")
+    with h5py.File(path, "r+") as f:
+        e = f["max_influence"][()]
+        e.view(np.uint64)[1] ^= 1
+        f["max_influence"][...] = e
+        cpd = f["network_000/cpd_000"][()]
+        cpd.view(np.uint64)[0] ^= 1
+        f["network_000/cpd_000"][...] = cpd
+    loaded = load_calibration(path, query=school.QUERIES["tall"])
+    assert dict(loaded.candidates) != dict(cal.candidates)
+    with pytest.raises(AssertionError):
+        _assert_same_quilt_calibration(cal, loaded)
+    a, b = cal.networks[0].get_cpds()[0], loaded.networks[0].get_cpds()[0]
+    assert not _same_bits(np.asarray(a.values), np.asarray(b.values))
 
 
 def test_the_twin_a_tampered_file_is_not_identical(tmp_path):
