@@ -601,8 +601,8 @@ def _inspect_cmd(args: argparse.Namespace) -> int:
         meta = read_metadata(args.calibration)
     except BayesPrivError as exc:
         raise _ArgumentProblem("CAL.nc", str(exc)) from exc
-    if meta.get("kind") == "chain":
-        return _inspect_chain(args.calibration, meta)
+    if meta.get("kind") in ("chain", "quilt"):
+        return _inspect_without_query(args.calibration, meta)
     cal = _load_calibration_arg(args.calibration, "CAL.nc")
     lines = {
         "file": str(args.calibration), "query": meta.get("query_name"), "query columns": meta.get("query_columns"),
@@ -625,12 +625,15 @@ def _inspect_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _inspect_chain(path: Path, meta: dict) -> int:
-    """A chain calibration (MQM) cannot be loaded without its query: print what the file says."""
-    for key in ("query_name", "query_fingerprint", "column", "length", "window", "lipschitz", "states", "assumptions",
-                "seed", "bayespriv_version"):
-        print(f"{key + ':':<20} {meta.get(key)}")
-    print(f"{'file:':<20} {path}  (a chain calibration for MQM: release it with --mechanism MQM)")
+def _inspect_without_query(path: Path, meta: dict) -> int:
+    """A chain (MQM) or quilt (APMQM) calibration cannot be loaded without its query (the mechanism
+    reads the query's columns): print what the file says."""
+    mech = "MQM" if meta.get("kind") == "chain" else "APMQM"
+    for key, value in sorted(meta.items()):
+        if not isinstance(value, (dict, list)) or key in ("states", "assumptions", "query_columns"):
+            print(f"{key + ':':<20} {value}")
+    print(f"{'file:':<20} {path}  (a {meta.get('kind')} calibration for {mech}: release it with --mechanism {mech} "
+          "and the script that defines its query)")
     return 0
 
 
