@@ -32,9 +32,10 @@ import itertools
 import math
 import numbers
 import os
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -62,6 +63,8 @@ __all__ = [
 
 #: Bytes fetched from the bit source's backend at a time (one ``os.urandom`` call per block).
 BLOCK_BYTES = 4096
+#: Whether native 64-bit words are little-endian (then a block is read through a memoryview).
+_LITTLE_ENDIAN = sys.byteorder == "little"
 #: Bits compared at a time by :meth:`BitSource.bernoulli`.
 _CHUNK = 64
 #: Default: the grid step g is at most 2^-60 times the smallest noise scale.
@@ -103,11 +106,15 @@ class BitSource:
         self._word = itertools.chain.from_iterable(map(self._block_words, itertools.repeat(None))).__next__
         self.seeded = bool(seeded)
 
-    def _block_words(self, _: Any) -> list[int]:
+    def _block_words(self, _: Any) -> Iterator[int]:
+        """The block's 512 little-endian 64-bit words, converted lazily (a source used for one
+        release reads ~100 of them; converting all 512 up front cost ~8 µs of an ~85 µs release)."""
         block = bytes(self._fill(BLOCK_BYTES))
         if len(block) != BLOCK_BYTES:
             raise ValidationError(f"fill must return {BLOCK_BYTES} bytes; got {len(block)}")
-        return np.frombuffer(block, dtype="<u8").tolist()
+        if _LITTLE_ENDIAN:  # native "Q" is "<u8": the same words, in the same order
+            return iter(memoryview(block).cast("Q"))
+        return iter(np.frombuffer(block, dtype="<u8").tolist())  # pragma: no cover - big-endian hosts
 
     @classmethod
     def system(cls) -> "BitSource":

@@ -27,22 +27,45 @@ Supports.
   bisection on the ordered float bit patterns; x_j is non-decreasing in j (log monotone — true
   of glibc's log, which this decision assumes), so one bisection over j decides whether some x_j
   falls in it. Exact under that assumption.
+
+Every mechanism class (``test_every_mechanism_resists_float_attack``). Each class of
+``bp.mechanisms`` (one instance from ``tests/_every_mechanism.BUILDERS``) releases two answers
+a ≠ b through ``release_value``. Its release is ``plan.to_answer_space(n)`` (for
+``WithExtraLaplace``: of the extra plan's n, applied after the base plan) and n has positive
+probability under EVERY answer, so r is consistent with a iff r is in the (answer-independent)
+image of ``to_answer_space``. We prove membership with a witness: the n obtained by replaying the
+release's seeded bits through the plan (plus, for an identity map back, the seed-free check that
+r/g is an integer); a release outside the image fails the test. The bound on the number of
+identifying releases among all N = 2 × 2000 is what the guarantee allows (see above): 0 for
+δ = 0, else the 1 − α quantile of Binomial(N, δ), α = 1e-3 (each identifying release has
+probability ≤ δ under its own answer, as it has probability 0 under the other). Mechanisms that
+add no noise are checked separately (``noiseless_reason``). The float twin
+``FloatLaplaceExpM`` (the pre-issue-11 release ``a + rng.laplace(0, b)``) goes through the same
+``release_value`` path and the same bound, and is flagged.
 """
 
 from __future__ import annotations
 
 import math
 import struct
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import bayespriv as bp
 from bayespriv.mechanisms.exact_noise import BitSource, plan_gaussian, plan_laplace
+from bayespriv.mechanisms.expected_value import ExpM
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _every_mechanism import BUILDERS, mechanism_classes  # noqa: E402
 
 ANSWERS = (20.0, 30.0)
 SENSITIVITY = 10.0
 N_RELEASES = 2000  # per secret
+ALPHA = 1e-3  # false-failure probability of the Binomial(N, δ) bound for (ε, δ) mechanisms
 _MASK = 0x7FFFFFFFFFFFFFFF
 _TOP = struct.unpack("<q", struct.pack("<d", math.inf))[0]
 
@@ -195,3 +218,118 @@ def test_expm_laplace_count_resists_float_attack():
     releases = {a: [float(mech.release_value([a], rng=next(seeds)).value[0]) for _ in range(N_RELEASES)]
                 for a in ANSWERS}
     assert identified_fraction(releases, lambda a, r: grid_consistent(plan, a, r)) == 0.0
+
+
+# -- every mechanism class, through its own release path -------------------------------------------
+
+
+def allowed_identifications(n_total: int, delta: float, alpha: float = ALPHA) -> int:
+    """Most identifying releases among ``n_total`` that an (ε, δ) guarantee allows.
+
+    A release consistent with only its own answer lies in a set S with P_other(S) = 0, so
+    P_own(S) ≤ e^ε · 0 + δ = δ: the count is stochastically below Binomial(n_total, δ). For δ = 0
+    it must be 0 (deterministic); otherwise we allow its 1 − α quantile (false failure ≤ α).
+    """
+    return 0 if delta == 0 else int(stats.binom.ppf(1.0 - alpha, n_total, delta))
+
+
+def count_identifying(answers: tuple[np.ndarray, np.ndarray], releases: tuple[list, list], consistent) -> int:
+    """Releases consistent with exactly one of the two answers; ``releases[i]`` came from ``answers[i]``.
+
+    ``consistent(answer, item) -> bool``; every item must be consistent with its own answer (the
+    decision procedure never calls a possible release impossible)."""
+    hits = 0
+    for own, items in zip(answers, releases):
+        for item in items:
+            verdicts = [consistent(x, item) for x in answers]
+            assert consistent(own, item), f"release {item!r} judged impossible under its own answer {own}"
+            hits += sum(verdicts) == 1
+    return hits
+
+
+def _final_plan_and_witness(mech, answer: np.ndarray, seed: int):
+    """(plan, n): the last grid plan of ``mech``'s release and the integer vector n it drew,
+    replayed from the release's seeded bits along ``Mechanism._apply_noise``'s path."""
+    bits = BitSource.from_rng(seed)
+    plan = mech.__dict__["_noise_plan"]
+    extra = mech.__dict__.get("_extra_plan")
+    if extra is None:
+        return plan, plan.coordinates(answer, bits)
+    first = answer if plan is None else plan.release(answer, bits)
+    return extra, extra.coordinates(first, bits)
+
+
+def grid_image_consistent(answer: np.ndarray, item) -> bool:
+    """Is the release r in the image of the plan's map back (answer-independent, see the module
+    docstring)? ``item`` = (r, plan, n) with n the replayed witness; for an identity map back
+    also the seed-free exact test that every r_c / g is an integer (g a power of two)."""
+    r, plan, n = item
+    if not all(isinstance(v, int) for v in n):
+        return False
+    if plan._back is None and not all(math.isfinite(v / plan.grid) and v / plan.grid == math.floor(v / plan.grid)
+                                      for v in r.tolist()):
+        return False
+    return bool(np.array_equal(plan.to_answer_space(n), r))
+
+
+def noiseless_reason(name: str, mech) -> str:
+    """Why the fixed-answer attack does not apply to a mechanism that adds no noise (its release is
+    the answer, so each release names its answer with probability 1)."""
+    if name == "Noiseless":
+        return ("Theorem 4.4: the privacy comes from the law of F(X) under each secret, not from noise; "
+                "two fixed answers a ≠ b are not what the calibration declares indistinguishable")
+    return (f"{name}'s calibrated noise scale is {float(np.max(np.abs(mech.noise_cov))):g} here (sensitivity 0 for "
+            "this calibration, e.g. APMQM's chosen quilt): the secret cannot move the answer, so no two distinct "
+            "answers are a pair it protects")
+
+
+def _other_answer(answer: np.ndarray) -> np.ndarray:
+    return answer + 0.0625  # a ≠ b, within every builder's sensitivity range; dyadic (exact)
+
+
+@pytest.mark.parametrize("name", mechanism_classes())
+def test_every_mechanism_resists_float_attack(name):
+    """Every mechanism class, 2 × 2000 seeded releases through ``release_value``: the number of
+    releases consistent with only one answer is at most what its (ε, δ) allows (α = 1e-3)."""
+    mech, a = BUILDERS[name](1.0)
+    a = np.asarray(a, dtype=float)
+    answers = (a, _other_answer(a))
+    if mech.noiseless:  # the release is the answer, bit for bit: no noise to attack (see the reason)
+        reason = noiseless_reason(name, mech)
+        for seed, x in enumerate(answers):
+            assert np.array_equal(mech.release_value(x, rng=seed, accept_failed_assumptions=True).value, x), reason
+        assert name != "Noiseless" or "Theorem 4.4" in mech.guarantee.theorem, reason
+        return
+    releases = ([], [])
+    for i, x in enumerate(answers):
+        for seed in range(i * N_RELEASES, (i + 1) * N_RELEASES):
+            r = mech.release_value(x, rng=seed, accept_failed_assumptions=True).value
+            plan, n = _final_plan_and_witness(mech, x, seed)
+            releases[i].append((r, plan, n))
+    hits = count_identifying(answers, releases, grid_image_consistent)
+    assert hits <= allowed_identifications(2 * N_RELEASES, mech.guarantee.delta), (name, hits)
+
+
+class FloatLaplaceExpM(ExpM):
+    """Deliberately broken twin: the pre-issue-11 release ``a + rng.laplace(0, b)`` in float64."""
+
+    def _noisy(self, value: np.ndarray, rng) -> np.ndarray:
+        return value + np.random.default_rng(rng).laplace(0.0, self.noise_scale)
+
+
+def test_float_twin_is_flagged_by_the_same_bound():
+    """The float twin of ExpM(L) on the count (k = 1, b = 10), through the same ``release_value``
+    path and the same bound (0 for its pure ε): Mironov's support test identifies many releases
+    (the issue measured 45 % at ε = 1)."""
+    a_sec = bp.DatasetSecret.proportion("sex", "Female", 0.4)
+    b_sec = bp.DatasetSecret.proportion("sex", "Female", 0.6)
+    cal = bp.Calibration.from_moments({a_sec: [20.0], b_sec: [30.0]}, {a_sec: [[0.0]], b_sec: [[0.0]]},
+                                      bp.SecretPair(a_sec, b_sec), n_records=50)
+    twin = FloatLaplaceExpM(cal, epsilon=1.0, noise="laplace")
+    b = float(twin.noise_scale[0])
+    answers = (np.array([20.0]), np.array([30.0]))
+    releases = tuple([float(twin.release_value(x, rng=i * N_RELEASES + s).value[0]) for s in range(N_RELEASES)]
+                     for i, x in enumerate(answers))
+    hits = count_identifying(answers, releases, lambda x, r: float_consistent(float(x[0]), r, b))
+    assert twin.guarantee.delta == 0.0
+    assert hits > allowed_identifications(2 * N_RELEASES, twin.guarantee.delta) + 0.05 * 2 * N_RELEASES, hits
