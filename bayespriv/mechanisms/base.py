@@ -90,6 +90,25 @@ class Mechanism(abc.ABC):
       ∞-Wasserstein distance between the true laws and the approximations
       (a confidence bound for k = 1);
     * :meth:`check` returns the report, or raises with ``strict=True``.
+
+    Release noise (every mechanism). Noise is drawn by an exact grid plan of
+    :mod:`~bayespriv.mechanisms.exact_noise`, built at construction from the
+    mechanism's continuous noise (``noise_cov`` or ``noise_scale``/``noise_basis``),
+    with random bits from the OS CSPRNG (a seed only for tests), so no release
+    leaks the answer's low-order bits (Mironov 2012). How each theorem carries over:
+
+    * Laplace-type proofs (ExpM(L), DirM(L), Wasserstein, GroupDP(L), APMQM, MQM,
+      Theorem 4.7's extra noise) rest on the pointwise ratio bound
+      exp(Σ_c |Δ_c|/b_c); :class:`~bayespriv.mechanisms.exact_noise.LaplaceGridPlan`
+      keeps it verbatim (randomized rounding, integer scales t_c ≥ b_c/g + ½),
+      so ε is unchanged.
+    * Gaussian proofs (APGM, EigM, DauM, OptimalGaussian, ExpM(G), DirM(G),
+      GroupDP(G)) are about the laws of F + N; the grid release is within total
+      variation τ (< 2e-19 per coordinate) of a post-processing of that mechanism,
+      so it is (ε, δ + (1 + e^ε)τ)-private
+      (:func:`~bayespriv.mechanisms.exact_noise.delta_with_discretization`). The
+      noise is calibrated at δ minus a reserve ≥ (1 + e^ε)τ (checked at
+      construction), so the stated δ is exactly the one asked for.
     """
 
     theorem: ClassVar[str] = ""
