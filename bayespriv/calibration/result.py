@@ -684,7 +684,24 @@ class Calibration:
                 if self.is_family:
                     row = {"theta": _theta_label(m.theta), **row}
                 rows.append(row)
-        return pd.DataFrame(rows).set_index(["theta", "pair"] if self.is_family else "pair")
+        out = pd.DataFrame(rows).set_index(["theta", "pair"] if self.is_family else "pair")
+        return self._with_w_infinity(out)
+
+    def _with_w_infinity(self, table: pd.DataFrame) -> pd.DataFrame:
+        """For a sampled scalar query (k = 1, not a family), the ∞-Wasserstein distance of each pair —
+        what the Wasserstein mechanism rests on: its plug-in estimate and its DKW confidence bound
+        over the query's provable support (inf when the query declares none; a mechanism may
+        declare one). A W∞ bound is a distribution-free band, not a CLT interval, so it has no
+        standard error of its own; the bound's excess over the estimate is its uncertainty."""
+        if self.k != 1 or self.sample_array is None or self.is_family or self.confidence is None:
+            return table
+        from .wasserstein import wasserstein_bounds
+
+        try:
+            wb = wasserstein_bounds(self).table()
+        except Exception:  # noqa: BLE001 - a display must not fail; the mechanism reports the reason
+            return table
+        return table.join(wb[["estimate", "bound"]].rename(columns={"estimate": "W∞", "bound": "W∞ bound"}))
 
     def moments_table(self) -> pd.DataFrame:
         """One row per (secret, component): mean, its s.e., variance, its s.e. (fourth moments), its lower bound."""

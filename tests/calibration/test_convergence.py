@@ -57,7 +57,10 @@ def test_sensitivity_standard_errors_in_summary_and_repr():
     assert cal.pair_sensitivity_se(1)[0] == pytest.approx(se, rel=1e-12)
     assert cal.sensitivity_se() == pytest.approx(se, rel=1e-12)
     table = cal.summary()
-    assert list(table.columns) == ["L1", "L1 s.e.", "L1 bound", "L2", "L2 s.e.", "L2 bound"]
+    assert list(table.columns) == ["L1", "L1 s.e.", "L1 bound", "L2", "L2 s.e.", "L2 bound", "W∞", "W∞ bound"]
+    # W∞ of two equal-size samples = the largest gap of the quantile coupling (independent computation)
+    assert table["W∞"].iloc[0] == pytest.approx(np.abs(np.sort(x[0]) - np.sort(x[1])).max(), rel=1e-12)
+    assert table["W∞ bound"].iloc[0] >= table["W∞"].iloc[0]
     assert table["L2 s.e."].iloc[0] == pytest.approx(se, rel=1e-12)
     i = int(np.argmin(np.diagonal(cal.cov_array, axis1=1, axis2=2)[:, 0]))
     assert cal.variance_se()[0] == cal.cov_se[i, 0, 0] and "variance s.e." in cal.moments_table().columns
