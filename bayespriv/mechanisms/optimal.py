@@ -27,7 +27,7 @@ from .expected_value import (
     certified_mahalanobis_sq,
 )
 
-__all__ = ["OptimalGaussian"]
+__all__ = ["OptimalGaussian", "box_mahalanobis_sq_bound"]
 
 #: Used when ``solver=None``.
 DEFAULT_SOLVER = "CLARABEL"
@@ -43,13 +43,114 @@ def _check_solver(solver: Any) -> str:
     return name.upper()
 
 
-def _solve_sdp(cons: PairConstraints, radius: float, solver: str) -> tuple[np.ndarray | None, str]:
-    """Least-trace S ⪰ 0 with [[Σ_i + S, d], [dᵀ, r²]] ⪰ 0 for every constraint i and corner d.
+#: ``solver_status`` when the one-constraint closed form is used (no solver call).
+CLOSED_FORM = "closed form (one constraint, exact difference)"
 
-    Scaled for the solver by the congruence diag(D, 1/r) with D = diag(1/√scale_j):
-    ``[[D(Σ+S)D, Dd/r], [dᵀD/r, 1]] ⪰ 0``, variable X = DSD, objective
-    ``trace(S) = Σ_j X_jj · scale_j`` (weights normalised). Returns (S or None, status).
+
+def _solve_sdp(cons: PairConstraints, radius: float, solver: str) -> tuple[np.ndarray | None, str]:
+    """The least-trace S for ``cons``, before certification: the closed form for one
+    constraint with an exact difference (:func:`_closed_form`), else one SDP with one
+    S-procedure LMI per constraint (:func:`_solve_sdp_box`). Returns (S or None, status)."""
+    target = radius**2 * (1.0 - SAFETY)
+    if len(cons) == 1 and cons.exact_difference:
+        return _closed_form(cons.diff[0], cons.cov_common[0], target), CLOSED_FORM
+    return _solve_sdp_box(cons, radius, solver)
+
+
+def _closed_form(d: np.ndarray, cov: np.ndarray, target: float) -> np.ndarray:
+    """Least-trace S ⪰ 0 with ``Σ + S ⪰ ddᵀ/r²``: ``S = (ddᵀ/r² − Σ)₊``.
+
+    Feasible: with M = ddᵀ/r² − Σ = M₊ − M₋, ``Σ + M₊ − ddᵀ/r² = M₋ ⪰ 0``.
+    Optimal: for any feasible S, with P the projector on M's positive
+    eigenspace, ``tr S ≥ tr PSP ≥ tr PMP = tr M₊`` (S ⪰ 0 and S ⪰ M). When Σ ⪰ 0,
+    M has at most one positive eigenvalue (rank-one update) and ``tr S = λ_max(M)₊``.
+    With r² > 0, ``Σ + S ⪰ ddᵀ/r²`` is the Schur form of
+    ``[[Σ + S, d], [dᵀ, r²]] ⪰ 0``, i.e. ``dᵀ(Σ + S)⁺d ≤ r²`` with d in the range.
     """
+    if not np.any(d):
+        return np.zeros_like(cov)
+    M = np.outer(d, d) / target - (cov + cov.T) / 2.0
+    w, V = np.linalg.eigh((M + M.T) / 2.0)
+    return (V * np.clip(w, 0.0, None)) @ V.T
+
+
+def _scaling(cons: PairConstraints, C: np.ndarray, target: float) -> np.ndarray:
+    """Per-component scale (k,) for the solver: the largest of |Σ_jj| and (|d̂_j| + h_j)²/r²."""
+    scale = np.maximum(np.abs(np.diagonal(C, axis1=1, axis2=2)).max(axis=0), (cons.upper**2).max(axis=0) / target)
+    return np.where(scale > 0, scale, 1.0)
+
+
+def _solve_sdp_box(cons: PairConstraints, radius: float, solver: str) -> tuple[np.ndarray | None, str]:
+    """Least-trace S ⪰ 0 such that, for every constraint i, some λ ∈ ℝᵘ (u uncertain components) gives
+
+        ``[[Σ_i + S, H_i, d̂_i], [H_iᵀ, diag(λ), 0], [d̂_iᵀ, 0, r² − Σ_j λ_j]] ⪰ 0``
+
+    with H_i the columns of ``diag(half_width_i)`` of its uncertain components.
+
+    Sound for the box (S-procedure): the Schur complement with respect to
+    A = Σ_i + S gives, for every v ∈ [−1, 1]ᵘ and d = d̂_i + H_i v,
+    ``r² − dᵀA⁺d ≥ Σ_j λ_j (1 − v_j²) ≥ 0`` (λ ⪰ 0 by the diagonal block), so
+    Corollary A.1's condition holds on the whole box, not only at its corners;
+    λ_j = λ is the enclosing ellipsoid ``Σ_j v_j² ≤ u``. It is a relaxation of the
+    2ᵘ corner LMIs (never less noise than they need), one LMI of size k + u + 1
+    per constraint, and identical to the corner LMI when the difference is exact.
+    Scaled for the solver by the congruence ``diag(D, I/r, 1/r)``, D = diag(1/√scale)
+    and μ = λ/r² (variable X = DSD, objective Σ_j X_jj·scale_j, weights normalised).
+    """
+    import cvxpy as cp
+
+    k = cons.k
+    target = radius**2 * (1.0 - SAFETY)
+    r = float(np.sqrt(target))
+    C = (cons.cov_common + np.swapaxes(cons.cov_common, 1, 2)) / 2.0
+    scale = _scaling(cons, C, target)
+    D = 1.0 / np.sqrt(scale)
+    X = cp.Variable((k, k), PSD=True)
+    lmis = [_sprocedure_lmi(cp, X, (D[:, None] * C[i]) * D[None, :], D * cons.diff[i] / r,
+                            D * cons.half_width[i] / r)
+            for i in range(len(cons)) if np.any(cons.upper[i])]
+    if not lmis:
+        return np.zeros((k, k)), "no constraint"
+    problem = cp.Problem(cp.Minimize(cp.sum(cp.multiply(scale / scale.max(), cp.diag(X)))), lmis)
+    return _finish_solve(cp, problem, X, D, solver)
+
+
+def _sprocedure_lmi(cp: Any, X: Any, Ci: np.ndarray, g: np.ndarray, h: np.ndarray) -> Any:
+    """The scaled LMI ``[[Ci + X, G, g], [Gᵀ, diag(μ), 0], [gᵀ, 0, 1 − Σμ]] ⪰ 0`` (G = diag(h), uncertain columns)."""
+    k = Ci.shape[0]
+    cols = np.flatnonzero(h > 0)
+    u = cols.size
+    one = np.ones((1, 1))
+    gcol = g[:, None]
+    if u == 0:
+        return cp.bmat([[Ci + X, gcol], [gcol.T, one]]) >> 0
+    G = np.zeros((k, u))
+    G[cols, np.arange(u)] = h[cols]
+    mu = cp.Variable(u)
+    corner = cp.reshape(1 - cp.sum(mu), (1, 1), order="C")
+    return cp.bmat([[Ci + X, G, gcol], [G.T, cp.diag(mu), np.zeros((u, 1))],
+                    [gcol.T, np.zeros((1, u)), corner]]) >> 0
+
+
+def _finish_solve(cp: Any, problem: Any, X: Any, D: np.ndarray, solver: str) -> tuple[np.ndarray | None, str]:
+    """Solve; unscale ``S = X/(DDᵀ)`` and project onto the PSD cone."""
+    try:
+        problem.solve(solver=solver)
+    except cp.error.SolverError as exc:  # reported, then the formula mechanisms are used
+        return None, f"solver error: {exc}"
+    if X.value is None or problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        return None, str(problem.status)
+    Xv = (X.value + X.value.T) / 2.0
+    S = Xv / np.outer(D, D)
+    w, V = np.linalg.eigh((S + S.T) / 2.0)
+    return (V * np.clip(w, 0.0, None)) @ V.T, str(problem.status)
+
+
+def _solve_sdp_corners(cons: PairConstraints, radius: float, solver: str) -> tuple[np.ndarray | None, str]:
+    """The former program (reference for tests and benchmarks): one LMI
+    ``[[Σ_i + S, d], [dᵀ, r²]] ⪰ 0`` per constraint i and per corner d of its box
+    (2ᵘ corners, refused beyond ``MAX_CORNER_DIMS`` uncertain components). Exact
+    for the box (the condition is convex in d) but exponential in u."""
     import cvxpy as cp
 
     k = cons.k
@@ -57,10 +158,8 @@ def _solve_sdp(cons: PairConstraints, radius: float, solver: str) -> tuple[np.nd
     r = float(np.sqrt(target))
     corners = cons.corners()  # (m, c, k)
     C = (cons.cov_common + np.swapaxes(cons.cov_common, 1, 2)) / 2.0
-    scale = np.maximum(np.abs(np.diagonal(C, axis1=1, axis2=2)).max(axis=0), (corners**2).max(axis=(0, 1)) / target)
-    scale = np.where(scale > 0, scale, 1.0)
+    scale = _scaling(cons, C, target)
     D = 1.0 / np.sqrt(scale)
-    weights = scale / scale.max()
     X = cp.Variable((k, k), PSD=True)
     one = np.ones((1, 1))
     lmis = []
@@ -73,17 +172,64 @@ def _solve_sdp(cons: PairConstraints, radius: float, solver: str) -> tuple[np.nd
             lmis.append(cp.bmat([[Ci + X, u], [u.T, one]]) >> 0)
     if not lmis:
         return np.zeros((k, k)), "no constraint"
-    problem = cp.Problem(cp.Minimize(cp.sum(cp.multiply(weights, cp.diag(X)))), lmis)
-    try:
-        problem.solve(solver=solver)
-    except cp.error.SolverError as exc:  # reported, then the formula mechanisms are used
-        return None, f"solver error: {exc}"
-    if X.value is None or problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-        return None, str(problem.status)
-    Xv = (X.value + X.value.T) / 2.0
-    S = Xv / np.outer(D, D)
-    w, V = np.linalg.eigh((S + S.T) / 2.0)
-    return (V * np.clip(w, 0.0, None)) @ V.T, str(problem.status)
+    problem = cp.Problem(cp.Minimize(cp.sum(cp.multiply(scale / scale.max(), cp.diag(X)))), lmis)
+    return _finish_solve(cp, problem, X, D, solver)
+
+
+def box_mahalanobis_sq_bound(cons: PairConstraints, noise_cov: Any) -> np.ndarray:
+    """A polynomial upper bound ``(m,)`` of ``sup dᵀ(Σ + S)⁻¹d`` over each constraint's box.
+
+    The counterpart of :meth:`PairConstraints.mahalanobis_sq` without the 2ᵘ
+    corners (O(k³) per constraint), for boxes with many uncertain components.
+    With M = Σ_lo + S (or S alone, valid as Σ ⪰ 0; the smaller bound is kept),
+    W = M^{+1/2}, b = W d̂, B = W H (H = diag(half widths)), G = BᵀB, every
+    d = d̂ + Hv, v ∈ [−1, 1]ᵘ, has
+
+        ``dᵀM⁺d = ‖b‖² + 2 bᵀBv + vᵀGv ≤ ‖b‖² + 2‖Bᵀb‖₁ + min(Σ_jl |G_jl|, u·λ_max(G))``
+
+    (the linear term's supremum is exact; ``vᵀGv ≤ Σ|G_jl||v_j||v_l|`` and
+    ``≤ λ_max(G)‖v‖²``). ``inf`` where M is indefinite or d̂ or a column of H
+    leaves M's range (relative tolerance 1e-12, as the corner check). Exact when
+    the differences are exact; never below the corner maximum.
+
+    Parameters
+    ----------
+    cons : PairConstraints
+    noise_cov : array (k, k)
+
+    Returns
+    -------
+    ndarray (m,)
+    """
+    S = np.asarray(noise_cov, dtype=float)
+    S = (S + S.T) / 2.0
+    lower = _quadratic_box_bound(cons.cov_common + S[None], cons.diff, cons.half_width)
+    if not np.any(S):
+        return lower
+    return np.minimum(lower, _quadratic_box_bound(np.broadcast_to(S, cons.cov_common.shape), cons.diff, cons.half_width))
+
+
+def _quadratic_box_bound(mats: np.ndarray, diff: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Per row, the bound of :func:`box_mahalanobis_sq_bound` for one matrix stack."""
+    out = np.empty(mats.shape[0])
+    for i in range(mats.shape[0]):  # m is small (pairs x members); k x k eigendecompositions
+        w, V = np.linalg.eigh((mats[i] + mats[i].T) / 2.0)
+        tol = 1e-12 * max(float(np.abs(w).max()), 1.0)
+        if w[0] < -tol:
+            out[i] = np.inf
+            continue
+        pos = w > tol
+        vectors = np.column_stack([diff[i], np.diag(half[i])[:, half[i] > 0]])  # (k, 1 + u)
+        proj = V.T @ vectors
+        if np.any(np.abs(proj[~pos]) > 1e-12 * max(float(np.abs(proj).max()), 1.0)):
+            out[i] = np.inf
+            continue
+        white = proj[pos] / np.sqrt(w[pos])[:, None]
+        b, B = white[:, 0], white[:, 1:]
+        G = B.T @ B
+        quad = min(float(np.abs(G).sum()), G.shape[0] * float(np.linalg.eigvalsh(G)[-1])) if G.size else 0.0
+        out[i] = float(b @ b) + 2.0 * float(np.abs(B.T @ b).sum()) + quad
+    return out
 
 
 class OptimalGaussian(_GaussianConstraintMechanism):
@@ -100,9 +246,24 @@ class OptimalGaussian(_GaussianConstraintMechanism):
     PSD, still gives d ∈ range and dᵀ(Σ_c + S)⁺d ≤ r*²), so the problem is a
     semidefinite program, solved with cvxpy (Clarabel by default).
 
+    How the program is solved:
+
+    * one constraint with an exact difference: the closed form below, no
+      solver (``solver_status`` is :data:`CLOSED_FORM`, :attr:`source`
+      ``"closed form"``);
+    * otherwise one SDP with, per constraint, the S-procedure LMI of size
+      k + u + 1 (u = uncertain components; :func:`_solve_sdp_box`):
+      ``[[Σ_c + S, H, d̂], [Hᵀ, diag(λ), 0], [d̂ᵀ, 0, r*² − Σλ_j]] ⪰ 0``,
+      H = diag(half widths). Its Schur complement gives
+      ``r*² − dᵀ(Σ_c + S)⁺d ≥ Σ_j λ_j(1 − v_j²) ≥ 0`` for every d = d̂ + Hv of
+      the box, so it is sufficient for the 2ᵘ corner LMIs (a relaxation: never
+      less noise; polynomial instead of exponential in u). With an exact
+      difference it is the corner LMI itself.
+
     The answer is made safe against solver tolerances:
 
-    1. the SDP targets r*²(1 − 1e-9) and its S is projected onto the PSD cone;
+    1. the SDP (and the closed form) targets r*²(1 − 1e-9) and its S is
+       projected onto the PSD cone;
     2. it is checked in float64 with :func:`certified_mahalanobis_sq`
        (``pair_constraints().mahalanobis_sq``, discarding indefinite lower
        bounds); if it fails, the smallest t·I making it pass is added
@@ -120,8 +281,11 @@ class OptimalGaussian(_GaussianConstraintMechanism):
     for the top eigenvector u, attained by S = (ddᵀ/r*² − Σ)₊, so the least
     trace is ``λ_max(ddᵀ/r*² − Σ)₊`` — rank one, but in general *not* along d
     nor along an eigenvector of Σ (the paper's worked example: 6.17, against
-    DauM's 6.78 and EigM's 22.05). With several pairs, members θ or box
-    corners there is no closed form, hence the SDP.
+    DauM's 6.78 and EigM's 22.05). (Σ_c indefinite, possible for a lower
+    bound: the least trace is tr (ddᵀ/r*² − Σ_c)₊, by tr S ≥ tr PSP ≥ tr PMP
+    with P the projector on the positive part of M = ddᵀ/r*² − Σ_c.) With
+    several pairs, members θ or box corners there is no closed form, hence
+    the SDP.
 
     Parameters
     ----------
@@ -137,7 +301,8 @@ class OptimalGaussian(_GaussianConstraintMechanism):
     Attributes
     ----------
     source : str
-        ``"noiseless"``, ``"solver"``, ``"solver+repair"``, ``"EigM"``,
+        ``"noiseless"``, ``"closed form"``, ``"closed form+repair"``,
+        ``"solver"``, ``"solver+repair"``, ``"EigM"``,
         ``"DauM"`` or ``"ExpM"``.
     solver_status : str or None
     repair : float
@@ -158,8 +323,9 @@ class OptimalGaussian(_GaussianConstraintMechanism):
     N(μ_θ, Σ_θ) and independent Z ~ N(0, S), F(X) + Z ~ N(μ_θ, Σ_θ + S), and
     Theorem 4.4 applied to it needs ``dᵀ(Σ_θ + S)⁻¹d ≤ r*²`` for every pair.
     Here it is imposed with Σ_θ replaced by a Loewner lower bound (inverse
-    monotonicity makes that conservative) and d by every corner of the
-    difference box (the condition is convex in d), so it holds on the
+    monotonicity makes that conservative) and d by every point of the
+    difference box (S-procedure, above; certified at every corner, which
+    suffices as the condition is convex in d), so it holds on the
     calibration's event; r* is the analytic radius by default (valid for all
     ε), or ε/c (classic; the paper's proof needs ε ≤ 1). The bound is exact
     for :meth:`Calibration.from_moments`, holds with probability
@@ -224,7 +390,8 @@ class OptimalGaussian(_GaussianConstraintMechanism):
             try:
                 S0 = S
                 S, self.repair = _repair(cons, r2, lambda t: S0 + t * np.eye(self.k), start)
-                solver_source = "solver+repair" if self.repair > 0 else "solver"
+                base = "closed form" if self.solver_status == CLOSED_FORM else "solver"
+                solver_source = f"{base}+repair" if self.repair > 0 else base
                 candidates[solver_source] = S
             except ValidationError as exc:  # pragma: no cover - the fallbacks below are valid
                 self.fallback_reason = f"solver result could not be certified: {exc}"
