@@ -10,6 +10,14 @@ estimate their mean vector and covariance matrix.
             DataFrame.sample per income stratum, pd.concat, the five statistics
             with pandas, then np.mean / np.cov.
 
+(c) sizes: the same calibration (fresh query, model built once) at 100, 1,000 and
+    10,000-record subsets, side by side with the best plain NumPy script we could
+    write (strata index arrays, per-size fastest uniform k-subset sampler among
+    rejection / redraw-duplicates / Bernoulli bitmap (random keys + argpartition
+    were 2.5–3.5× slower than the bitmap), gathers of a precomputed per-stratum
+    feature matrix, mean and covariance) and with the floor
+    (drawing the with-replacement indices alone, rng.integers).
+
 Run by hand (never as a timed unit test)::
 
     .venv/bin/python benchmarks/bench_empirical.py [--repeats 5] [--no-write]
@@ -86,6 +94,123 @@ def pandas_loop(train: pd.DataFrame, seed: int = 0) -> np.ndarray:
     return np.array(means)
 
 
+SIZES = (100, 1_000, 10_000)
+
+
+def plain_features(train: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(N, 5) per-record contributions of the five statistics, and the two income strata."""
+    H = np.column_stack([
+        train["age"].to_numpy(float), train["education-num"].to_numpy(float),
+        (train["marital-status"].to_numpy(str) == "Never-married").astype(float),
+        (train["sex"].to_numpy(str) == "Female").astype(float), train["hours-per-week"].to_numpy(float),
+    ])
+    high = train["income"].to_numpy(str) == ">50K"
+    return H, np.flatnonzero(high), np.flatnonzero(~high)
+
+
+def plain_subsets(N: int, k: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Fastest plain-NumPy uniform k-subsets we measured for each regime (inlined, no library code)."""
+    if k * (k - 1) / (2 * N) < 0.3:  # rejection of whole rows
+        idx = np.sort(rng.integers(0, N, (draws, k), dtype=np.int32), axis=1)
+        bad = np.flatnonzero((idx[:, 1:] == idx[:, :-1]).any(axis=1))
+        while bad.size:
+            new = np.sort(rng.integers(0, N, (bad.size, k), dtype=np.int32), axis=1)
+            idx[bad] = new
+            bad = bad[(new[:, 1:] == new[:, :-1]).any(axis=1)]
+        return idx
+    if 8 * k <= N:  # redraw duplicated entries only
+        idx = np.sort(rng.integers(0, N, (draws, k), dtype=np.int32), axis=1)
+        rows = np.flatnonzero((idx[:, 1:] == idx[:, :-1]).any(axis=1))
+        while rows.size:
+            sub = idx[rows]
+            r, c = np.nonzero(sub[:, 1:] == sub[:, :-1])
+            sub[r, c + 1] = rng.integers(0, N, r.size, dtype=np.int32)
+            sub.sort(axis=1)
+            idx[rows] = sub
+            rows = rows[(sub[:, 1:] == sub[:, :-1]).any(axis=1)]
+        return idx
+    # Bernoulli bitmap with ~k/N bits per row, corrected to exactly k (add / remove uniform indices),
+    # in chunks of ~4M bits (cache-friendly: ~1.5x faster than one (draws, N) bitmap at 10,000 rows)
+    chunk = max(1, 4_000_000 // N)
+    return np.concatenate([_plain_bitmap(N, k, min(draws, s + chunk) - s, rng) for s in range(0, draws, chunk)])
+
+
+def _plain_bitmap(N: int, k: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+    mark = rng.integers(0, 65536, (draws, N), dtype=np.uint16) < min(65535, round(65536 * k / N))
+    have, flat = np.count_nonzero(mark, axis=1), mark.reshape(-1)
+    for add in (True, False):
+        rows = np.flatnonzero(have < k if add else have > k)
+        while rows.size:
+            r = np.repeat(rows, np.abs(k - have[rows])).astype(np.int64)
+            key = np.unique(r * N + rng.integers(0, N, r.size))
+            key = key[flat[key] != add]
+            flat[key] = add
+            have += (1 if add else -1) * np.bincount(key // N, minlength=draws)
+            rows = rows[have[rows] != k]
+    return np.flatnonzero(mark).reshape(draws, k) - (np.arange(draws) * N)[:, None]
+
+
+def draw_chunk(n: int) -> int:
+    """Draws per chunk for the hand-written loops: about one million drawn records."""
+    return max(1, min(N_DRAWS, 1_000_000 // n))
+
+
+def plain_numpy(H, high, low, n: int, seed: int = 0, floor: bool = False) -> np.ndarray:
+    """Calibration statistics in plain NumPy; ``floor=True`` only draws the indices (with replacement)."""
+    rng = np.random.default_rng(seed)
+    scale = np.array([1 / n, 1 / n, 1.0, 1.0, 1 / n])
+    Hh, Hl = H[high].T.copy(), H[low].T.copy()  # per-stratum features: gather straight from local indices
+    means = []
+    for p in (0.45, 0.55):
+        k = round(p * n)
+        if floor:
+            rng.integers(0, high.size, (N_DRAWS, k)), rng.integers(0, low.size, (N_DRAWS, n - k))
+            continue
+        values = np.zeros((N_DRAWS, H.shape[1]))
+        step = draw_chunk(n)  # ~1M drawn records at a time: cache-friendly (1.6x faster at 10,000 rows)
+        for start in range(0, N_DRAWS, step):
+            part = values[start:start + step]
+            for Hs, m in ((Hh, k), (Hl, n - k)):
+                sub = plain_subsets(Hs.shape[1], m, part.shape[0], rng).astype(np.intp)
+                for c in range(H.shape[1]):
+                    part[:, c] += np.take(Hs[c], sub).sum(axis=1)
+        values *= scale
+        means.append(values.mean(axis=0))
+        np.cov(values, rowvar=False)
+    return np.array(means)
+
+
+def size_table(train: pd.DataFrame, repeats: int) -> str:
+    """Markdown rows: ours vs best plain NumPy vs floor at each subset size."""
+    H, high, low = plain_features(train)
+    lines = ["| records per subset | (c) ours `bp.calibrate` (with 95 % bounds) | ours, sampling + mean/cov only "
+             "| best plain NumPy (mean/cov) | floor (indices only) | calibrate / NumPy | sampling / NumPy "
+             "| calibrate / floor |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for n in SIZES:
+        model = census_model(train, n)
+        pairs = income_pairs(0.1, n)
+        run = lambda: bp.calibrate(model, pairs, census_query(), n_draws=N_DRAWS, rng=0)  # noqa: E731
+        query = census_query()
+
+        def sampling_only():
+            rng = np.random.default_rng(0)
+            step = draw_chunk(n)
+            for secret in pairs.secrets:
+                values = np.concatenate([model.sample_query(secret, min(step, N_DRAWS - i), rng, query)
+                                         for i in range(0, N_DRAWS, step)])
+                values.mean(axis=0), np.cov(values, rowvar=False)
+
+        run(), sampling_only()
+        t_o, _, _ = best_of(run, repeats)
+        t_s, _, _ = best_of(sampling_only, repeats)
+        t_np, _, _ = best_of(lambda: plain_numpy(H, high, low, n), repeats)
+        t_fl, _, _ = best_of(lambda: plain_numpy(H, high, low, n, floor=True), repeats)
+        lines.append(f"| {n:,} | {t_o * 1e3:.2f} ms | {t_s * 1e3:.2f} ms | {t_np * 1e3:.2f} ms | {t_fl * 1e3:.2f} ms "
+                     f"| {t_o / t_np:.2f}× | {t_s / t_np:.2f}× | {t_o / t_fl:.1f}× |")
+        print(lines[-1])
+    return "\n".join(lines)
+
+
 def best_of(fn, repeats: int) -> tuple[float, list[float], object]:
     times, out = [], None
     for _ in range(repeats):
@@ -140,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     ours_prebuilt(model)  # converts the columns the query reads, once
     t_pre, pre_times, _ = best_of(lambda: ours_prebuilt(model), args.repeats)
     t_pd, pd_times, pd_means = best_of(lambda: pandas_loop(train), args.pandas_repeats)
+    sizes = size_table(train, args.repeats)
     ratio = t_pd / t_pre
     diff = np.abs(np.asarray(ours_means) - np.asarray(pd_means)).max()
 
@@ -167,8 +293,29 @@ How (a) is fast: for additive queries `EmpiricalDataModel.sample_query` evaluate
 contributions once on the whole table (an N × k float matrix, cached per query) and each drawn
 dataset only gathers and sums rows of it — the same row indices and arithmetic as materialising the
 records (a test checks equality), without copying string columns or re-running predicates per draw.
-Row indices come from vectorized rejection sampling (k distinct of N, redrawing only rows with a
-duplicate). The xarray view of the samples is built lazily. The machine is shared: runs vary ±20 %.
+Row indices come from vectorized uniform k-subset samplers (see the table by size below) and each
+stratum's indices gather its feature rows directly. The xarray view of the samples is built lazily. The machine is shared: runs vary ±20 %.
+
+### Every subset size (c): ours vs the best plain NumPy vs the floor
+
+Same workload, 2 secrets × {N_DRAWS} subsets, 45 % / 55 % >50K, best of {args.repeats} runs each, all
+measured in this one run. Uniform k-subsets per stratum: rejection of whole rows while
+k(k − 1)/2N < 0.3, redrawing only the duplicated entries while k ≤ N/8, above that a Bernoulli
+bitmap (16-bit uniforms below ≈ k/N·2¹⁶) corrected to exactly k members by adding / removing uniform
+indices (each proven uniform in its docstring and χ²-tested, with a biased twin caught). The best
+plain NumPy inlines the same three samplers (the fastest we could write; random keys +
+`argpartition`, the previous large-k path, were 2.5–3.5× slower than the bitmap) and gathers the
+per-stratum feature rows directly; the floor only draws the with-replacement indices. "calibrate"
+also computes the 95 % bounds and builds the result (the calibration engine, outside the data
+model); "sampling" is `model.sample_query` per secret + `np.mean`/`np.cov`, the same work as the
+plain NumPy script. Both hand-written loops process ~10⁶ drawn records at a time (as `calibrate`'s
+chunking does): at 10,000 rows that is 1.6× faster than one 1000 × 10,000 pass.
+Sampler alone, 1000 draws (same machine, same day, load varying): the previous random-key path took
+82–244 ms per stratum at 1,000-row subsets (450 of 6,280 / 550 of 18,942 rows) where redrawing
+duplicates takes 5–13 ms, and 134–445 ms at 10,000-row subsets (4,500 of 6,280 / 5,500 of 18,942)
+where the Bernoulli bitmap takes 49–127 ms. The machine is shared: ratios within ±20 % are noise.
+
+{sizes}
 
 The setup (a') is dominated by the missing-value scan of pandas string columns and their one-off
 conversion to NumPy unicode arrays (so user predicates such as `b["sex"] == "Female"` stay vectorized).

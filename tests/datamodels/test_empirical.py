@@ -14,8 +14,10 @@ stated false-failure probability α):
   exactly.
 
 Broken twins (a sampler drawing WITH replacement, a model drawing the wrong
-number of in-category records, a key sampler with ties) must be caught by the
-same checks.
+number of in-category records, a key sampler with ties, a redraw sampler that
+shifts duplicates to the next index instead of redrawing them, a Bernoulli
+bitmap corrected by keeping the lowest indices) must be caught by
+the same checks.
 """
 
 from __future__ import annotations
@@ -245,6 +247,83 @@ def test_key_path_is_uniform_and_chunking_does_not_change_it():
     np.testing.assert_array_equal(chunked, draws)
 
 
+def test_redraw_path_is_uniform():
+    """N=10, k=4 (≈0.6 repeats per row, up to 3 rounds); 210 subsets, 100 expected each; α = 1e-4."""
+    draws = emp._subsets_by_redraw(10, 4, 21_000, np.random.default_rng(3))
+    assert _subset_pvalue(draws, 10, 4) > ALPHA
+
+
+def test_redraw_path_is_uniform_with_many_repeats():
+    """N=6, k=4 (every row has repeats, many rounds); 15 subsets, 200 expected each; α = 1e-4."""
+    draws = emp._subsets_by_redraw(6, 4, 3000, np.random.default_rng(4))
+    assert _subset_pvalue(draws, 6, 4) > ALPHA
+
+
+def _shift_duplicates(n_rows, k, n_draws, rng):
+    """Broken twin of the redraw sampler: a repeat becomes the next free index, not a fresh draw."""
+    idx = np.sort(rng.integers(0, n_rows, size=(n_draws, k)), axis=1)
+    for _ in range(k):  # test helper: a loop is fine here
+        dup = np.zeros_like(idx, dtype=bool)
+        dup[:, 1:] = idx[:, 1:] == idx[:, :-1]
+        idx[dup] = (idx[dup] + 1) % n_rows
+        idx.sort(axis=1)
+    return idx
+
+
+def test_broken_twin_shifted_duplicates_are_caught():
+    """Shifting repeats to the neighbour favours runs of adjacent indices: the χ² check rejects."""
+    draws = _shift_duplicates(10, 4, 21_000, np.random.default_rng(3))
+    assert _subset_pvalue(draws, 10, 4) < ALPHA
+
+
+@pytest.mark.parametrize("secret", TINY_SECRETS, ids=lambda s: "none" if s is None else s.label)
+def test_redraw_path_sampled_moments_agree_with_exact(secret, monkeypatch):
+    """The model forced onto the redraw path (every stratum, every k) matches the enumeration; α = 1e-4."""
+    monkeypatch.setattr(emp, "REDRAW_MAX_FRACTION", 1.0)
+    monkeypatch.setattr(emp, "_use_rejection", lambda n_rows, k: False)
+    calls = []
+    real = emp._subsets_by_redraw
+    monkeypatch.setattr(emp, "_subsets_by_redraw", lambda *a: calls.append(a[:2]) or real(*a))
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    assert _moment_failures(model, secret, 20_000, np.random.default_rng(5)) == []
+    assert calls
+
+
+def test_bernoulli_path_is_uniform_and_chunking_changes_only_the_stream():
+    """N=8, k=4 (q = 1/2) and N=9, k=7 (q = 7/9, mostly removals); 200 expected per subset; α = 1e-4 each."""
+    draws = emp._subsets_by_bernoulli(8, 4, 14_000, np.random.default_rng(6))
+    assert _subset_pvalue(draws, 8, 4) > ALPHA
+    draws = emp._subsets_by_bernoulli(9, 7, 7200, np.random.default_rng(7), chunk_elements=50)
+    assert _subset_pvalue(draws, 9, 7) > ALPHA
+
+
+def _bernoulli_keep_lowest(n_rows, k, n_draws, rng):
+    """Broken twin of the Bernoulli sampler: the size is corrected with the lowest indices, not random ones."""
+    mark = rng.random((n_draws, n_rows)) < k / n_rows
+    order = np.argsort(~mark, axis=1, kind="stable")  # set bits first, each group in index order
+    have = mark.sum(axis=1)
+    pick = np.where(np.arange(k) < have[:, None], order[:, :k], 0)
+    short = have < k  # too few: add the lowest unset indices
+    unset = np.argsort(mark, axis=1, kind="stable")
+    for r in np.flatnonzero(short):
+        pick[r] = np.concatenate([order[r, :have[r]], unset[r, :k - have[r]]])
+    return pick
+
+
+def test_broken_twin_bernoulli_lowest_indices_are_caught():
+    draws = _bernoulli_keep_lowest(8, 4, 14_000, np.random.default_rng(6))
+    assert _subset_pvalue(draws, 8, 4) < ALPHA
+
+
+@pytest.mark.parametrize("secret", TINY_SECRETS, ids=lambda s: "none" if s is None else s.label)
+def test_bernoulli_path_sampled_moments_agree_with_exact(secret, monkeypatch):
+    """The model forced onto the Bernoulli path (every stratum, every k) matches the enumeration; α = 1e-4."""
+    monkeypatch.setattr(emp, "REDRAW_MAX_FRACTION", 0.0)
+    monkeypatch.setattr(emp, "_use_rejection", lambda n_rows, k: False)
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    assert _moment_failures(model, secret, 20_000, np.random.default_rng(8)) == []
+
+
 def test_broken_twin_key_ties_are_caught():
     """Keys with ties (two values) bias argpartition towards some subsets: the χ² check rejects."""
     rng = np.random.default_rng(2)
@@ -253,15 +332,20 @@ def test_broken_twin_key_ties_are_caught():
     assert _subset_pvalue(draws, 8, 4) < ALPHA
 
 
-def test_dispatch_uses_both_paths(monkeypatch):
+def test_dispatch_uses_every_path(monkeypatch):
     calls = []
-    real_rej, real_keys = emp._subsets_by_rejection, emp._subsets_by_keys
+    real_rej, real_bern, real_redraw = emp._subsets_by_rejection, emp._subsets_by_bernoulli, emp._subsets_by_redraw
     monkeypatch.setattr(emp, "_subsets_by_rejection", lambda *a, **kw: calls.append("rejection") or real_rej(*a, **kw))
-    monkeypatch.setattr(emp, "_subsets_by_keys", lambda *a, **kw: calls.append("keys") or real_keys(*a, **kw))
+    monkeypatch.setattr(emp, "_subsets_by_bernoulli", lambda *a, **kw: calls.append("bernoulli") or real_bern(*a, **kw))
     model = bp.EmpiricalDataModel(TINY, N_TINY)
-    model.sample(bp.DatasetSecret.proportion("g", "a", 0.5), 10, rng=0)  # 2 of 3 (keys), 2 of 4 (rejection)
-    assert calls == ["keys", "rejection"]
+    model.sample(bp.DatasetSecret.proportion("g", "a", 0.5), 10, rng=0)  # 2 of 3 (bitmap), 2 of 4 (rejection)
+    assert calls == ["bernoulli", "rejection"]
     assert emp.sample_subsets(5, 5, 3, np.random.default_rng(0)).tolist() == [list(range(5))] * 3
+    monkeypatch.setattr(emp, "_subsets_by_redraw", lambda *a: calls.append("redraw") or real_redraw(*a))
+    calls.clear()
+    for k in (20, 450, 751, 5999):  # of 6000 rows: rejection, redraw (k ≤ N/8), bitmap, bitmap
+        emp.sample_subsets(6000, k, 4, np.random.default_rng(0))
+    assert calls == ["rejection", "redraw", "bernoulli", "bernoulli"]
     assert emp.sample_subsets(5, 0, 3, np.random.default_rng(0)).shape == (3, 0)
 
 
@@ -323,14 +407,15 @@ def test_adult_datasets_have_exact_counts_and_no_repeats(adult_dir):
         assert not np.any(ids[:, 1:] == ids[:, :-1])
 
 
-def test_adult_large_n_uses_keys_without_repeats(adult_dir):
-    """n = 2000 of 45 222 rows: k(k−1)/2N ≈ 44, so the chunked key path runs."""
+@pytest.mark.parametrize("n_records", [2000, 10_000])
+def test_adult_large_n_has_no_repeats(adult_dir, n_records):
+    """n = 2000 of 45 222 rows: k(k−1)/2N ≈ 44, the redraw path; n = 10 000 > N/8: the chunked Bernoulli bitmap."""
     from models.census import load_adult
 
     table = load_adult(adult_dir)
     table = table.assign(id=np.arange(len(table)))
-    assert not emp._use_rejection(len(table), 2000)
-    model = bp.EmpiricalDataModel(table, 2000)
+    assert not emp._use_rejection(len(table), n_records)
+    model = bp.EmpiricalDataModel(table, n_records)
     batch = model.sample(None, 150, rng=2, columns=["id"])
     ids = np.sort(batch["id"], axis=1)
     assert not np.any(ids[:, 1:] == ids[:, :-1])
@@ -349,6 +434,7 @@ def test_additive_fast_path_equals_materialised_records():
     slow = q.evaluate(model.sample(secret, 500, 7, columns=q.columns))
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
     assert np.all(fast[:, 1] == 10)
+    np.testing.assert_array_equal(model.sample_query(secret, 500, 7, q), fast)  # cached stratum features
     import pickle
 
     clone = pickle.loads(pickle.dumps(model))
