@@ -16,7 +16,8 @@ Run by hand (not a timed test)::
    10^6 records per secret, for a hierarchical model (p ~ Beta(2, 2), gender ~
    Bernoulli(p), height | gender normal) under ``DistributionSecret("p", 0.3)``
    vs ``0.7`` (forward route) and under the dataset secrets "30% / 70% women"
-   (exact Beta-Bernoulli route). The engine chunks the draws (8 per task);
+   (exact Beta-Bernoulli route). The engine chunks the draws (``default_chunk_size``:
+   64 MiB of drawn records per task counting both model columns, 4 per task);
    peak memory is the growth of the process's peak RSS (``ru_maxrss``) over
    the RSS before the run, each scenario in a fresh subprocess.
 """
@@ -104,6 +105,7 @@ def _hier_builder(n):
 def memory_child(kind: str, n_records: int, n_draws: int) -> dict:
     """Run one calibration in this (fresh) process and report memory and time."""
     import bayespriv as bp
+    from bayespriv.calibration.engine import default_chunk_size
     from bayespriv.datamodels.pymc import PyMCDataModel
 
     model = PyMCDataModel(_hier_builder, n_records=n_records, columns=["gender", "height"], parameters=["p"])
@@ -121,7 +123,8 @@ def memory_child(kind: str, n_records: int, n_draws: int) -> dict:
     routes = {k: v["route"] for k, v in cal.diagnostics["mcmc"].items()}
     return {"kind": kind, "n_records": n_records, "n_draws": n_draws, "rss_before_mib": base,
             "peak_before_mib": peak_before, "peak_mib": peak, "growth_mib": peak - base, "seconds": seconds,
-            "sensitivity": cal.sensitivity(2), "variance": float(cal.variance()[0]), "routes": routes}
+            "sensitivity": cal.sensitivity(2), "variance": float(cal.variance()[0]), "routes": routes,
+            "chunk": default_chunk_size(model, bp.mean("height"), n_draws)}
 
 
 def memory(n_records: int, n_draws: int) -> list[dict]:
@@ -164,8 +167,8 @@ def write(speed_rows: list[dict], mem_rows: list[dict], path: Path) -> str:
         "Hierarchical model p ~ Beta(2, 2), gender ~ Bernoulli(p), height | gender ~ N(64 or 70, 3).",
         "Each row in a fresh process; growth = peak RSS (`ru_maxrss`) − RSS before `calibrate`",
         "(after compiling the sampler). The engine cuts the draws into tasks of",
-        f"{8_000_000 // mem_rows[0]['n_records']} draws (`CHUNK_ELEMENTS` = 8·10^6 elements / n_records); each task holds a few",
-        "8 × 10^6 arrays (gender, its uniforms, the means, the heights: 64 MB each).",
+        f"{mem_rows[0]['chunk']} draws (`default_chunk_size`: 64 MiB / (n_records × 16 bytes for the two model",
+        "columns)); each task holds a few draws × n_records arrays (gender, its uniforms, the means, the heights).",
         "For the dataset secrets the route is `forward`: height depends on p only through gender, which the",
         "secret fixes, so no posterior of p is needed.",
         "",

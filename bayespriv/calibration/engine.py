@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import multiprocessing
+import os
 from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from collections.abc import Mapping
@@ -26,10 +29,12 @@ from ..secrets import Secret, SecretPair, as_pairs
 from .moments import bonferroni_z, sample_moments
 from .result import Calibration
 
-__all__ = ["calibrate", "draw_query_samples", "minimum_draws"]
+__all__ = ["calibrate", "default_chunk_size", "draw_query_samples", "minimum_draws"]
 
 #: Elements (draws x records x columns) one chunk may hold: ~64 MB of float64.
 CHUNK_ELEMENTS = 8_000_000
+#: Bytes of drawn records one task may hold (draws x n_records x ``DataModel.bytes_per_record``).
+CHUNK_BYTES = 8 * CHUNK_ELEMENTS
 
 
 def _run(model: DataModel, secret: Secret, query: Query, n_draws: int, seed: np.random.SeedSequence) -> np.ndarray:
@@ -49,10 +54,40 @@ def _unpickled(payload: bytes) -> Any:
     return cloudpickle.loads(payload)
 
 
+def _one_blas_thread() -> Any:
+    """A context in which BLAS/OpenMP pools run one thread (threadpoolctl; a no-op without it).
+
+    Process-pool workers run side by side, one per core: a BLAS pool per worker sized
+    for the whole machine oversubscribes the cores. In a child process (a pool worker)
+    the limit is set once and kept (:func:`_pin_blas_threads`: setting it costs a few
+    milliseconds); in the caller's own process (an executor that runs tasks inline) it
+    is scoped to the task, leaving the caller's thread pools as they were.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn's usual stack
+        return contextlib.nullcontext()
+    if multiprocessing.parent_process() is None:
+        return threadpool_limits(limits=1)
+    _pin_blas_threads(os.getpid())
+    return contextlib.nullcontext()
+
+
+@functools.lru_cache(maxsize=1)
+def _pin_blas_threads(pid: int) -> Any:
+    """Limit this worker process's BLAS/OpenMP pools to one thread, once per ``pid``
+    (a forked child inherits the cache but not the limit: its pid differs)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
 def _run_pickled(model: bytes, secret: Secret, query: bytes, n_draws: int,
                  seed: np.random.SeedSequence) -> np.ndarray:
-    """:func:`_run` in a worker process: the model and the query arrive as cloudpickle bytes."""
-    return _run(_unpickled(model), secret, _unpickled(query), n_draws, seed)
+    """:func:`_run` in a worker process: the model and the query arrive as cloudpickle bytes;
+    BLAS runs on one thread (:func:`_one_blas_thread`)."""
+    with _one_blas_thread():
+        return _run(_unpickled(model), secret, _unpickled(query), n_draws, seed)
 
 
 def _pickled_tasks(tasks: list[tuple]) -> list[tuple]:
@@ -99,12 +134,8 @@ def _map(tasks: list[tuple], executor: Any, bar: ProgressBar) -> list[np.ndarray
             bar.update()
         return out
     if _is_dask_client(executor):
-        # Ship each distinct model once; tasks are random, so never cache them (pure=False).
-        models = {id(t[0]): t[0] for t in tasks}
-        scattered = {key: executor.scatter(m, broadcast=True) for key, m in models.items()}
-        tasks = [(scattered[id(t[0])],) + t[1:] for t in tasks]
-        executor = executor.get_executor(pure=False)
-    elif not isinstance(executor, Executor):
+        return _dask_map(tasks, executor, bar)
+    if not isinstance(executor, Executor):
         raise ParameterTypeError(
             "executor must be None, a concurrent.futures.Executor or a dask.distributed Client; "
             f"got {type(executor).__name__}"
@@ -120,16 +151,77 @@ def _map(tasks: list[tuple], executor: Any, bar: ProgressBar) -> list[np.ndarray
     return out
 
 
+def _dask_scatter(client: Any, objects: Sequence[Any]) -> dict[int, Any]:
+    """Futures of ``objects`` on every worker, keyed by ``id``, each under a fresh key.
+
+    ``hash=False`` gives every scatter its own key. With the default content-hash key,
+    a second calibration of the same model scatters under the key the first one's
+    futures are releasing; the scheduler can forget the data between the two, and
+    the new tasks fail with ``FutureCancelledError: lost dependencies``.
+    """
+    distinct = {id(o): o for o in objects}
+    return {key: client.scatter(o, broadcast=True, hash=False) for key, o in distinct.items()}
+
+
+def _dask_map(tasks: list[tuple], client: Any, bar: ProgressBar) -> list[np.ndarray]:
+    """Run ``_run(*task)`` for every task on a dask ``Client``, results in task order.
+
+    Stages: scatter each distinct model and query once under unique keys
+    (:func:`_dask_scatter`); submit every task with ``pure=False`` (tasks are
+    random: never deduplicated or cached); collect in order. The scattered futures
+    stay referenced until every task has finished; if one fails, every task of the
+    call is cancelled (the erred one too), so nothing of this call outlives it on
+    the cluster.
+    """
+    data = _dask_scatter(client, [t[0] for t in tasks] + [t[2] for t in tasks])
+    futures = [client.submit(_run, data[id(m)], s, data[id(q)], n, seed, pure=False)
+               for m, s, q, n, seed in tasks]
+    try:
+        out = []
+        for i in range(len(futures)):  # no loop variable: a raised error's frame keeps no future alive
+            out.append(futures[i].result())
+            bar.update()
+    except BaseException:
+        client.cancel(futures)  # the erred task and the unfinished ones; the error keeps its traceback
+        raise
+    finally:
+        del futures, data
+    return out
+
+
 def _is_dask_executor(executor: Any) -> bool:
     """A dask ``ClientExecutor`` (dask pickles with cloudpickle itself)."""
     return type(executor).__module__.startswith("distributed")
 
 
+def default_chunk_size(model: DataModel, query: Query, n_draws: int) -> int:
+    """Draws per task when ``chunk_size`` is not given: ``CHUNK_BYTES`` of drawn records.
+
+    Counts every column the model draws (``model.bytes_per_record(query.columns)``,
+    8 bytes per model column by default), not only the query's: a query on one
+    column of a two-column model still makes the model draw both.
+
+    Parameters
+    ----------
+    model : DataModel
+    query : Query
+    n_draws : int
+
+    Returns
+    -------
+    int
+        ``max(1, min(n_draws, CHUNK_BYTES // (n_records × bytes_per_record)))``.
+    """
+    per_record = model.bytes_per_record(query.columns)
+    if isinstance(per_record, bool) or not isinstance(per_record, (int, np.integer)) or per_record < 1:
+        raise fail(f"{type(model).__name__}.bytes_per_record()", "a positive int", per_record)
+    return max(1, min(n_draws, CHUNK_BYTES // (model.n_records * int(per_record))))
+
+
 def _plan(models: Sequence[DataModel], secrets: Sequence[Secret], query: Query, n_draws: int,
           seeds: Sequence[np.random.SeedSequence], chunk_size: int | None) -> tuple[list[tuple], int]:
     if chunk_size is None:
-        per_draw = models[0].n_records * max(len(query.columns), 1)
-        chunk_size = max(1, min(n_draws, CHUNK_ELEMENTS // per_draw))
+        chunk_size = default_chunk_size(models[0], query, n_draws)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     sizes = _chunk_sizes(n_draws, chunk_size)
     tasks = []
@@ -224,10 +316,15 @@ def calibrate(
         cloudpickle, once each per calibration, so lambdas and locally
         defined functions travel (a worker unpickles each once and keeps
         it). Seeds are fixed per task before any runs, so every executor
-        gives the same numbers. A dask client gets
-        each model scattered once and tasks submitted with ``pure=False``.
+        gives the same numbers; process workers run BLAS on one thread per
+        task. A dask client gets each model and query scattered once per call
+        under fresh keys (so one Client serves any number of calls) and tasks
+        submitted with ``pure=False``.
     chunk_size : int, optional
-        Draws per task; bounds memory to ``chunk_size × n_records × columns``.
+        Draws per task; bounds memory to ``chunk_size × n_records ×
+        model.bytes_per_record()``. Default: :func:`default_chunk_size`
+        (about 64 MiB of drawn records per task, counting every column the
+        model draws).
     progress : bool, optional
         Show a progress bar over the sampling tasks (tqdm: a widget in notebooks, text on
         stderr in terminals; :func:`bayespriv._progress.progress`). True: always; False:

@@ -123,6 +123,30 @@ class DataModel(abc.ABC):
                 )
         return {c: batch[c] for c in cols}
 
+    def bytes_per_record(self, columns: Sequence[str] | None = None) -> int:
+        """Bytes one record of one dataset occupies while a sampling task runs.
+
+        :func:`~bayespriv.calibrate` sizes its chunks with it (draws per task ×
+        ``n_records`` × this ≈ ``CHUNK_BYTES``), so it must count every column
+        the model *draws*, not only those a query reads: a model draws the
+        ancestors of the requested columns too (a PyMC height needs its
+        gender). The default is 8 bytes (float64) per column of the model,
+        whatever ``columns`` asks for, which bounds any model that draws only
+        its own columns. Models that draw fewer (only ``columns``) or hold
+        more per record (latent variables, uniforms kept alongside) override it.
+
+        Parameters
+        ----------
+        columns : sequence of str, optional
+            The columns a query will read (default: all); unused by the default.
+
+        Returns
+        -------
+        int
+            At least 8.
+        """
+        return 8 * max(len(self.columns), 1)
+
     def sample_query(self, secret: Secret | None, n_draws: int, rng: RNGLike, query: Query) -> np.ndarray:
         """Draw ``n_draws`` datasets given ``secret`` and return F on them, ``(n_draws, k)``.
 
