@@ -13,7 +13,7 @@ from ..calibration.assumptions import RelaxationEstimate, default_eta, estimate_
 from ..errors import ValidationError
 from .base import Guarantee, Mechanism, check_gaussian_params, check_nonnegative, relaxed_parameters
 from .expected_value import choose_covariance_mode, unequal_covariance_boxes, unequal_noise
-from .privacy_loss import PairBox, privacy_curve
+from .privacy_loss import PairBox, box_assumptions, privacy_curve
 
 __all__ = ["APGM", "APGMnG"]
 
@@ -114,7 +114,7 @@ class APGM(Mechanism):
 
     def _set_unequal_noise(self) -> None:
         """Stage 2 (unequal covariances): scale the shape I by the exact privacy curve."""
-        self._proof_assumptions = ("gaussian_query",)
+        self._proof_assumptions = ("gaussian_query",) + box_assumptions(self._boxes())
         cov, scale, _ = unequal_noise(self, np.eye(self.k), self._boxes())
         self.noise_scale_factor = scale / self.sigma2 if self.sigma2 > 0 else scale
         self.sigma2 = float(scale)

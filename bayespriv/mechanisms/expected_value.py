@@ -50,7 +50,7 @@ from ..calibration.assumptions import check_assumptions
 from ..calibration.moments import shrink_factor
 from .base import Guarantee, Mechanism, check_gaussian_params, check_noise
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius
-from .privacy_loss import PairBox, box_delta, gaussian_delta, privacy_curve, scale_for_delta
+from .privacy_loss import PairBox, box_assumptions, box_delta, gaussian_delta, privacy_curve, scale_for_delta
 
 __all__ = [
     "ExpM",
@@ -369,7 +369,7 @@ class _GaussianConstraintMechanism(Mechanism):
         #: Factor applied to the equal-covariance noise shape (1.0 in ``"equal"`` mode).
         self.noise_scale_factor = 1.0
         if self.covariance_mode == "unequal":
-            self._proof_assumptions = ("gaussian_query",)
+            self._proof_assumptions = ("gaussian_query",) + box_assumptions(self._boxes())
             self.assumption_notes = ()
         return self.constraints
 

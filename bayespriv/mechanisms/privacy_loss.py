@@ -73,6 +73,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr, ndtr
@@ -941,3 +943,24 @@ def _bracket_search(delta_of, lo: float, hi: float, d_lo: float, d_hi: float, lo
                 f_lo *= 0.5
             last = 1
     return lo, hi, d_lo, d_hi
+
+
+#: Assumption named by a guarantee whose covariance box is searched rather than proven (k > 2).
+BOX_SEARCH_ASSUMPTION = "covariance_box_search"
+
+
+def box_assumptions(boxes: Any) -> tuple[str, ...]:
+    """``("covariance_box_search",)`` when some box is a real box (sampled bounds) in k > 2 dimensions.
+
+    The worst case over a box of covariances is found by a search over extreme points aligned
+    with the generalized eigenvectors and the mean box's corners; that it is the maximum is
+    verified by brute force for k ≤ 2 only, so beyond that the guarantee names the assumption.
+    Exact calibrations (a single point) need none.
+    """
+    for b in boxes:
+        k = int(np.asarray(b.diff).shape[-1])
+        real_box = bool(np.any(np.asarray(b.half_width) > 0)) or b.eta_a > 0 or b.eta_b > 0
+        if k > 2 and real_box:
+            return (BOX_SEARCH_ASSUMPTION,)
+    return ()
+
