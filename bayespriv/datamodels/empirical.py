@@ -157,27 +157,6 @@ def _subsets_by_bernoulli(
     return out
 
 
-def _subsets_by_keys(
-    n_rows: int, k: int, n_draws: int, rng: np.random.Generator, *, chunk_elements: int = KEY_CHUNK_ELEMENTS
-) -> np.ndarray:
-    """``(n_draws, k)`` distinct indices in ``[0, n_rows)``, by random keys.
-
-    Every index gets an i.i.d. uniform key; the ranking of i.i.d. continuous
-    keys is a uniformly random permutation, so the indices of the ``k`` smallest
-    keys (``argpartition``) are a uniform k-subset. Keys are 53-bit uniforms:
-    ties have probability below ``N²/2^54`` and, even then, ``argpartition``
-    still returns ``k`` distinct indices. Draws are processed in chunks of at
-    most ``chunk_elements`` keys to bound memory.
-    """
-    out = np.empty((n_draws, k), dtype=np.intp)
-    chunk = max(1, chunk_elements // n_rows)
-    for start in range(0, n_draws, chunk):
-        stop = min(n_draws, start + chunk)
-        keys = rng.random((stop - start, n_rows))
-        out[start:stop] = np.argpartition(keys, k - 1, axis=1)[:, :k]
-    return out
-
-
 def sample_subsets(n_rows: int, k: int, n_draws: int, rng: np.random.Generator) -> np.ndarray:
     """``n_draws`` independent uniform k-subsets of ``range(n_rows)``, as ``(n_draws, k)``.
 
@@ -185,9 +164,7 @@ def sample_subsets(n_rows: int, k: int, n_draws: int, rng: np.random.Generator) 
     ``k ≤ N/8`` redraws only the repeated entries, larger ``k`` a Bernoulli
     bitmap corrected to exactly ``k`` members; all three give the uniform
     distribution over k-subsets (see :func:`_subsets_by_rejection`,
-    :func:`_subsets_by_redraw` and :func:`_subsets_by_bernoulli`; the former
-    random-key sampler :func:`_subsets_by_keys` is kept as an independent
-    reference). The order of the indices within a row carries
+    :func:`_subsets_by_redraw` and :func:`_subsets_by_bernoulli`). The order of the indices within a row carries
     no meaning.
     """
     if not 0 <= k <= n_rows:

@@ -174,7 +174,7 @@ def test_broken_twin_wrong_k_is_caught():
 
 
 def test_every_dataset_has_k_in_category_and_no_repeat():
-    """Tiny table (k=2 of 3 rows: key path; 2 of 4: rejection path) and a larger one."""
+    """Tiny table (k=2 of 3 rows: bitmap path; 2 of 4: rejection path) and a larger one."""
     for table, n, p in [(TINY, N_TINY, 0.5), (_wide_table(2000), 50, 0.3)]:
         model = bp.EmpiricalDataModel(table, n)
         secret = bp.DatasetSecret.proportion("g", "a", p)
@@ -236,15 +236,6 @@ def test_rejection_path_is_uniform():
     assert emp._use_rejection(20, 3)
     draws = emp._subsets_by_rejection(20, 3, 114_000, np.random.default_rng(1))
     assert _subset_pvalue(draws, 20, 3) > ALPHA
-
-
-def test_key_path_is_uniform_and_chunking_does_not_change_it():
-    """N=8, k=4 (k(k−1)/2N = 0.75: keys); 70 subsets, 200 expected each; α = 1e-4."""
-    assert not emp._use_rejection(8, 4)
-    draws = emp._subsets_by_keys(8, 4, 14_000, np.random.default_rng(2))
-    assert _subset_pvalue(draws, 8, 4) > ALPHA
-    chunked = emp._subsets_by_keys(8, 4, 14_000, np.random.default_rng(2), chunk_elements=50)
-    np.testing.assert_array_equal(chunked, draws)
 
 
 def test_redraw_path_is_uniform():
