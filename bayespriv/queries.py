@@ -523,6 +523,25 @@ def query_fingerprint(query: Query) -> str:
     return hashlib.sha256(_Canon().encode(query).encode("utf-8")).hexdigest()
 
 
+def complete_fingerprint(query: Query) -> str | None:
+    """:func:`query_fingerprint` when it determines everything the query reads, else None.
+
+    A fingerprint is *complete* when nothing was cut off (depth, node count),
+    found opaque, or covered by its type only (objects of installed libraries,
+    classes, modules — a module's attributes can change — and module-level
+    values other than simple values, arrays and same-module functions). Two
+    queries with the same complete fingerprint run the same code on the same
+    values, so results computed for one (e.g. a data model's per-record
+    features of an additive query) can be reused for the other. Used as a cache
+    key only; the release check uses :func:`query_fingerprint`.
+    """
+    import hashlib
+
+    canon = _Canon()
+    text = canon.encode(query)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if canon.complete else None
+
+
 class _Canon:
     """A canonical text of a callable and the data it closes over: no ids, no addresses, no
     hash-order (sets and mappings are sorted), no source positions."""
@@ -530,20 +549,26 @@ class _Canon:
     def __init__(self) -> None:
         self._stack: set[int] = set()
         self._count = 0
+        #: False once anything was cut off or covered by its type only (:func:`complete_fingerprint`).
+        self.complete = True
+
+    def _partial(self, text: str) -> str:
+        self.complete = False
+        return text
 
     def encode(self, obj: Any, depth: int = 0) -> str:
         if isinstance(obj, _SIMPLE):
             return f"{type(obj).__name__}:{obj!r}"
         self._count += 1
         if depth > _FINGERPRINT_DEPTH or self._count > _FINGERPRINT_NODES:
-            return f"cut:{_qualname(type(obj))}"
+            return self._partial(f"cut:{_qualname(type(obj))}")
         if id(obj) in self._stack:
-            return f"cycle:{_qualname(type(obj))}"
+            return self._partial(f"cycle:{_qualname(type(obj))}")
         self._stack.add(id(obj))
         try:
             return self._encode(obj, depth + 1)
         except Exception:  # an object that cannot be inspected counts by its type (never break a query)
-            return f"opaque:{_qualname(type(obj))}"
+            return self._partial(f"opaque:{_qualname(type(obj))}")
         finally:
             self._stack.discard(id(obj))
 
@@ -580,9 +605,9 @@ class _Canon:
         if isinstance(obj, (types.BuiltinFunctionType, np.ufunc)):
             return f"builtin:{getattr(obj, '__module__', None)}.{getattr(obj, '__qualname__', obj.__name__)}"
         if isinstance(obj, types.ModuleType):
-            return f"module:{obj.__name__}"
+            return self._partial(f"module:{obj.__name__}")
         if isinstance(obj, type):
-            return f"type:{_qualname(obj)}"
+            return self._partial(f"type:{_qualname(obj)}")
         if isinstance(obj, Mapping):
             items = sorted(f"{self.encode(k, depth)}=>{self.encode(v, depth)}" for k, v in obj.items())
             return "map{" + ",".join(items) + "}"
@@ -595,7 +620,7 @@ class _Canon:
             return f"dataclass:{_qualname(type(obj))}({fields}){self._call_code(obj, depth)}"
         state = getattr(obj, "__dict__", None)
         if _installed_library(type(obj)):  # e.g. a PyMC model: its graph carries per-build ids; its type only
-            return f"object:{_qualname(type(obj))}"
+            return self._partial(f"object:{_qualname(type(obj))}")
         body = self.encode(dict(state), depth) if isinstance(state, dict) else ""
         return f"object:{_qualname(type(obj))}({body}){self._call_code(obj, depth)}"
 
@@ -635,7 +660,7 @@ class _Canon:
             elif callable(value) and same_module:
                 out.append(f"{name}={self.encode(value, depth)}")
             else:
-                out.append(f"{name}:{_qualname(type(value))}")
+                out.append(self._partial(f"{name}:{_qualname(type(value))}"))
         return "{" + ",".join(out) + "}"
 
     def _call_code(self, obj: Any, depth: int) -> str:

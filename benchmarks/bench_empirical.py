@@ -94,6 +94,118 @@ def pandas_loop(train: pd.DataFrame, seed: int = 0) -> np.ndarray:
     return np.array(means)
 
 
+def notebook_method(table: pd.DataFrame, seed: int = 0, *, filter_each_time: bool = False) -> np.ndarray:
+    """The authors' notebook method, as reconstructed (the notebook itself is not on this machine).
+
+    Appendix C.1 of the paper, on the whole 45,222-row table: for each secret, 1000 times, sample
+    45 (55) of the >50K rows and 55 (45) of the others with ``DataFrame.sample``, ``pd.concat``, the
+    three means with pandas and the two counts with ``value_counts``; then ``np.mean``/``np.cov``.
+    ``filter_each_time=True`` selects the two income groups from the whole table inside the loop
+    (``df[df["income"] == ">50K"].sample(...)``) instead of once.
+    """
+    np.random.seed(seed)  # noqa: NPY002 — the notebook's own style of randomness (global state)
+    rich, poor = table[table["income"] == ">50K"], table[table["income"] != ">50K"]
+    means = []
+    for p in (0.45, 0.55):
+        k = round(p * N_RECORDS)
+        rows = []
+        for _ in range(N_DRAWS):
+            if filter_each_time:
+                rich, poor = table[table["income"] == ">50K"], table[table["income"] != ">50K"]
+            subset = pd.concat([rich.sample(n=k), poor.sample(n=N_RECORDS - k)])
+            rows.append([
+                subset["age"].mean(), subset["education-num"].mean(),
+                subset["marital-status"].value_counts().get("Never-married", 0),
+                subset["sex"].value_counts().get("Female", 0), subset["hours-per-week"].mean(),
+            ])
+        values = np.array(rows, dtype=float)
+        means.append(values.mean(axis=0))
+        np.cov(values, rowvar=False)
+    return np.array(means)
+
+
+def plain_numpy_fresh(table: pd.DataFrame, seed: int = 0) -> np.ndarray:
+    """The best plain NumPy from the raw DataFrame: features (object-array comparisons, no
+    unicode conversion), strata, then :func:`plain_numpy` at 100 records."""
+    H = np.column_stack([
+        table["age"].to_numpy(float), table["education-num"].to_numpy(float),
+        table["marital-status"].to_numpy(object) == "Never-married",
+        table["sex"].to_numpy(object) == "Female", table["hours-per-week"].to_numpy(float),
+    ]).astype(float)
+    high = table["income"].to_numpy(object) == ">50K"
+    return plain_numpy(H, np.flatnonzero(high), np.flatnonzero(~high), N_RECORDS, seed)
+
+
+NOTEBOOK_HEADING = "## Against the authors' notebook method (whole table, fresh model)"
+
+
+def notebook_table(full: pd.DataFrame, repeats: int, nb_repeats: int) -> str:
+    """Markdown section: the notebook method vs ours (fresh model, 95 % bounds) vs plain NumPy."""
+    fresh = lambda: bp.calibrate(census_model(full, N_RECORDS), income_pairs(0.1), census_query(),  # noqa: E731
+                                 n_draws=N_DRAWS, rng=0).mean_array
+    model = census_model(full, N_RECORDS)
+    prebuilt = lambda: bp.calibrate(model, income_pairs(0.1), census_query(), n_draws=N_DRAWS, rng=0).mean_array  # noqa: E731
+    H, high, low = plain_features(full)
+    fresh(), prebuilt(), plain_numpy_fresh(full)
+    t_fresh, fresh_runs, ours_means = best_of(fresh, repeats)
+    t_pre, _, _ = best_of(prebuilt, repeats)
+    t_npf, _, _ = best_of(lambda: plain_numpy_fresh(full), repeats)
+    t_np, _, _ = best_of(lambda: plain_numpy(H, high, low, N_RECORDS), repeats)
+    t_nb, nb_runs, nb_means = best_of(lambda: notebook_method(full), nb_repeats)
+    t_nbf, nbf_runs, _ = best_of(lambda: notebook_method(full, filter_each_time=True), nb_repeats)
+    diff = np.abs(np.asarray(ours_means) - np.asarray(nb_means)).max()
+    rows = [
+        ("(N1) notebook method: groups selected once, `DataFrame.sample`, `pd.concat`, `value_counts`", t_nb, nb_runs),
+        ("(N2) notebook method, groups selected from the whole table inside the loop", t_nbf, nbf_runs),
+        ("**ours, fresh**: `census_model(full)` + `bp.calibrate(...)` with 95 % bounds, new query", t_fresh, fresh_runs),
+        ("ours, model built once (new query object each call)", t_pre, None),
+        ("best plain NumPy from the DataFrame (features by object comparisons, strata, sampling, mean/cov)", t_npf, None),
+        ("best plain NumPy, features prebuilt (sampling, mean/cov)", t_np, None),
+    ]
+    lines = ["| implementation | best time | runs |", "| --- | --- | --- |"]
+    for label, t, runs in rows:
+        shown = ", ".join(f"{r * 1e3:.1f}" for r in runs) + " ms" if runs else ""
+        lines.append(f"| {label} | {t * 1e3:.1f} ms | {shown} |")
+    return f"""{NOTEBOOK_HEADING}
+
+The paper's census workload (appendix C.1) on the **whole {len(full):,}-row table**: 2 secrets (45 / 55 of
+100 records >50K) × {N_DRAWS} subsets of {N_RECORDS} records, five statistics, mean vector and covariance;
+best of {repeats} runs (ours, NumPy) / {nb_repeats} (notebook), all in this one run.
+The authors' notebook is not on this machine (no web access): (N1) is our reconstruction of its method
+from the paper and the issue's description (pandas sampling per subset, `value_counts` for the counts);
+(N2) is the same with the income groups re-selected from the whole table in every iteration, as
+notebooks often do. Largest difference between the mean estimates of ours and (N1): {diff:.3f}
+(Monte-Carlo noise).
+
+{chr(10).join(lines)}
+
+| ratio | value |
+| --- | --- |
+| (N1) / ours fresh | **{t_nb / t_fresh:.0f}×** |
+| (N2) / ours fresh | **{t_nbf / t_fresh:.0f}×** |
+| (N1) / ours, model built once | {t_nb / t_pre:.0f}× |
+| (N1) / best plain NumPy from the DataFrame | {t_nb / t_npf:.0f}× |
+| ours fresh / best plain NumPy from the DataFrame | {t_fresh / t_npf:.2f}× |
+| ours (model built once) / best plain NumPy (features prebuilt) | {t_pre / t_np:.2f}× |
+
+"Fresh" builds a new `EmpiricalDataModel` of the whole table inside the timed call: its numeric
+columns are converted at construction, its string columns are checked for missing values and turned
+into NumPy unicode arrays on first use (`pd.factorize` + a gather of the distinct strings), only for
+the columns the query and the secret read. Even the best plain NumPy script, which skips the unicode
+conversion and the 95 % bounds, needs {t_npf * 1e3:.1f} ms from the raw DataFrame, so (N1) is
+{t_nb / t_npf:.0f}× it: {_verdict(t_nb / t_fresh, t_nb / t_npf, "(N1)")} {_verdict(t_nbf / t_fresh, t_nbf / t_npf, "(N2)")}
+"""
+
+
+def _verdict(ours: float, best_numpy: float, anchor: str) -> str:
+    if ours >= 1000:
+        return f"the 1000× target against {anchor} is met ({ours:.0f}×)."
+    if best_numpy < 1000:
+        return (f"against {anchor} the 1000× target with a fresh model is beyond even the best plain NumPy "
+                f"({best_numpy:.0f}×); ours reaches {ours:.0f}×.")
+    return f"against {anchor} the 1000× target is not met ({ours:.0f}×)."
+
+
 SIZES = (100, 1_000, 10_000)
 
 
@@ -236,11 +348,11 @@ def machine_info() -> str:
     )
 
 
-def write_results(text: str) -> None:
+def write_results(text: str, heading: str = HEADING) -> None:
     old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\nRun by hand; figures from one machine.\n"
-    if HEADING in old:
-        start = old.index(HEADING)
-        nxt = old.find("\n## ", start + len(HEADING))
+    if heading in old:
+        start = old.index(heading)
+        nxt = old.find("\n## ", start + len(heading))
         old = old[:start].rstrip("\n") + ("\n\n" + old[nxt + 1:] if nxt != -1 else "")
     RESULTS.write_text(old.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
 
@@ -249,14 +361,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adult-dir", type=Path, default=Path(os.environ.get("BAYESPRIV_ADULT_DIR", DEFAULT_ADULT_DIR)))
     parser.add_argument("--repeats", type=int, default=7, help="timed runs of ours (best-of)")
-    parser.add_argument("--pandas-repeats", type=int, default=3, help="timed runs of the pandas loop (best-of)")
+    parser.add_argument("--pandas-repeats", type=int, default=3, help="timed runs of the pandas loops (best-of)")
     parser.add_argument("--no-write", action="store_true", help=f"do not update {RESULTS.name}")
     args = parser.parse_args(argv)
 
     if not ((args.adult_dir / "adult.data").exists() and (args.adult_dir / "adult.test").exists()):
         print(f"SKIPPED: UCI Adult data not found in {args.adult_dir} (set BAYESPRIV_ADULT_DIR); it is never committed")
         return 0
-    train = paper_split(load_adult(args.adult_dir))
+    full = load_adult(args.adult_dir)
+    notebook = notebook_table(full, args.repeats, args.pandas_repeats)
+    print(notebook)
+    train = paper_split(full)
     print(f"modelling data: {len(train)} rows, {int((train['income'] == '>50K').sum())} >50K")
 
     ours(train)  # warm-up (imports, first-call caches)
@@ -317,14 +432,17 @@ where the Bernoulli bitmap takes 49–127 ms. The machine is shared: ratios with
 
 {sizes}
 
-The setup (a') is dominated by the missing-value scan of pandas string columns and their one-off
-conversion to NumPy unicode arrays (so user predicates such as `b["sex"] == "Female"` stay vectorized).
+The setup (a') is dominated by the one-off check and conversion of the string columns the query and
+the secret read to NumPy unicode arrays (so user predicates such as `b["sex"] == "Female"` stay
+vectorized); columns nothing reads are never scanned. A new query object that computes the same thing
+(same code and values: a complete `complete_fingerprint`) reuses the model's feature matrix.
 
 Machine: {info}.
 """
     print(report)
     if not args.no_write:
-        write_results(report)
+        write_results(report, HEADING)
+        write_results(notebook, NOTEBOOK_HEADING)
         print(f"written to {RESULTS}")
     return 0
 

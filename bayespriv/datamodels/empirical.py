@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._validation import check_frame, check_positive_int, described, fail
 from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
-from ..queries import Batch, Query, _numeric_output
+from ..queries import Batch, Query, _numeric_output, complete_fingerprint
 from ..random import RNGLike, as_generator
 from ..secrets import DatasetSecret, Secret, share_count
 from .base import DataModel
@@ -181,11 +181,13 @@ def sample_subsets(n_rows: int, k: int, n_draws: int, rng: np.random.Generator) 
 
 
 def _column_values(series: pd.Series) -> tuple[np.ndarray, int]:
-    """One column as NumPy and its number of missing values.
+    """One column as NumPy and its number of missing values (``-1``: checked on first use).
 
-    Booleans stay boolean, other numbers become float64; anything else
-    (strings, categoricals, objects) is returned as an object array, turned
-    into a NumPy unicode array on first use (:meth:`EmpiricalDataModel._column`).
+    Booleans stay boolean, other numbers become float64 (checked for NaN here:
+    cheap). Anything else (strings, categoricals, objects) is kept as our own
+    object array, checked for missing values and turned into a NumPy unicode
+    array on its first use (:func:`_coded_column`), so a wide table only pays
+    for the columns its queries and secrets read.
     """
     dtype = series.dtype
     if pd.api.types.is_bool_dtype(dtype) and not series.hasnans:
@@ -193,8 +195,57 @@ def _column_values(series: pd.Series) -> tuple[np.ndarray, int]:
     if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
         return values, int(np.isnan(values).sum())
-    values = series.to_numpy(dtype=object)
-    return values, int(pd.isna(values).sum())
+    return np.array(series.to_numpy(dtype=object), dtype=object, copy=True), -1
+
+
+def _coded_column(values: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """An object column as ``(codes, distinct)``: ``distinct[codes]`` is its NumPy unicode array.
+
+    ``pd.factorize`` finds the distinct values once (missing ones — None, NaN,
+    NaT, pd.NA — get the code −1, refused here, naming the column); only the
+    few distinct values are turned into strings. A column mixing types (``1``
+    and ``1.0`` hash alike) is factorized after converting every element, so
+    every cell reads ``str(cell)`` either way.
+    """
+    codes, uniques = pd.factorize(values)
+    missing = int(np.count_nonzero(codes < 0))
+    if missing:
+        raise ValidationError(f"table must have no missing values; got {missing} NaN in column {name!r}")
+    uniques = np.asarray(uniques, dtype=object)
+    if len({type(u) for u in uniques}) > 1:
+        codes, uniques = pd.factorize(values.astype(str))
+    return codes.astype(np.intp, copy=False), np.asarray(uniques, dtype=object).astype(str)
+
+
+def _record_values(comp: Any, batch: Batch, size: int) -> np.ndarray:
+    return _numeric_output(comp.h(batch), comp.name).reshape(size)
+
+
+#: Feature matrices kept per model by complete query fingerprint (oldest dropped first).
+_MAX_FEATURE_PRINTS = 16
+
+
+class _Features:
+    """An additive query's per-record contributions ``H`` ``(k, N)`` and, per stratum, its
+    contiguous rows ``H[:, rows]`` (keyed by the id of the rows array, which the entry holds so
+    the id stays unique while it lives)."""
+
+    __slots__ = ("H", "_strata")
+
+    def __init__(self, H: np.ndarray) -> None:
+        self.H = H
+        self._strata: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def of(self, rows: np.ndarray) -> np.ndarray:
+        """Features of the stratum ``rows``, ``(k, N_s)`` contiguous, cached."""
+        hit = self._strata.get(id(rows))
+        if hit is not None and hit[0] is rows:
+            return hit[1]
+        Hs = np.ascontiguousarray(self.H[:, rows])
+        if len(self._strata) > 64:  # strata of unhashable categories are rebuilt per call: do not grow forever
+            self._strata.clear()
+        self._strata[id(rows)] = (rows, Hs)
+        return Hs
 
 
 class EmpiricalDataModel(DataModel):
@@ -222,9 +273,11 @@ class EmpiricalDataModel(DataModel):
     table : pandas.DataFrame
         Reference population: non-empty, no missing values, string column
         names. The model keeps its own copy of every column, converted once:
-        booleans stay boolean, other numbers become float64 (at construction),
-        anything else (strings, categoricals, objects) a NumPy unicode array
-        (on the first use of the column), so predicates such as
+        booleans stay boolean, other numbers become float64 (at construction,
+        where a missing number is refused), anything else (strings,
+        categoricals, objects) a NumPy unicode array on the first use of the
+        column, where a missing value is refused naming the column (a column
+        no query or secret reads is never scanned), so predicates such as
         ``lambda b: b["sex"] == "Female"`` work on whole batches. Sampling
         never calls pandas.
     n_records : int
@@ -250,7 +303,7 @@ class EmpiricalDataModel(DataModel):
         if not all(isinstance(c, str) for c in names):
             raise fail("table", "a DataFrame with string column names", names)
         converted = {c: _column_values(table[c]) for c in names}
-        bad = {c: n for c, (_, n) in converted.items() if n}
+        bad = {c: n for c, (_, n) in converted.items() if n > 0}
         if bad:
             first = next(iter(bad))
             raise ValidationError(
@@ -263,29 +316,45 @@ class EmpiricalDataModel(DataModel):
             raise fail("n_records", f"at most the number of rows of table ({n_rows})", self.n_records)
         self.n_rows = n_rows
         # Our own copies (the user's table may change afterwards). Numeric and
-        # boolean columns are final; object columns become unicode on first use,
-        # once per column (1 ms per 25 000 strings: a wide table only pays for
-        # the columns its queries and secrets read).
+        # boolean columns are final; object columns are checked and become unicode
+        # on first use, once per column (~1.5 ms per 45 000 strings: a wide table
+        # only pays for the columns its queries and secrets read).
         self._arrays: dict[str, np.ndarray] = {c: v for c, (v, _) in converted.items()}
+        self._coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._strata_cache: dict[tuple[str, Any], tuple[np.ndarray, np.ndarray]] = {}
-        self._feature_cache: weakref.WeakKeyDictionary[Query, np.ndarray] = weakref.WeakKeyDictionary()
-        # per query: {id(stratum rows): (stratum rows, features of those rows (k, N_s))}; holding the
-        # rows array itself keeps its id unique while the entry lives
-        self._stratum_features: weakref.WeakKeyDictionary[Query, dict] = weakref.WeakKeyDictionary()
+        self._init_feature_caches()
+
+    def _init_feature_caches(self) -> None:
+        # per query object (weakly: dies with the query) and per complete fingerprint (a new query
+        # object computing the same thing, e.g. ``census_query()`` called again, reuses the features)
+        self._feature_cache: weakref.WeakKeyDictionary[Query, _Features] = weakref.WeakKeyDictionary()
+        self._features_by_print: dict[str, _Features] = {}
+
+    def _is_text(self, name: str) -> bool:
+        """Whether column ``name`` holds strings (or other non-numeric values)."""
+        return name in self._coded or self._arrays[name].dtype.kind in "OU"
+
+    def _codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes, distinct strings)`` of a text column (:func:`_coded_column`), built once."""
+        hit = self._coded.get(name)
+        if hit is None:
+            hit = self._coded[name] = _coded_column(self._arrays[name], name)
+        return hit
 
     def _column(self, name: str) -> np.ndarray:
         """Column ``name`` as a NumPy array (float64, bool or unicode), converted once."""
         values = self._arrays[name]
         if values.dtype == object:
-            values = values.astype(str)
-            self._arrays[name] = values
+            codes, distinct = self._codes(name)
+            values = self._arrays[name] = distinct[codes]
         return values
 
     # -- secrets -----------------------------------------------------------------------
     def _category_mask(self, column: str, category: Any) -> np.ndarray:
+        if self._is_text(column):  # compare the few distinct strings, then their codes
+            codes, distinct = self._codes(column)
+            return np.isin(codes, np.flatnonzero(distinct == str(category)))
         values = self._column(column)
-        if values.dtype.kind == "U":
-            return values == str(category)
         if values.dtype == bool:
             if not isinstance(category, (bool, np.bool_)):
                 raise fail("category", f"a bool for the boolean column {column!r}", category)
@@ -388,33 +457,48 @@ class EmpiricalDataModel(DataModel):
         idx = self._sample_indices(secret, n_draws, rng)
         return {c: np.take(self._column(c), idx) for c in columns}
 
-    def _features(self, query: Query) -> np.ndarray:
-        """Per-record contributions ``h_c`` of an additive query on every row, ``(k, N)``.
+    def _features(self, query: Query) -> _Features:
+        """Per-record contributions ``h_c`` of an additive query on every row (``.H``, ``(k, N)``).
 
-        Computed once per query object and cached (weakly: the cache dies with the query).
+        Computed once per query and cached: weakly per query object, and by the
+        query's :func:`~bayespriv.queries.complete_fingerprint` when it has one
+        (then another query object that runs the same code on the same values
+        reuses them; a query whose fingerprint is not complete — it reads a
+        module attribute or an object covered by its type only — is recomputed).
         """
-        H = self._feature_cache.get(query)
-        if H is None:
-            whole = {c: self._column(c)[None, :] for c in query.columns}
-            H = np.stack(
-                [_numeric_output(comp.h(whole), comp.name).reshape(self.n_rows) for comp in query.components]
-            )
-            if not np.all(np.isfinite(H)):
-                raise ValidationError(f"query {query.name!r} must give finite per-record values on the table; got NaN or infinity")
-            self._feature_cache[query] = H
+        feats = self._feature_cache.get(query)
+        if feats is not None:
+            return feats
+        key = complete_fingerprint(query)
+        feats = self._features_by_print.get(key) if key is not None else None
+        if feats is None:
+            feats = _Features(self._compute_features(query))
+            if key is not None:
+                if len(self._features_by_print) >= _MAX_FEATURE_PRINTS:
+                    self._features_by_print.pop(next(iter(self._features_by_print)))
+                self._features_by_print[key] = feats
+        self._feature_cache[query] = feats
+        return feats
+
+    def _compute_features(self, query: Query) -> np.ndarray:
+        H = np.stack([self._component_features(query, comp) for comp in query.components])
+        if not np.all(np.isfinite(H)):
+            raise ValidationError(f"query {query.name!r} must give finite per-record values on the table; got NaN or infinity")
+        H.setflags(write=False)
         return H
 
-    def _features_of(self, query: Query, rows: np.ndarray) -> np.ndarray:
-        """Features of the stratum ``rows``, ``(k, N_s)`` contiguous, cached per query and stratum."""
-        per_query = self._stratum_features.setdefault(query, {})
-        hit = per_query.get(id(rows))
-        if hit is not None and hit[0] is rows:
-            return hit[1]
-        Hs = np.ascontiguousarray(self._features(query)[:, rows])
-        if len(per_query) > 64:  # strata of unhashable categories are rebuilt per call: do not grow forever
-            per_query.clear()
-        per_query[id(rows)] = (rows, Hs)
-        return Hs
+    def _component_features(self, query: Query, comp: Any) -> np.ndarray:
+        """``h_c`` on every row. A component that reads one text column is evaluated on its
+        distinct values and gathered by code: ``h`` is per record (the additive contract this
+        path already relies on), so ``h(distinct)[codes]`` equals ``h(column)``."""
+        if len(comp.columns) == 1 and self._is_text(comp.columns[0]):
+            codes, distinct = self._codes(comp.columns[0])
+            try:
+                return _record_values(comp, {comp.columns[0]: distinct[None, :]}, distinct.size)[codes]
+            except KeyError:  # h reads more than its declared column: evaluate on the whole table
+                pass
+        whole = {c: self._column(c)[None, :] for c in query.columns}
+        return _record_values(comp, whole, self.n_rows)
 
     def sample_query(self, secret: Secret | None, n_draws: int, rng: RNGLike, query: Query) -> np.ndarray:
         """F on ``n_draws`` resampled datasets, without materialising the records.
@@ -422,7 +506,7 @@ class EmpiricalDataModel(DataModel):
         For an additive query, ``F_c = s_c Σ_r h_c(x_r)`` depends on a drawn
         dataset only through which rows were drawn, so we gather and sum rows of
         the precomputed feature matrix (:meth:`_features`; per stratum,
-        :meth:`_features_of`, gathered straight from the stratum-local indices) instead of
+        :meth:`_Features.of`, gathered straight from the stratum-local indices) instead of
         gathering raw columns and re-running predicates on every draw. Same row
         indices, same arithmetic: the result equals ``query.evaluate(sample(...))``
         up to floating-point summation order. Other queries use the default path.
@@ -431,12 +515,13 @@ class EmpiricalDataModel(DataModel):
             return super().sample_query(secret, n_draws, rng, query)
         self.check_secret(secret)
         n_draws = check_positive_int(n_draws, "n_draws")
-        HT = self._features(query)
+        feats = self._features(query)
+        HT = feats.H
         out = np.zeros((n_draws, HT.shape[0]))
         # one gather per stratum and component, straight from the stratum-local indices
         # (the same rows as _sample_indices, without building the global index array)
         for rows, sub in self._stratum_draws(secret, n_draws, as_generator(rng)):
-            Hs = HT if rows is None else self._features_of(query, rows)
+            Hs = HT if rows is None else feats.of(rows)
             sub = sub.astype(np.intp, copy=False)  # once, not once per component
             for c in range(HT.shape[0]):  # loop over the k components, not over draws
                 out[:, c] += np.take(Hs[c], sub).sum(axis=1)
@@ -445,13 +530,13 @@ class EmpiricalDataModel(DataModel):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_feature_cache"] = state["_stratum_features"] = None  # weak references do not pickle
+        # weak references do not pickle, and workers rebuild features cheaply rather than receive them
+        state["_feature_cache"] = state["_features_by_print"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._feature_cache = weakref.WeakKeyDictionary()
-        self._stratum_features = weakref.WeakKeyDictionary()
+        self._init_feature_caches()
 
     # -- exact moments -----------------------------------------------------------------
     def moments(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray]:
@@ -509,7 +594,7 @@ class EmpiricalDataModel(DataModel):
         missing = [c for c in query.columns if c not in self.columns]
         if missing:
             raise ValidationError(f"query columns must be columns of the data model {list(self.columns)!r}; got {missing!r}")
-        H = self._features(query).T
+        H = self._features(query).H.T
         kq = H.shape[1]
         mean = np.zeros(kq)
         cov = np.zeros((kq, kq))

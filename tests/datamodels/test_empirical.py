@@ -430,3 +430,54 @@ def test_additive_fast_path_equals_materialised_records():
 
     clone = pickle.loads(pickle.dumps(model))
     np.testing.assert_allclose(clone.sample_query(secret, 50, 3, q), model.sample_query(secret, 50, 3, q))
+
+
+# -- feature cache by complete fingerprint ----------------------------------------------------------
+def _threshold_query(threshold: float) -> bp.Query:
+    return bp.count(lambda b: b["x"] > threshold, "x", name="above")
+
+
+def test_a_new_query_object_with_the_same_code_and_values_reuses_the_features():
+    model = bp.EmpiricalDataModel(TINY, 3)
+    first, again = _threshold_query(1.5), _threshold_query(1.5)
+    assert first is not again and first.fingerprint == again.fingerprint
+    assert model._features(first) is model._features(again)
+
+
+def test_a_changed_closure_value_recomputes_the_features():
+    model = bp.EmpiricalDataModel(TINY, 3)
+    low, high = model._features(_threshold_query(0.5)), model._features(_threshold_query(1.5))
+    assert low is not high
+    np.testing.assert_array_equal(low.H[0], (TINY["x"].to_numpy(float) > 0.5).astype(float))
+    np.testing.assert_array_equal(high.H[0], (TINY["x"].to_numpy(float) > 1.5).astype(float))
+
+
+class _Settings:
+    limit = 0.5
+
+
+def test_a_query_reading_mutable_state_is_not_cached_by_fingerprint():
+    """A query that reads an attribute of an object covered by its type only has no complete
+    fingerprint: a new query object after the attribute changed sees the new value."""
+    from bayespriv.queries import complete_fingerprint
+
+    model = bp.EmpiricalDataModel(TINY, 3)
+    make = lambda: bp.count(lambda b: b["x"] > _Settings.limit, "x", name="above")  # noqa: E731
+    assert complete_fingerprint(make()) is None
+    before = model._features(make()).H.copy()
+    _Settings.limit = 1.5
+    try:
+        after = model._features(make()).H
+    finally:
+        _Settings.limit = 0.5
+    np.testing.assert_array_equal(after[0], (TINY["x"].to_numpy(float) > 1.5).astype(float))
+    assert not np.array_equal(before, after)
+
+
+def test_string_columns_are_checked_on_first_use():
+    table = TINY.assign(label=["u", None, "v", "u", "v", "u", "v"])
+    model = bp.EmpiricalDataModel(table, 3)  # the column is not read yet
+    with pytest.raises(bp.ValidationError, match=r"table must have no missing values; got 1 NaN in column 'label'"):
+        model.sample(None, 2, rng=0, columns=["label"])
+    mixed = bp.EmpiricalDataModel(TINY.assign(label=[1, 1.0, "1", "a", "b", "a", "b"]), 3)
+    assert mixed._column("label").tolist() == ["1", "1.0", "1", "a", "b", "a", "b"]
