@@ -8,7 +8,7 @@ import numpy as np
 
 from .._validation import check_delta
 from ..calibration import Calibration
-from ..calibration.wasserstein import WassersteinBounds, dkw_epsilon, wasserstein_bounds
+from ..calibration.wasserstein import WassersteinBounds, quantile_band, wasserstein_bounds
 from ..errors import ValidationError
 from .base import Guarantee, Mechanism
 
@@ -27,9 +27,10 @@ class Wasserstein(Mechanism):
     Adds ``Lap(Δ_W / ε)`` to F(X), where Δ_W is an upper bound of
     ``sup_{pairs, θ} W∞(f_a, f_b)`` computed by
     :func:`~bayespriv.calibration.wasserstein.wasserstein_bounds` from the
-    calibration's draws: a DKW band around the empirical quantile functions,
-    extended to the support of F at the tails (exact supremum over the band's
-    jump points, no grid).
+    calibration's draws: a simultaneous confidence band around each empirical
+    quantile function (Beta order-statistic band ∩ DKW by default), extended
+    to the support of F at the tails (exact supremum over the band's jump
+    points, no grid).
 
     Parameters
     ----------
@@ -50,6 +51,9 @@ class Wasserstein(Mechanism):
         Probability over the calibration's draws that Δ_W holds;
         ``"calibration"`` (default) uses ``calibration.confidence``; None gives
         the plug-in W∞ of the empirical distributions.
+    band : {"order", "dkw"}
+        Quantile bands (:func:`~bayespriv.calibration.wasserstein.quantile_band`):
+        order statistics ∩ DKW (default) or DKW alone.
 
     Attributes
     ----------
@@ -74,10 +78,22 @@ class Wasserstein(Mechanism):
     support; use :class:`ApproxWasserstein` (Theorem 3.3) instead.
 
     Bound: exact W∞ is never known from draws. With ``confidence`` c the bound
-    holds with probability ≥ c over the calibration (DKW with Massart's
-    constant, Bonferroni over every (member, secret) distribution; no
-    distributional assumption, only i.i.d. draws). Plug-in (``None``):
-    estimated, assumption ``estimated_moments``.
+    holds with probability ≥ c over the calibration (simultaneous quantile
+    bands: Beta order-statistic band with Bonferroni over the constrained
+    order statistics, intersected with DKW (Massart's constant); Bonferroni
+    over every (member, secret) distribution; no distributional assumption,
+    only i.i.d. draws). Plug-in (``None``): estimated, assumption
+    ``estimated_moments``.
+
+    What draws cannot give: the extreme quantiles. With n draws, a mass of
+    about ln(1/α)/n at each end of F is never observed, so the band reaches
+    the support's ends there and the bound is at least (roughly) the distance
+    from an extreme draw of one secret to the far end of the support of the
+    other. Without a declared (or query-proven) support the bound is infinite;
+    with one it is finite but can be several times the true W∞ (e.g. ≈4× for
+    two Binomial(100, ·) counts). A tighter figure needs δ > 0
+    (:class:`ApproxWasserstein`, which trims those levels) — never a support
+    guessed from the draws.
     """
 
     theorem = "Wasserstein mechanism: Chen & Ohrimenko 2023, Theorem 3.1 (after Song et al. 2017)"
@@ -90,6 +106,7 @@ class Wasserstein(Mechanism):
         delta: float = 0.0,
         support: Any = None,
         confidence: float | None | str = "calibration",
+        band: str = "order",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
         self.delta = 0.0  # Theorem 3.1 is pure ε
@@ -100,7 +117,7 @@ class Wasserstein(Mechanism):
                 "(Theorem 3.3, (Δ_E + 2c, δ)-closeness) instead"
             )
         self.bounds: WassersteinBounds = wasserstein_bounds(
-            calibration, delta=0.0, support=support, confidence=confidence, method="quantile"
+            calibration, delta=0.0, support=support, confidence=confidence, method="quantile", band=band
         )
         worst = self.bounds.worst
         if not worst.finite:
@@ -127,9 +144,10 @@ class ApproxWasserstein(Mechanism):
 
     * ``method="quantile"`` (default for k = 1): the δ-trimmed W∞ of the
       quantile coupling, i.e. the smallest W such that the levels u where
-      |Q_a(u) − Q_b(u)| > W have total measure ≤ δ, bounded through DKW bands
-      (finite when δ > 2·ε_n with ε_n = sqrt(ln(2/α)/(2n)), or when the
-      support is declared);
+      |Q_a(u) − Q_b(u)| > W have total measure ≤ δ, bounded through
+      simultaneous quantile bands (order statistics ∩ DKW by default; finite
+      when δ exceeds the band's unbounded tail mass, about 2·ln(2m/α)/n for
+      the order band, or when the support is declared);
     * ``method="mean_deviation"`` (default for k > 1): Theorem 3.3,
       W = sup over pairs of ‖E f_a − E f_b‖₁ + c_a + c_b with
       P(‖F − E F‖₁ ≤ c_θ) ≥ 1 − δ/2, bounded with CLT mean intervals and a
@@ -146,6 +164,8 @@ class ApproxWasserstein(Mechanism):
         Declared support of F (scalars or arrays (k,)); tightens the tails.
     confidence : "calibration", None or float in (0, 1)
     method : {"auto", "quantile", "mean_deviation"}
+    band : {"order", "dkw"}
+        Quantile bands for ``method="quantile"`` (see :class:`Wasserstein`).
 
     Attributes
     ----------
@@ -170,7 +190,8 @@ class ApproxWasserstein(Mechanism):
     Bound: with ``confidence`` c, W holds for all pairs and members with
     probability ≥ c over the calibration (Bonferroni over distributions and,
     for ``mean_deviation``, over the k mean intervals and the order-statistic
-    event). ``quantile`` is distribution-free (DKW); ``mean_deviation`` uses
+    event). ``quantile`` is distribution-free (order-statistic and DKW
+    bands); ``mean_deviation`` uses
     normal intervals for the means (assumption ``monte_carlo_clt``). Plug-in
     (``None``): estimated, assumption ``estimated_moments``.
 
@@ -190,11 +211,12 @@ class ApproxWasserstein(Mechanism):
         support: Any = None,
         confidence: float | None | str = "calibration",
         method: str = "auto",
+        band: str = "order",
     ) -> None:
         delta = check_delta(delta)
         super().__init__(calibration, epsilon=epsilon, delta=delta)
         self.bounds: WassersteinBounds = wasserstein_bounds(
-            calibration, delta=self.delta, support=support, confidence=confidence, method=method
+            calibration, delta=self.delta, support=support, confidence=confidence, method=method, band=band
         )
         self.method = self.bounds.method
         worst = self.bounds.worst
@@ -202,8 +224,9 @@ class ApproxWasserstein(Mechanism):
             hint = ""
             if self.method == "quantile" and self.bounds.confidence is not None:
                 n = min(m.sample_array.shape[1] for m in getattr(calibration, "members", None) or (calibration,))
-                eps = dkw_epsilon(n, (1 - self.bounds.confidence) / self.bounds.n_distributions)
-                hint = f"; the DKW band of {n} draws has half-width {eps:.3g}, so delta must exceed {2 * eps:.3g}"
+                qb = quantile_band(n, (1 - self.bounds.confidence) / self.bounds.n_distributions, band=self.bounds.band)
+                hint = (f"; the {qb.kind} band of {n} draws reaches the unknown support's ends on levels of total "
+                        f"measure {qb.unbounded_mass:.3g}, so delta must exceed that")
             elif self.method == "mean_deviation":
                 hint = "; the (1 − δ/2)-quantile of ‖F − E F‖₁ cannot be bounded from this many draws"
             raise ValidationError(

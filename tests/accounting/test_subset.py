@@ -71,12 +71,12 @@ def twin_independent_cells(f, eps, size, rng):
 def twin_one_sided(f, eps, size, rng):
     """Pairs drawn from a one-sided geometric (G − 1 ≥ 0): margins exact, cells biased."""
     gen = np.random.default_rng(rng)
-    b = gen.geometric(1 - math.exp(-eps / 2), (size, f.shape[0], math.comb(f.shape[1], 2))) - 1
+    b = gen.geometric(1 - math.exp(-eps), (size, f.shape[0], math.comb(f.shape[1], 2))) - 1
     return f + b @ pair_matrix(f.shape[1])
 
 
 def twin_full_epsilon(f, eps, size, rng):
-    """α = e^{−ε} instead of e^{−ε/2} (the noise of a 2ε release)."""
+    """α = e^{−2ε} instead of e^{−ε} (the noise of a 2ε release)."""
     return subset_count_array(f, 2 * eps, size=size, rng=rng)
 
 
@@ -100,26 +100,33 @@ def means_within_4se(samples, f, eps) -> bool:
     return bool(np.all(np.abs(samples.mean(axis=0) - f) <= 4 * se))
 
 
-def variance_tolerance(n: int, eps: float, runs: int, z: float) -> float:
+def alpha_of(eps: float, calibration: str = "tight") -> float:
+    """The two-sided geometric parameter, computed here independently: e^{−ε} or e^{−ε/2}."""
+    return math.exp(-eps) if calibration == "tight" else math.exp(-eps / 2)
+
+
+def variance_tolerance(n: int, eps: float, runs: int, z: float, calibration: str = "tight") -> float:
     """z standard errors of the sample variance of a cell (exact for i.i.d. runs, from cumulants).
 
-    A cell's noise is a sum of n − 1 independent ±Z, Z = G₁ − G₂, G geometric with q = α = e^{−ε/2},
-    p = 1 − α: κ₂(G) = q/p², κ₄(G) = q(1 + 4q + q²)/p⁴, so κ₂(cell) = 2(n − 1)κ₂(G),
-    κ₄(cell) = 2(n − 1)κ₄(G) and Var(s²) = κ₄/N + 2κ₂²/(N − 1).
+    A cell's noise is a sum of n − 1 independent ±Z, Z = G₁ − G₂, G geometric with q = α (e^{−ε} for
+    the tight calibration, e^{−ε/2} for the paper's), p = 1 − α: κ₂(G) = q/p², κ₄(G) =
+    q(1 + 4q + q²)/p⁴, so κ₂(cell) = 2(n − 1)κ₂(G), κ₄(cell) = 2(n − 1)κ₄(G) and
+    Var(s²) = κ₄/N + 2κ₂²/(N − 1).
     """
-    q = math.exp(-eps / 2)
+    q = alpha_of(eps, calibration)
     p = 1 - q
     k2 = 2 * (n - 1) * q / p**2
     k4 = 2 * (n - 1) * q * (1 + 4 * q + q * q) / p**4
     return z * math.sqrt(k4 / runs + 2 * k2**2 / (runs - 1))
 
 
-def variance_matches(samples, f, eps, alpha=1e-4) -> bool:
+def variance_matches(samples, f, eps, alpha=1e-4, calibration="tight") -> bool:
     """Every cell's sample variance within z·SE(s²) of (n − 1)·2α/(1 − α)², Bonferroni over cells."""
     n = f.shape[1]
     z = stats.norm.isf(alpha / (2 * f.size))
-    tol = variance_tolerance(n, eps, samples.shape[0], z)
-    return bool(np.all(np.abs(samples.var(axis=0, ddof=1) - cell_variance(n, eps)) <= tol))
+    tol = variance_tolerance(n, eps, samples.shape[0], z, calibration)
+    expected = cell_variance(n, eps, geometric_calibration=calibration)
+    return bool(np.all(np.abs(samples.var(axis=0, ddof=1) - expected) <= tol))
 
 
 # -- Table 2, 20 000 runs ----------------------------------------------------------------------------------------
@@ -141,7 +148,7 @@ def test_margins_exact_and_integer_on_every_run(runs):
 def test_cells_unbiased_within_4_standard_errors(runs):
     """α ≤ 24 · P(|N(0,1)| > 4) ≈ 1.5e-3 (CLT for the mean of 20 000 runs; Bonferroni over 24 cells).
 
-    The one-sided twin keeps the margins but biases the cells by up to 7·α/(1 − α) ≈ 10.8 ≫ 4 SE ≈ 0.21."""
+    The one-sided twin keeps the margins but biases the cells by up to 7·α/(1 − α) ≈ 4.07 ≫ 4 SE ≈ 0.10."""
     assert means_within_4se(runs, GRADUATES, EPS)
     biased = twin_one_sided(GRADUATES, EPS, RUNS, 2)
     assert margins_exact(biased, GRADUATES)
@@ -149,12 +156,15 @@ def test_cells_unbiased_within_4_standard_errors(runs):
 
 
 def test_cell_variance_is_derived_formula(runs):
-    """Var g(i, j) = (n_i − 1)·2α/(1 − α)², α = e^{−ε/2} (n_i = 8: 7 · 7.835 = 54.85 at ε = 1).
+    """Var g(i, j) = (n_i − 1)·2α/(1 − α)², α = e^{−ε} by default (n_i = 8: 7 · 1.841 = 12.89 at
+    ε = 1), α = e^{−ε/2} for the paper's calibration (7 · 7.835 = 54.85).
 
     α = 1e-4 overall: each of the 24 cells is checked at z = Φ⁻¹(1 − α/48) ≈ 4.6 standard errors of
-    the sample variance (SE ≈ 0.61, from the fourth cumulant; see variance_tolerance).
-    The twin calibrated with α = e^{−ε} (variance 12.9) fails, as does half the noise (variance ×1/4)."""
-    assert cell_variance(8, EPS) == pytest.approx(7 * 2 * math.exp(-0.5) / (1 - math.exp(-0.5)) ** 2, rel=1e-15)
+    the sample variance (SE ≈ 0.14, from the fourth cumulant; see variance_tolerance).
+    The twin calibrated with α = e^{−2ε} (variance 2.6) fails, as does half the noise (variance ×1/4)."""
+    assert cell_variance(8, EPS) == pytest.approx(7 * 2 * math.exp(-1) / (1 - math.exp(-1)) ** 2, rel=1e-15)
+    assert cell_variance(8, EPS, geometric_calibration="paper") == pytest.approx(
+        7 * 2 * math.exp(-0.5) / (1 - math.exp(-0.5)) ** 2, rel=1e-15)
     assert variance_matches(runs, GRADUATES, EPS)
     assert not variance_matches(twin_full_epsilon(GRADUATES, EPS, RUNS, 3), GRADUATES, EPS)
     half = GRADUATES + (real(GRADUATES, EPS, RUNS, 4) - GRADUATES) // 2
@@ -165,11 +175,11 @@ def test_noise_covariance_within_a_row(runs):
     """Cov of two cells of a row = −2α/(1 − α)² (pairs move units between them), rows independent.
 
     Checked on the Arts row's 28 off-diagonal pairs at 6 standard errors of a sample covariance,
-    SE = √(Var_j Var_k + Cov² + κ₄(Z))/√N ≈ 0.40 (the fourth cross-cumulant of cells j, k is that of
+    SE = √(Var_j Var_k + Cov² + κ₄(Z))/√N ≈ 0.09 (the fourth cross-cumulant of cells j, k is that of
     the one pair they share, κ₄(Z) = 2q(1 + 4q + q²)/p⁴): α < 28 · 2e-9 by the CLT.
     The twin with independent cell noise (covariance 0) is caught."""
     v = cell_variance(2, EPS)  # = Var Z
-    q = math.exp(-EPS / 2)
+    q = alpha_of(EPS)
     k4 = 2 * q * (1 + 4 * q + q * q) / (1 - q) ** 4
     expected = v * (8 * np.eye(8) - np.ones((8, 8)))
     se = np.sqrt((np.outer(np.diag(expected), np.diag(expected)) + expected**2 + k4) / RUNS)
@@ -217,21 +227,206 @@ def test_corrected_constant_is_a_distribution_and_the_printed_one_is_not():
     assert printed.sum() == pytest.approx(-1.0, abs=1e-12)  # the paper's sign slip
 
 
-def test_difference_of_geometrics_has_the_two_sided_law():
-    """Chi-square goodness of fit on 200 000 draws, cells |z| ≤ 12 and two tails: α = 1e-4.
+def chi2_pvalue(draws, eps, calibration="tight", k=6):
+    """Chi-square goodness of fit against the two-sided geometric law: cells |z| ≤ k and two tails.
 
-    The twin (α = e^{−ε}: a different law with the same form) is rejected by the same test."""
+    k = 6 keeps every expected count ≥ 100 for 200 000 draws at ε = 1 (tight tail: α⁷/(1 + α) ≈ 6.7e-4).
+    """
+    edges = np.arange(-k, k + 1)
+    obs = np.array([(draws < -k).sum()] + [(draws == e).sum() for e in edges] + [(draws > k).sum()])
+    pm = two_sided_geometric_pmf(edges, eps, geometric_calibration=calibration)
+    tail = (1 - pm.sum()) / 2
+    exp = draws.size * np.concatenate([[tail], pm, [tail]])
+    return stats.chisquare(obs, exp).pvalue
 
-    def pvalue(draws):
-        edges = np.arange(-12, 13)
-        obs = np.array([(draws < -12).sum()] + [(draws == e).sum() for e in edges] + [(draws > 12).sum()])
-        pm = two_sided_geometric_pmf(edges, EPS)
-        tail = (1 - pm.sum()) / 2
-        exp = draws.size * np.concatenate([[tail], pm, [tail]])
-        return stats.chisquare(obs, exp).pvalue
 
-    assert pvalue(two_sided_geometric(EPS, 200_000, rng=7)) > 1e-4
-    assert pvalue(two_sided_geometric(2 * EPS, 200_000, rng=7)) < 1e-4
+@pytest.mark.parametrize("calibration", ["tight", "paper"])
+def test_difference_of_geometrics_has_the_two_sided_law(calibration):
+    """Chi-square goodness of fit on 200 000 draws, cells |z| ≤ 6 and two tails: α = 1e-4.
+
+    The twin (the law of 2ε: a different law with the same form) is rejected by the same test."""
+    draws = two_sided_geometric(EPS, 200_000, rng=7, geometric_calibration=calibration)
+    assert chi2_pvalue(draws, EPS, calibration) > 1e-4
+    twin = two_sided_geometric(2 * EPS, 200_000, rng=7, geometric_calibration=calibration)
+    assert chi2_pvalue(twin, EPS, calibration) < 1e-4
+
+
+# -- the tight calibration (default) against the paper's: exact ratios, brute force, audit ----------------------
+
+
+def test_unit_shift_pmf_ratio_is_exactly_e_eps_tight_and_e_half_eps_paper():
+    """p(z + 1)/p(z) = e^{ε} for z ≤ −1 and e^{−ε} for z ≥ 0 (tight), e^{±ε/2} (paper), checked
+    against the closed form computed here; the largest |log ratio| is exactly ε (resp. ε/2)."""
+    z = np.arange(-60, 60)
+    for eps in (0.1, 1.0, 3.0):
+        for calibration, loss in (("tight", eps), ("paper", eps / 2)):
+            p = two_sided_geometric_pmf(z, eps, geometric_calibration=calibration)
+            a = alpha_of(eps, calibration)
+            np.testing.assert_allclose(p, (1 - a) / (1 + a) * a ** np.abs(z), rtol=1e-13)
+            log_ratio = np.log(p[1:] / p[:-1])
+            np.testing.assert_allclose(log_ratio, np.where(z[:-1] <= -1, loss, -loss), rtol=1e-9)
+            assert np.abs(log_ratio).max() == pytest.approx(loss, rel=1e-9)
+
+
+def _row_pmf(n: int, alpha: float, shift: bool, k: int = 30) -> np.ndarray:
+    """Brute force: pmf of a row's noise b M (first n − 1 cells; the last is minus their sum) with
+    every b_{jk} ∈ [−k, k], enumerated; ``shift`` gives the law of (b − e_{01}) M, the neighbour that
+    moves one record from category 0 to category 1. Truncation error ≤ C(n,2)·2α^{k+1}/(1 − α)."""
+    r = np.arange(-k, k + 1)
+    p = (1 - alpha) / (1 + alpha) * alpha ** np.abs(r)
+    pairs = list(itertools.combinations(range(n), 2))
+    grids = np.meshgrid(*([r] * len(pairs)), indexing="ij")
+    prob = np.ones_like(grids[0], dtype=float)
+    cells = [np.zeros_like(grids[0]) for _ in range(n)]
+    for (j, l), b in zip(pairs, grids):
+        prob = prob * p[b + k]
+        b = b - 1 if shift and (j, l) == (0, 1) else b
+        cells[j] = cells[j] + b
+        cells[l] = cells[l] - b
+    off = len(pairs) * k + 1
+    out = np.zeros((2 * off + 1,) * (n - 1))
+    np.add.at(out, tuple(c.ravel() + off for c in cells[:-1]), prob.ravel())
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_pushforward_likelihood_ratio_by_brute_force(n):
+    """The proof's claim, checked by enumerating b: for a neighbour (one unit moved between two
+    categories of a row), every output's likelihood ratio is ≤ e^{ε} (tight) and ≤ e^{ε/2} (paper).
+    n = 2: attained exactly (the calibration is tight). n = 3: approached in the tails (≥ 0.99 ε
+    within |x| ≤ 8). Outputs with |x| ≤ 8 only, where the truncation error (< 1e-11 relative) is
+    negligible. Twin: half the noise (α of 2ε) exceeds e^{ε}."""
+    eps = 1.0
+    for calibration, loss in (("tight", eps), ("paper", eps / 2), ("twin", 2 * eps)):
+        a = alpha_of(2 * eps) if calibration == "twin" else alpha_of(eps, calibration)
+        p1, p2 = _row_pmf(n, a, False), _row_pmf(n, a, True)
+        mid = p1.shape[0] // 2
+        window = tuple([slice(mid - 8, mid + 9)] * (n - 1))
+        worst = np.abs(np.log(p2[window] / p1[window])).max()
+        if calibration == "twin":
+            assert worst > eps + 0.5
+        elif n == 2:
+            assert worst == pytest.approx(loss, rel=1e-9)
+        else:
+            assert 0.99 * loss <= worst <= loss * (1 + 1e-9)
+
+
+def test_tight_at_half_epsilon_has_the_papers_noise_at_epsilon():
+    """Equal noise: the tight calibration at ε/2 has the same α and cell variance as the paper's at
+    ε (bit for bit), for every ε; at small ε the tight variance at ε is about 1/4 of the paper's."""
+    for eps in (0.01, 0.3, 1.0, 2.0, 7.5):
+        n = np.arange(0, 10)
+        np.testing.assert_array_equal(cell_variance(n, eps / 2), cell_variance(n, eps, geometric_calibration="paper"))
+        tight = SubsetCountMechanism("income", "degree", eps / 2)
+        paper = SubsetCountMechanism("income", "degree", eps, geometric_calibration="paper")
+        assert tight.alpha == paper.alpha == math.exp(-eps / 2)
+        assert (tight.guarantee.epsilon, paper.guarantee.epsilon) == (eps / 2, eps)
+    ratio = cell_variance(2, 0.01) / cell_variance(2, 0.01, geometric_calibration="paper")
+    assert ratio == pytest.approx(0.25, rel=1e-4)
+
+
+AUDIT_F = np.array([[30, 70], [12, 5]])
+AUDIT_NEIGHBOUR = np.array([[29, 71], [12, 5]])  # one record of row 0 moved from category 0 to 1
+AUDIT_RUNS = 20_000
+
+
+def _exact_releases(f, eps, calibration, seed):
+    """AUDIT_RUNS tables released through the exact path of subset_count_table (integer discrete
+    Laplace from a BitSource, here seeded)."""
+    from bayespriv.accounting.subset import _alpha, _exact_pair_draws, _noise
+    from bayespriv.mechanisms.exact_noise import BitSource
+
+    mask = np.ones(f.shape, dtype=bool)
+    draw = _exact_pair_draws(eps, BitSource.from_rng(seed), calibration)
+    return f + _noise(mask, _alpha(eps, calibration), None, AUDIT_RUNS, draw)
+
+
+def _audit(eps, calibration, seed):
+    """Empirical ε lower bound (Clopper–Pearson, α = 1e-3) of the test "g(0, 0) ≥ 30 ⇒ D₁", whose
+    likelihood ratio is exactly 1/α_noise (P(b ≥ 0)/P(b ≥ 1))."""
+    from bayespriv.audit.empirical import epsilon_lower_bound
+
+    tp = int((_exact_releases(AUDIT_F, eps, calibration, seed)[:, 0, 0] >= 30).sum())
+    fp = int((_exact_releases(AUDIT_NEIGHBOUR, eps, calibration, seed + 1)[:, 0, 0] >= 30).sum())
+    return epsilon_lower_bound(tp, AUDIT_RUNS, fp, AUDIT_RUNS, alpha=1e-3).epsilon
+
+
+def test_audit_tight_at_half_epsilon_passes_and_half_noise_twin_is_caught():
+    """Done-when of issue 13: at equal variance the tight table is audited at half today's ε.
+
+    Tight at ε/2 = 0.5 (today's noise at ε = 1): the Clopper–Pearson lower bound exceeds the true
+    loss 0.5 with probability ≤ α = 1e-3 (the bound's own guarantee; the paper's calibration at ε,
+    the same law, likewise: α ≤ 2e-3 in all). The audit is sharp: its expected value is ≈ 0.45, and
+    it falls below 0.4 with probability < 1e-6 (delta method: SD of the log-ratio ≈ 0.011).
+    Twin: claimed ε/2 but drawn with α = e^{−ε} (half the noise, true loss 1): TPR ≈ 0.731,
+    FPR ≈ 0.269, lower bound ≈ 0.94; it stays ≤ 0.5 only if TPR̂ < 0.70 or FPR̂ > 0.30 (Hoeffding:
+    < 1e-16)."""
+    eps = 1.0
+    tight = _audit(eps / 2, "tight", 31)
+    assert 0.4 < tight <= eps / 2
+    assert _audit(eps, "paper", 33) <= eps / 2  # the paper's true loss is ε/2
+    twin = _audit(eps, "tight", 35)  # noise of ε, claim of ε/2
+    assert twin > eps / 2
+
+
+@pytest.mark.parametrize("calibration", ["tight", "paper"])
+def test_exact_release_sampler_has_the_intended_law(calibration):
+    """The released tables' sampler (exact discrete Laplace, scale 1/ε or 2/ε): chi-square on
+    200 000 draws, α = 1e-4. Twins rejected by the same test: the draws shifted by one, and the
+    other calibration's law."""
+    from bayespriv.accounting.subset import _exact_pair_draws
+    from bayespriv.mechanisms.exact_noise import BitSource
+
+    draws = _exact_pair_draws(EPS, BitSource.from_rng(41), calibration)(None, (200_000,), None)
+    assert draws.dtype == np.int64
+    assert chi2_pvalue(draws, EPS, calibration) > 1e-4
+    assert chi2_pvalue(draws + 1, EPS, calibration) < 1e-4
+    other = "paper" if calibration == "tight" else "tight"
+    assert chi2_pvalue(draws, EPS, other) < 1e-4
+
+
+def test_paper_calibration_variance_and_default_is_tight():
+    """subset_count_array(..., geometric_calibration="paper") has the paper's variance (α = 1e-4 as
+    in test_cell_variance_is_derived_formula); the tight twin fails that check."""
+    f = np.array([[30, 70, 5], [5, 5, 0]])
+    paper = subset_count_array(f, EPS, size=RUNS, rng=42, geometric_calibration="paper")
+    assert margins_exact(paper, f)
+    assert variance_matches(paper, f, EPS, calibration="paper")
+    assert not variance_matches(subset_count_array(f, EPS, size=RUNS, rng=42), f, EPS, calibration="paper")
+
+
+def test_calibration_option_on_tables_mechanism_and_ledger(tmp_path):
+    """The table records its calibration; the guarantee is ε for both; the ledger charges ε for
+    both; the paper's fingerprint is the one hashed before the option existed."""
+    import hashlib
+
+    from bayespriv.accounting.subset import THEOREM
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("income", 2.0)
+    args = dict(protected="income", public="degree", epsilon=EPS, protected_values=BANDS, count="n", ledger=ledger)
+    tight = subset_count_table(graduates_counts(), rng=50, **args)
+    paper = subset_count_table(graduates_counts(), rng=51, geometric_calibration="paper", **args)
+    assert tight.attrs["mechanism"].geometric_calibration == "tight"
+    assert paper.attrs["mechanism"].geometric_calibration == "paper"
+    assert tight.attrs["guarantee"].epsilon == paper.attrs["guarantee"].epsilon == EPS
+    assert "e^(−ε)" in tight.attrs["guarantee"].theorem and "e^(−ε/2)" in paper.attrs["guarantee"].theorem
+    assert ledger.spent("income") == (2.0, 0.0)
+    old = hashlib.sha256(f"{THEOREM}|income|degree|{EPS!r}".encode()).hexdigest()
+    assert paper.attrs["mechanism"].fingerprint() == old != tight.attrs["mechanism"].fingerprint()
+    hashes = list(ledger.releases()["calibration_hash"])
+    assert hashes == [tight.attrs["mechanism"].fingerprint(), old]
+    table = bp.epsilon_table([tight, paper])
+    assert table.loc["Total", "income"] == 2 * EPS
+    assert SubsetCountMechanism("income", "degree", EPS).cell_variance(8) == cell_variance(8, EPS)
+    for bad in ("exact", None, 1):
+        with pytest.raises(bp.ValidationError, match="geometric_calibration must be one of"):
+            subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS,
+                               protected_values=BANDS, count="n", geometric_calibration=bad)
+    with pytest.raises(bp.ValidationError, match="geometric_calibration"):
+        SubsetCountMechanism("income", "degree", EPS, geometric_calibration="half")
+    with pytest.raises(bp.ValidationError, match="geometric_calibration"):
+        cell_variance(3, EPS, geometric_calibration="Tight")
 
 
 def test_pair_matrix_is_in_M_N():
