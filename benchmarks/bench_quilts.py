@@ -1,4 +1,4 @@
-"""Markov quilt search (candidate mode) + exact max-influence on a random 50-node network.
+"""Markov quilt search (candidate mode) + exact max-influence on a random sparse network (default 50 nodes).
 
 Workload: a random sparse DAG of 50 nodes (each node j > 0 draws 1–2 parents
 among the earlier nodes), every node a binary parameter with Dirichlet(1, 1)
@@ -9,13 +9,16 @@ CPD columns, as a pgmpy ``DiscreteBayesianNetwork``. For **every** node:
    candidate validated with ``networkx.is_d_separator``);
 2. the exact max-influence e(X_Q | X_i) of every candidate quilt whose joint
    table P(φ_Q, φ_i) has at most ``--max-states`` states (default 2^16, the
-   default of ``calibrate_quilts``; one variable-elimination joint query per
-   quilt). Larger quilts (whole breadth-first layers of 20+ nodes) are
-   skipped, as ``calibrate_quilts`` skips them.
+   default of ``calibrate_quilts``; one fixed-order variable-elimination joint
+   query per quilt) and whose elimination plan builds no factor above
+   ``--max-factor`` entries (default 2^22). Other quilts are skipped with a
+   recorded reason, as ``calibrate_quilts`` skips them. A hash of the result
+   is printed (run with different ``PYTHONHASHSEED`` values to compare).
 
 Target: under 10 s in total. Run by hand (never as a timed unit test)::
 
     .venv/bin/python benchmarks/bench_quilts.py [--nodes 50] [--seed 0] [--max-states 65536] [--no-write]
+    .venv/bin/python benchmarks/bench_quilts.py --quality 30   # candidate / exhaustive ratio table (old vs new)
 
 Appends a section to benchmarks/RESULTS_quilts.md unless ``--no-write``.
 """
@@ -23,6 +26,7 @@ Appends a section to benchmarks/RESULTS_quilts.md unless ``--no-write``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import datetime as _dt
 import os
 import platform
@@ -66,14 +70,101 @@ def random_network(n_nodes: int, seed: int):
     return bn
 
 
+def _old_candidate_rows():
+    """The candidate search of the last commit (git HEAD), for the before/after table; None if unavailable."""
+    import subprocess
+    from collections.abc import Hashable, Iterable
+
+    import networkx as nx
+
+    try:
+        src = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD~0:bayespriv/calibration/quilts.py"],
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    if "def _candidate_rows(" not in src:
+        return None
+    code = src[src.index("def _candidate_rows("):src.index("def _quilt_rows(")]
+    space = {"np": np, "nx": nx, "Iterable": Iterable, "Hashable": Hashable}
+    exec(code.replace("from __future__ import annotations", ""), space)
+    return space["_candidate_rows"]
+
+
+def _min_score(g, engine, query, columns, n, node, rows, eps):
+    """Algorithm 2's least score over the given quilt rows (sup over Θ), computed directly."""
+    idx = g.index[node]
+    remote = g.remote(idx, rows)
+    queried = {v for v, cols in columns.items() if set(cols) & set(query.columns)}
+    best = np.inf
+    for z, r in zip(rows, remote):
+        near = [g.nodes[j] for j in np.flatnonzero(~z & ~r) if g.nodes[j] in queried]
+        cols = [c for v in near for c in columns[v]]
+        delta = query.column_sensitivity(cols, n, ord=1) if cols else 0.0
+        q = [g.nodes[j] for j in np.flatnonzero(z)]
+        e = float(engine(node, q)) if q else 0.0
+        if e < eps:
+            best = min(best, 0.0 if delta == 0 else delta / (eps - e))
+    return best
+
+
+def quality(n_networks: int = 30) -> list[str]:
+    """Candidate / exhaustive APMQM scale on small random networks: old search, new search, new + refine."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import bayespriv as bp
+    from _bn_oracles import random_network as small_network
+    from bayespriv.calibration.quilt_search import GraphIndex
+    from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
+    from bayespriv.mechanisms import APMQM
+
+    old_rows = _old_candidate_rows()
+    ratios: dict[str, list[float]] = {"old": [], "new, refine=0": [], "new, refine=64": [], "new, refine=256": []}
+    for seed in range(n_networks):
+        rng = np.random.default_rng(1000 + seed)
+        n_nodes = 8 + seed % 3
+        bn, names, _ = small_network(1000 + seed, n_nodes, edge_prob=0.3, concentration=3.0)
+        node = names[int(rng.integers(n_nodes))]
+        queried = [v for v in names if v != node and rng.random() < 0.4] or [names[-1] if node != names[-1] else names[0]]
+        query = bp.stack(*[bp.mean(v, bounds=(0.0, float(1 + rng.integers(4)))) for v in queried])
+        net = ParameterNetwork(bn, columns={v: v for v in names})
+        full = calibrate_quilts(net, node, query, n_records=10)
+        cands = {"new, refine=0": calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=0),
+                 "new, refine=64": calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=64),
+                 "new, refine=256": calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=256)}
+        g = GraphIndex(full.graph)
+        for eps in (0.3, 1.0, 3.0):
+            exact = APMQM(full, epsilon=eps).scale
+            got = {k: APMQM(c, epsilon=eps).scale for k, c in cands.items()}
+            if old_rows is not None:
+                rows = old_rows(g, g.index[node], queried)
+                got["old"] = _min_score(g, full.engine, query, full.columns, 10, node, rows, eps)
+            for k, v in got.items():
+                ratios[k].append(1.0 if v == exact else (v / exact if exact > 0 else np.inf))
+    out = [f"{n_networks} random networks (8–10 nodes, edge probability 0.3, Dirichlet(3) CPDs, 2–3 states), one "
+           "sensitive node, a stack of bounded means over ~40% of the other nodes, ε ∈ {0.3, 1, 3}: "
+           f"{3 * n_networks} (network, ε) cases; ratio = candidate-search APMQM scale / exhaustive scale",
+           "", "| search | max ratio | median | mean | cases with ratio > 1 |", "|---|---|---|---|---|"]
+    for k, r in ratios.items():
+        if r:
+            a = np.array(r)
+            out.append(f"| {k} | {a.max():.4f} | {np.median(a):.4f} | {a.mean():.4f} | {(a > 1 + 1e-12).sum()} |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-states", type=int, default=2**16,
                     help="skip quilts whose joint table P(φ_Q, φ_i) is larger (as calibrate_quilts does)")
+    ap.add_argument("--max-factor", type=int, default=2**22,
+                    help="skip quilts whose elimination plan builds a larger intermediate factor")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--quality", type=int, default=0, metavar="N",
+                    help="instead: the candidate / exhaustive APMQM scale table on N small random networks")
     args = ap.parse_args(argv)
+    if args.quality:
+        print("\n".join(quality(args.quality)))
+        return 0
 
     t0 = time.perf_counter()
     bn = random_network(args.nodes, args.seed)
@@ -84,12 +175,21 @@ def main(argv: list[str] | None = None) -> int:
     t_search = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    engine = InfluenceEngine(bn)
-    influences = {v: [engine(v, q.quilt) for q in qs if engine.table_size(v, q.quilt) <= args.max_states]
-                  for v, qs in quilts.items()}
+    engine = InfluenceEngine(bn, max_factor=args.max_factor)
+    influences, reasons = {}, []
+    for v, qs in quilts.items():
+        influences[v] = []
+        for q in qs:
+            why = engine.refusal(v, q.quilt, args.max_states)
+            if why is None:
+                influences[v].append(engine(v, q.quilt))
+            else:
+                reasons.append(why)
     t_infl = time.perf_counter() - t0
     n_scored = sum(len(r) for r in influences.values())
-
+    digest = hashlib.sha256(repr([(str(v), sorted(map(str, r.quilt)), r.value.hex())
+                                  for v, rs in influences.items() for r in rs]).encode()).hexdigest()[:16]
+    by_table = sum("max_states" in w for w in reasons)
     n_quilts = sum(len(q) for q in quilts.values())
     sizes = [len(q.quilt) for qs in quilts.values() for q in qs]
     finite = [float(r) for rs in influences.values() for r in rs if r.finite]
@@ -101,7 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{n_quilts / args.nodes:.1f} per node, quilt sizes {min(sizes)}–{max(sizes)})",
         f"exact max-influence of every quilt with a joint table of at most {args.max_states} states: "
         f"{t_infl:.3f} s ({n_scored} variable-elimination queries, {1e3 * t_infl / max(n_scored, 1):.2f} ms each; "
-        f"{n_quilts - n_scored} larger quilts skipped; largest finite e = {max(finite):.3f})",
+        f"{n_quilts - n_scored} quilts skipped with a recorded reason: {by_table} joint tables above max_states, "
+        f"{len(reasons) - by_table} elimination plans above max_factor={args.max_factor}; largest finite e = "
+        f"{max(finite):.3f})",
+        f"result hash (quilts and e bits; compare across PYTHONHASHSEED): {digest}",
         f"**total: {total:.3f} s** (target < 10 s)",
     ]
     print("\n".join(lines))

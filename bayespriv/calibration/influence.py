@@ -52,7 +52,6 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -63,6 +62,7 @@ import numpy as np
 
 from .._validation import check_mapping, check_positive_int, check_real, described, fail
 from ..errors import ParameterTypeError, ValidationError
+from .elimination import MAX_FACTOR, DiscreteTables
 
 __all__ = [
     "MaxInfluence",
@@ -122,6 +122,10 @@ class MaxInfluence:
         ``"numerical_influence"`` for a numerical estimate, plus
         ``"truncated_prior"`` when user ``bounds`` cut a parameter's support
         (Θ restricted to the bounds).
+    per_member : tuple of float or None
+        For a family: e_θ(X_Q | X_i) of every member θ, in the family's order
+        (``value`` is their maximum); None for a single network. The quilt
+        mechanisms use it to choose the best quilt per θ.
     """
 
     value: float
@@ -134,6 +138,7 @@ class MaxInfluence:
     exact: bool = True
     margin: float = 0.0
     assumptions: tuple[str, ...] = ()
+    per_member: tuple[float, ...] | None = None
 
     def __float__(self) -> float:
         return float(self.value)
@@ -145,6 +150,14 @@ class MaxInfluence:
 
     def __str__(self) -> str:
         return f"e({sorted(map(str, self.quilt))} | {self.node}) = {self.value:.6g} ({self.reason})"
+
+    def member_values(self, n_members: int = 1) -> np.ndarray:
+        """e_θ for each of ``n_members`` members (a single network's value repeated when ``per_member`` is None)."""
+        if self.per_member is None:
+            return np.full(n_members, float(self.value))
+        if len(self.per_member) != n_members:
+            raise fail("n_members", f"the family size {len(self.per_member)}", n_members)
+        return np.asarray(self.per_member, dtype=float)
 
 
 # -- network kinds ------------------------------------------------------------------------------------------------
@@ -473,12 +486,22 @@ class InfluenceEngine:
         A label per network (default: its index), reported as the worst member.
     resolution, bounds, max_points
         Continuous parameters only: see :func:`max_influence`.
+    max_factor : int
+        Discrete networks: the largest intermediate factor (entries) the
+        variable elimination may build (default 2^22); a quilt whose plan
+        needs more is refused (:meth:`refusal` gives the reason).
 
     Notes
     -----
-    For discrete networks, one :class:`pgmpy.inference.VariableElimination`
-    object is built per network and reused; every e(Q | i) costs one joint
-    query of Q ∪ {i} (pgmpy prunes the barren nodes first).
+    For discrete networks, the CPDs are read once per member into NumPy
+    arrays (:class:`~bayespriv.calibration.elimination.DiscreteTables`); every
+    e(Q | i) costs one joint query of Q ∪ {i} over the ancestral set of
+    Q ∪ {i}, eliminated in the greedy min-weight order with ties broken by
+    node position — the same order, hence the same bits, for any
+    ``PYTHONHASHSEED`` (pgmpy's ``VariableElimination`` picks its order from
+    set iteration). The plan, and its largest factor, is known before any
+    number is multiplied. For a family, every member's e_θ is kept
+    (:attr:`MaxInfluence.per_member`).
     """
 
     def __init__(
@@ -489,6 +512,7 @@ class InfluenceEngine:
         resolution: int | None = None,
         bounds: Mapping[Hashable, tuple[float, float]] | None = None,
         max_points: int = MAX_GRID_POINTS,
+        max_factor: int = MAX_FACTOR,
     ) -> None:
         nets = [_as_density(n) for n in _as_network_list(networks)]
         kinds = {_kind(n) for n in nets}
@@ -514,8 +538,47 @@ class InfluenceEngine:
         self.resolution = None if resolution is None else check_positive_int(resolution, "resolution", minimum=_MIN_RESOLUTION)
         self.bounds = _check_bounds(bounds, self.nodes)
         self.max_points = check_positive_int(max_points, "max_points", minimum=(2 * _MIN_RESOLUTION) ** 2)
-        self._engines: list[Any] = [None] * len(nets)
+        self.max_factor = check_positive_int(max_factor, "max_factor", minimum=2)
+        self._tables: list[Any] = [None] * len(nets)
+        self._plans: dict[tuple[Hashable, tuple], Any] = {}
         self._cache: dict[tuple[Hashable, frozenset], MaxInfluence] = {}
+
+    def _discrete_tables(self, j: int) -> Any:
+        if self._tables[j] is None:
+            self._tables[j] = DiscreteTables(self.networks[j], self.nodes)
+        return self._tables[j]
+
+    def plan(self, node: Hashable, quilt: Iterable[Hashable]) -> Any:
+        """Discrete networks: the elimination plan of P(φ_Q, φ_i) (shared by the members: same graph)."""
+        members = set(_quilt_nodes(quilt))
+        ordered = tuple(v for v in self.nodes if v in members)
+        key = (node, ordered)
+        hit = self._plans.get(key)
+        if hit is None:
+            tables = self._discrete_tables(0)
+            hit = tables.plan([tables.index[v] for v in (*ordered, node)])
+            self._plans[key] = hit
+        return hit
+
+    def refusal(self, node: Hashable, quilt: Iterable[Hashable], max_states: float = math.inf) -> str | None:
+        """Why e(Q | i) would not be computed (table above ``max_states``, plan above ``max_factor``, grid too
+        large), or None when it will be."""
+        q = _quilt_nodes(quilt)
+        if not q:
+            return None
+        if self.kind == "discrete":
+            size = self.table_size(node, q)
+            if size > max_states:
+                return (f"joint table P(φ_Q, φ_i) of {size:.0f} states above max_states={max_states:.0f} for "
+                        f"Q = {sorted(map(str, q))}")
+            plan = self.plan(node, q)
+            if plan.largest > self.max_factor:
+                return self._discrete_tables(0).refusal(plan, self.max_factor)
+            return None
+        if not self.feasible(node, q, max_states):
+            return (f"grid for Q = {sorted(map(str, q))} above max_points={self.max_points} at a resolution of at "
+                    f"least {_MIN_RESOLUTION} per parameter")
+        return None
 
     def graph(self, j: int = 0) -> Any:
         """The graph of member ``j``: the pgmpy network itself, or the density's ``graph``."""
@@ -530,8 +593,8 @@ class InfluenceEngine:
     def table_size(self, node: Hashable, quilt: Iterable[Hashable]) -> float:
         """States of the joint table P(φ_Q, φ_i) (discrete), grid points at 2G (densities), or ``inf``."""
         if self.kind == "discrete":
-            net = self.networks[0]
-            return float(np.prod([float(net.get_cardinality(v)) for v in (*_quilt_nodes(quilt), node)]))
+            tables = self._discrete_tables(0)
+            return float(np.prod([float(tables.cards[tables.index[v]]) for v in (*_quilt_nodes(quilt), node)]))
         if self.kind == "density":
             d = self._grid_dims(node, quilt)
             g = _resolution(d, self.resolution, self.max_points, check=False)
@@ -542,7 +605,8 @@ class InfluenceEngine:
         """Whether e(Q | i) can be computed: a joint table within ``max_states`` (discrete), a grid within
         ``max_points`` at a resolution of at least 8 per dimension (densities); always for Gaussian networks."""
         if self.kind == "discrete":
-            return self.table_size(node, quilt) <= max_states
+            q = _quilt_nodes(quilt)
+            return not q or (self.table_size(node, q) <= max_states and self.plan(node, q).largest <= self.max_factor)
         if self.kind == "density":
             q = set(_quilt_nodes(quilt))
             if not q or nx.is_d_separator(self.graph(0), {node}, q, set()):
@@ -573,7 +637,8 @@ class InfluenceEngine:
             assumptions = tuple(dict.fromkeys(a for r in results for a in r.assumptions))
             best = replace(best, reason=f"{best.reason}; worst of {len(results)} members: {self.members[worst]!r}",
                            member=self.members[worst], exact=all(r.exact for r in results),
-                           margin=max(r.margin for r in results), assumptions=assumptions)
+                           margin=max(r.margin for r in results), assumptions=assumptions,
+                           per_member=tuple(float(r.value) for r in results))
         self._cache[key] = best
         return best
 
@@ -584,13 +649,7 @@ class InfluenceEngine:
             return _gaussian_influence(self.networks[j], node, quilt)
         if self.kind == "density":
             return _density_influence(self.networks[j], node, quilt, self.resolution, self.bounds, self.max_points)
-        if self._engines[j] is None:
-            with warnings.catch_warnings():  # pgmpy's own deprecation notice about its estimators package
-                warnings.filterwarnings("ignore", category=FutureWarning, module=r"pgmpy\..*")
-                from pgmpy.inference import VariableElimination
-
-            self._engines[j] = VariableElimination(self.networks[j])
-        return _discrete_influence(self._engines[j], self.networks[j], node, quilt)
+        return _discrete_influence(self._discrete_tables(j), self.plan(node, quilt), node, quilt, self.max_factor)
 
 
 def _as_network_list(networks: Any) -> list[Any]:
@@ -610,20 +669,18 @@ def _quilt_nodes(quilt: Any) -> tuple:
     return tuple(dict.fromkeys(q))
 
 
-def _discrete_influence(engine: Any, network: Any, node: Hashable, quilt: tuple) -> MaxInfluence:
-    """e(Q | i) of one discrete network from the joint table P(φ_Q, φ_i)."""
-    cards = {v: int(network.get_cardinality(v)) for v in (*quilt, node)}
+def _discrete_influence(tables: DiscreteTables, plan: Any, node: Hashable, quilt: tuple,
+                        max_factor: int = MAX_FACTOR) -> MaxInfluence:
+    """e(Q | i) of one discrete network from the joint table P(φ_Q, φ_i) (fixed-order variable elimination)."""
+    cards = {v: int(tables.cards[tables.index[v]]) for v in (*quilt, node)}
     size = int(np.prod([cards[v] for v in (*quilt, node)], dtype=float))
     if size > MAX_JOINT_STATES:
         raise ValidationError(
             f"quilt must have a joint table P(φ_Q, φ_i) of at most {MAX_JOINT_STATES} states for the exact "
             f"max-influence; got {size} states for Q = {sorted(map(str, quilt))}"
         )
-    factor = engine.query(list(quilt) + [node], joint=True, show_progress=False)
-    variables = list(factor.variables)
-    perm = [variables.index(v) for v in quilt] + [variables.index(node)]
-    joint = np.transpose(np.asarray(factor.values, dtype=float), perm).reshape(-1, cards[node])
-    states = factor.state_names
+    joint = tables.joint(plan, max_factor).reshape(-1, cards[node])
+    states = {v: tables.states[tables.index[v]] for v in (*quilt, node)}
     p_node = joint.sum(axis=0)
     possible = np.flatnonzero(p_node > 0)
     frozen_q = frozenset(quilt)
@@ -1172,6 +1229,7 @@ def max_influence(
     resolution: int | None = None,
     bounds: Mapping[Hashable, tuple[float, float]] | None = None,
     max_points: int = MAX_GRID_POINTS,
+    max_factor: int = MAX_FACTOR,
 ) -> MaxInfluence:
     """Max-influence e_Θ(X_Q | X_i) of the parameter φ_i on the parameters φ_Q.
 
@@ -1213,6 +1271,10 @@ def max_influence(
     max_points : int
         Continuous parameters: the largest grid, (2G)^d points (default
         4·10^6); a larger request is refused.
+    max_factor : int
+        Discrete networks: the largest intermediate factor of the variable
+        elimination (entries, default 2^22), known before it runs (fixed
+        min-weight order, ties by node position); a larger plan is refused.
 
     Returns
     -------
@@ -1226,8 +1288,8 @@ def max_influence(
     Raises
     ------
     ValidationError
-        Unknown node, node inside the quilt, a joint table too large, a grid
-        above ``max_points``, bounds outside a parameter's support; for PyMC
+        Unknown node, node inside the quilt, a joint table too large, an
+        elimination plan above ``max_factor``, a grid above ``max_points``, bounds outside a parameter's support; for PyMC
         models, what :func:`~bayespriv.datamodels.pymc.parameter_density`
         refuses (non-scalar or discrete parameters, observed data or
         potentials on the parameters).
@@ -1286,7 +1348,7 @@ def max_influence(
     >>> round(float(max_influence(bn, {"q"}, "i")), 6)  # log(0.6 / 0.2)
     1.098612
     """
-    options = {"resolution": resolution, "bounds": bounds, "max_points": max_points}
+    options = {"resolution": resolution, "bounds": bounds, "max_points": max_points, "max_factor": max_factor}
     if callable(network) and not hasattr(network, "nodes") and not _is_density(network):
         grid = check_mapping(grid, "grid") if grid is not None else None
         if not grid:

@@ -362,6 +362,9 @@ def _save_chain(cal: Any, p: Path, seed: Any) -> Path:
         "influence": (("position", "before", "after"), np.asarray(cal.influence, dtype=np.float64)),
         "component_name": (("component",), np.array(cal.component_names, dtype=object)),
     })
+    if cal.member_influence is not None:  # a family: e_θ per chain (MQM chooses the quilt per chain)
+        ds["member_influence"] = (("chain", "position", "before", "after"),
+                                  np.asarray(cal.member_influence, dtype=np.float64))
     q = cal.query
     meta = {"kind": "chain", "states": states, "length": cal.length, "column": cal.column, "lipschitz": cal.lipschitz,
             "window": cal.window, "k": cal.k, "confidence": cal.confidence, "assumptions": list(cal.assumptions),
@@ -391,10 +394,14 @@ def _load_chain(ds: xr.Dataset, meta: dict[str, Any], query: Query | None, p: Pa
         chains.append(chain)
     influence = np.array(ds["influence"].values, dtype=np.float64)
     influence.setflags(write=False)
+    members = None
+    if "member_influence" in ds:
+        members = np.array(ds["member_influence"].values, dtype=np.float64)
+        members.setflags(write=False)
     names = tuple(str(n) for n in ds["component_name"].values.tolist())
     return ChainCalibration(tuple(chains), int(meta["length"]), str(meta["column"]), query, float(meta["lipschitz"]),
                             int(meta["window"]), influence, int(meta["k"]), names, meta["confidence"],
-                            tuple(meta["assumptions"]))
+                            tuple(meta["assumptions"]), members)
 
 
 # -- quilt calibrations (APMQM) of discrete parameter networks -----------------------------------------------------
@@ -479,6 +486,9 @@ def _quilt_root(cal: Any, nodes: list, index: Mapping[Any, int], enc: _Encoder) 
         "influence_margin": (("candidate",), np.array([c.influence.margin for _, c in rows], dtype=np.float64)),
         "component_name": (("component",), np.array(cal.component_names, dtype=object)),
     })
+    if any(c.influence.per_member is not None for _, c in rows):  # a family: e_θ per member (per-θ quilts)
+        ds["member_max_influence"] = (("candidate", "member"), np.array(
+            [c.influence.member_values(len(cal.networks)) for _, c in rows], dtype=np.float64).reshape(len(rows), -1))
     return ds, influences
 
 
@@ -498,6 +508,7 @@ def _save_quilt(cal: Any, p: Path, seed: Any) -> Path:
             "n_quilts": [cal.n_quilts[v] for v in cal.sensitive], "skipped": [cal.skipped[v] for v in cal.sensitive],
             "exhaustive": cal.exhaustive, "confidence": cal.confidence, "k": cal.k,
             "assumptions": list(cal.assumptions), "n_networks": len(cal.networks),
+            "skip_reasons": [list(cal.skip_reasons.get(v, ())) for v in cal.sensitive],
             "family": isinstance(pnet.network, (list, tuple)), "influences": influences,
             "query_name": q.name if q is not None else None,
             "query_columns": list(q.columns) if q is not None else None,
@@ -536,13 +547,15 @@ def _rebuild_candidates(ds: xr.Dataset, meta: dict[str, Any], nodes: list, sensi
     which = ds["candidate_sensitive"].values.tolist()
     sens, value, margin = (np.array(ds[n].values, dtype=np.float64) for n in
                            ("quilt_sensitivity", "max_influence", "influence_margin"))
+    per_member = np.array(ds["member_max_influence"].values, dtype=np.float64) if "member_max_influence" in ds else None
     for r, m in enumerate(meta["influences"]):
         members = [frozenset(nodes[j] for j in np.flatnonzero(role[r] == code)) for code in (1, 0, 2)]
         assignment = None if m["assignment"] is None else {nodes[i]: _decode_key(s) for i, s in m["assignment"]}
         pair = None if m["pair"] is None else tuple(_decode_key(s) for s in m["pair"])
         inf = MaxInfluence(float(value[r]), nodes[m["node"]], frozenset(nodes[j] for j in m["quilt"]), assignment,
                            pair, m["reason"], _decode(m["member"]), bool(m["exact"]), float(margin[r]),
-                           tuple(m["assumptions"]))
+                           tuple(m["assumptions"]),
+                           None if per_member is None else tuple(float(x) for x in per_member[r]))
         out[sensitive[which[r]]].append(QuiltScore(Quilt(*members), float(sens[r]), inf))
     return {v: tuple(c) for v, c in out.items()}
 
@@ -577,7 +590,9 @@ def _load_quilt(tree: dict[str, xr.Dataset], meta: dict[str, Any], query: Query 
         n_quilts=MappingProxyType(dict(zip(sensitive, meta["n_quilts"]))),
         skipped=MappingProxyType(dict(zip(sensitive, meta["skipped"]))), exhaustive=bool(meta["exhaustive"]),
         confidence=meta["confidence"], k=int(meta["k"]), component_names=names,
-        assumptions=tuple(meta["assumptions"]), engine=engine, parameter_network=pnet)
+        assumptions=tuple(meta["assumptions"]), engine=engine, parameter_network=pnet,
+        skip_reasons=MappingProxyType(dict(zip(sensitive, (tuple(r) for r in meta.get("skip_reasons")
+                                                           or [()] * len(sensitive))))))
 
 
 def _checked_seed(seed: Any) -> Any:

@@ -26,8 +26,12 @@ which gives the smallest nearby set, and so the least noise.
 
 d-separation of all nodes from X_i given Q is computed for many Q at once by
 a vectorised Bayes-ball (Shachter 1998; Koller & Friedman 2009, Algorithm 3.1):
-boolean matrix products over (quilts × nodes) states until a fixed point.
-Candidate quilts are also checked with :func:`networkx.is_d_separator`.
+sparse boolean products over (quilts × nodes) states until a fixed point
+(:class:`~bayespriv.calibration.quilt_search.GraphIndex`). Exact discrete
+max-influences use a fixed-order variable elimination with a bound on its
+largest factor (:mod:`~bayespriv.calibration.elimination`); nothing depends
+on ``PYTHONHASHSEED``. For a family Θ the per-member max-influences are kept,
+so APMQM and MQM choose the quilt per θ.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ import numpy as np
 from .._validation import check_finite_array, check_positive_int, fail
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
+from .elimination import MAX_FACTOR
+from .quilt_search import GraphIndex, candidate_rows
 from .influence import (
     InfluenceEngine,
     MaxInfluence,
@@ -133,54 +139,8 @@ def as_digraph(dag: Any, name: str = "dag") -> nx.DiGraph:
     return graph
 
 
-class _Structure:
-    """Index arrays of a DAG for the vectorised Bayes-ball."""
-
-    def __init__(self, graph: nx.DiGraph) -> None:
-        self.graph = graph
-        self.nodes = list(graph.nodes())
-        self.index = {v: k for k, v in enumerate(self.nodes)}
-        n = len(self.nodes)
-        adj = np.zeros((n, n), dtype=np.float32)
-        for u, v in graph.edges():
-            adj[self.index[u], self.index[v]] = 1.0
-        self.adj = adj  # adj[u, v] = 1 when u -> v
-        # reach[v, z] = 1 when z is v or a descendant of v (transitive closure by repeated squaring).
-        reach = np.eye(n, dtype=bool) | adj.astype(bool)
-        while True:
-            nxt = reach | ((reach.astype(np.float32) @ reach.astype(np.float32)) > 0)
-            if np.array_equal(nxt, reach):
-                break
-            reach = nxt
-        self.reach_t = reach.T.astype(np.float32)  # reach_t[z, v]
-
-    def d_connected(self, node: int, conditioned: np.ndarray) -> np.ndarray:
-        """Nodes d-connected to ``node`` given each row of ``conditioned`` (bool S × V).
-
-        Bayes-ball over (node, direction) states: ``up`` = reached from a child,
-        ``down`` = reached from a parent. A node outside Z passes a ball from a
-        child to its parents and children, and from a parent to its children;
-        a node in Z or with a descendant in Z (an open collider) passes a ball
-        from a parent up to its parents.
-        """
-        z = conditioned
-        s, n = z.shape
-        anc = (z.astype(np.float32) @ self.reach_t) > 0  # v in Z or a descendant of v in Z
-        free = ~z
-        up = np.zeros((s, n), dtype=bool)
-        down = np.zeros((s, n), dtype=bool)
-        up[:, node] = True
-        adj, adj_t = self.adj, self.adj.T
-        for _ in range(2 * n + 2):
-            to_parents = ((up & free) | (down & anc)).astype(np.float32) @ adj_t > 0
-            to_children = ((up | down) & free).astype(np.float32) @ adj > 0
-            new_up = to_parents & ~up
-            new_down = to_children & ~down
-            if not new_up.any() and not new_down.any():
-                break
-            up |= new_up
-            down |= new_down
-        return (up | down) & free
+#: The DAG's index arrays and vectorised Bayes-ball (see :mod:`.quilt_search`).
+_Structure = GraphIndex
 
 
 def _exhaustive_rows(n: int, node: int, start: int, stop: int) -> np.ndarray:
@@ -203,73 +163,6 @@ def _check_max_nodes(max_nodes: Any) -> int:
     if m > _EXHAUSTIVE_CEILING:
         raise fail("max_nodes", f"at most {_EXHAUSTIVE_CEILING} (2^{_EXHAUSTIVE_CEILING - 1} subsets)", max_nodes)
     return m
-
-
-def _candidate_rows(structure: _Structure, node: int, targets: Iterable[Hashable] = ()) -> np.ndarray:
-    """Candidate quilts of a large network (bool rows × n, deduplicated)."""
-    graph, nodes, index = structure.graph, structure.nodes, structure.index
-    v = nodes[node]
-    n = len(nodes)
-    found: set[frozenset[int]] = {frozenset()}
-
-    def add(members: Iterable[Hashable]) -> None:
-        idx = frozenset(index[u] for u in members) - {node}
-        found.add(idx)
-
-    parents, children = set(graph.predecessors(v)), set(graph.successors(v))
-    spouses = {p for c in children for p in graph.predecessors(c)} - {v}
-    add(parents)
-    add(children)
-    add(parents | children)
-    add(parents | children | spouses)  # the Markov blanket
-    # Breadth-first layers of the moral graph (each layer separates in the moral graph, hence d-separates)
-    # and of the undirected skeleton; and the minimal d-separator between the node and everything beyond
-    # each moral layer, searched among the nodes up to that layer.
-    moral = nx.moral_graph(graph)
-    dist = nx.single_source_shortest_path_length(moral, v)
-    by_layer: dict[int, set] = {}
-    for u, d in dist.items():
-        by_layer.setdefault(d, set()).add(u)
-    for d in sorted(by_layer):
-        if d == 0:
-            continue
-        add(by_layer[d])
-        beyond = {u for u, du in dist.items() if du > d}
-        if beyond:
-            within = {u for u, du in dist.items() if 0 < du <= d}
-            sep = nx.find_minimal_d_separator(graph, {v}, beyond, restricted=within)
-            if sep is not None:
-                add(sep)
-    skel = nx.single_source_shortest_path_length(graph.to_undirected(as_view=True), v)
-    layers: dict[int, set] = {}
-    for u, d in skel.items():
-        layers.setdefault(d, set()).add(u)
-    for d, layer in layers.items():
-        if d > 0:
-            add(layer)
-    # A minimal d-separator towards each non-adjacent node.
-    adjacent = parents | children
-    for u in nodes:
-        if u == v or u in adjacent:
-            continue
-        sep = nx.find_minimal_d_separator(graph, {v}, {u})
-        if sep is not None:
-            add(sep)
-    # Quilts keeping the targets (e.g. the queried attributes) out of the nearby set: the targets
-    # themselves, and the adjacent targets plus a minimal d-separator from the others.
-    aims = {u for u in targets if u != v}
-    if aims:
-        add(aims)
-        near_aims, far_aims = aims & adjacent, aims - adjacent
-        if far_aims:
-            allowed = set(nodes) - far_aims - {v}
-            sep = nx.find_minimal_d_separator(graph, {v}, far_aims, included=near_aims, restricted=allowed)
-            if sep is not None:
-                add(sep)
-    rows = np.zeros((len(found), n), dtype=bool)
-    for r, members in enumerate(found):
-        rows[r, list(members)] = True
-    return rows
 
 
 def _quilt_rows(
@@ -295,17 +188,8 @@ def _quilt_rows(
         z, r = np.concatenate(zs), np.concatenate(rs)
         r[:, node] = False
     else:
-        z = _candidate_rows(structure, node, targets)
-        conn = structure.d_connected(node, z)
-        r = ~conn & ~z
-        r[:, node] = False
-        keep = np.ones(len(z), dtype=bool)
-        for k in range(len(z)):  # validate every candidate independently with networkx
-            remote = {structure.nodes[j] for j in np.flatnonzero(r[k])}
-            if remote:
-                quilt = {structure.nodes[j] for j in np.flatnonzero(z[k])}
-                keep[k] = nx.is_d_separator(structure.graph, {structure.nodes[node]}, remote, quilt)
-        z, r = z[keep], r[keep]
+        z = candidate_rows(structure, node, targets)
+        r = structure.remote(node, z)
     sizes = z.sum(axis=1)
     # Sort by size, then lexicographically by the sorted member indices (weights 2^-j favour low indices).
     weights = np.exp2(-np.arange(n, dtype=float))
@@ -351,21 +235,25 @@ def markov_quilts(
     exhaustive : bool
         True: every subset Q of the other nodes (2^(m−1) quilts for m nodes),
         allowed for networks of at most ``max_nodes`` nodes. False: a candidate
-        search for large networks — the empty quilt, the parents, the
-        children, both, the Markov blanket, every breadth-first layer of the
-        moral graph and of the undirected skeleton, the minimal d-separator
-        (:func:`networkx.find_minimal_d_separator`) between the node and the
-        nodes beyond each moral layer, and towards each non-adjacent node.
-        Every candidate's remote set is re-checked with
-        :func:`networkx.is_d_separator`; one failing the check is dropped.
+        search for large networks (:mod:`~bayespriv.calibration.quilt_search`)
+        — the empty quilt, the parents, the children, both, the Markov
+        blanket, every breadth-first ring of the moral graph (and its border
+        with the nodes beyond), the two minimal d-separators between the node
+        and everything beyond each ring, every layer of the undirected
+        skeleton, and a minimal d-separator towards each non-adjacent node
+        not yet separated by one found before (each distinct separator is
+        computed once). Masks over node positions throughout: the same
+        quilts for any ``PYTHONHASHSEED``. Remote sets come from the
+        vectorised Bayes-ball (tested against Lauritzen's criterion).
     max_nodes : int
         Largest network (counting every node) for the exhaustive search;
         default 16 (32 768 subsets), at most 20.
     targets : collection of nodes, optional
         Candidate mode only: nodes to keep out of the nearby set (APMQM
-        passes the queried attributes). Adds the quilt Q = targets and the
-        quilt made of the targets adjacent to ``node`` plus a minimal
-        d-separator from the other targets.
+        passes the queried attributes). Adds the quilt Q = targets and, at
+        every moral ring, the minimal d-separators (both ends) made of the
+        targets adjacent to ``node`` plus nodes up to that ring separating
+        the other targets.
 
     Returns
     -------
@@ -462,7 +350,8 @@ class QuiltCalibration:
     n_quilts : mapping
         Sensitive node -> number of quilts searched.
     skipped : mapping
-        Sensitive node -> number of quilts not scored (joint table above ``max_states``).
+        Sensitive node -> number of quilts not scored (joint table above
+        ``max_states``, elimination plan above ``max_factor``, grid too large).
     exhaustive : bool
     confidence : float or None
         1.0: every max-influence is exact; None when some are numerical
@@ -477,6 +366,14 @@ class QuiltCalibration:
     engine : InfluenceEngine
     parameter_network : ParameterNetwork
         The declared network over parameters, with its columns.
+    skip_reasons : mapping
+        Sensitive node -> the reason each skipped quilt was not scored.
+
+    Notes
+    -----
+    For a family Θ each :class:`QuiltScore` keeps e_θ of every member
+    (``influence.per_member``): APMQM chooses the best quilt per θ
+    (:meth:`best` with ``member``; :meth:`member_scores`).
     """
 
     networks: tuple[Any, ...]
@@ -497,6 +394,25 @@ class QuiltCalibration:
     assumptions: tuple[str, ...] = ()
     engine: InfluenceEngine | None = field(default=None, repr=False)
     parameter_network: ParameterNetwork | None = field(default=None, repr=False)
+    skip_reasons: Mapping[Hashable, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}), repr=False)
+
+    @property
+    def n_members(self) -> int:
+        """Number of members θ of Θ (1 for a single network)."""
+        return len(self.networks)
+
+    @property
+    def member_labels(self) -> tuple[Any, ...]:
+        """A label per member θ (the engine's member labels, else indices)."""
+        labels = getattr(self.engine, "members", None)
+        return tuple(labels) if labels is not None and len(labels) == self.n_members else tuple(range(self.n_members))
+
+    def member_scores(self, node: Hashable, epsilon: float) -> np.ndarray:
+        """σ(Q, θ) = Δ_{A∩N} F / (ε − e_θ(X_Q | X_i)) for every member θ and candidate (array members × candidates;
+        ``inf`` where e_θ ≥ ε, 0 where Δ = 0 and e_θ < ε)."""
+        if node not in self.candidates:
+            raise fail("node", f"a sensitive node {list(self.sensitive)!r}", node)
+        return _scores(self.candidates[node], self.n_members, epsilon)[0]
 
     def evaluate(self, node: Hashable, quilt: Any) -> QuiltScore:
         """The :class:`QuiltScore` of any set Q (or :class:`Quilt`) for a sensitive ``node``.
@@ -544,19 +460,27 @@ class QuiltCalibration:
 
         return save_calibration(self, path, seed=seed)
 
-    def best(self, node: Hashable, epsilon: float) -> QuiltScore | None:
+    def best(self, node: Hashable, epsilon: float, member: int | None = None) -> QuiltScore | None:
         """Algorithm 2's choice for ``node`` at ε: the least score among quilts with e < ε.
 
-        Ties go to the smaller max-influence (equal scores give equal noise, and
-        a smaller e is the stronger statement: with no noise, i.e. A ∩ N = ∅,
+        ``member=None`` uses e_Θ = sup over θ (one quilt for all of Θ); an
+        index θ uses e_θ of that member (the per-θ choice of APMQM). Ties go to
+        the smaller max-influence (equal scores give equal noise, and a
+        smaller e is the stronger statement: with no noise, i.e. A ∩ N = ∅,
         the privacy loss is at most e), then the smaller quilt. None when no
         quilt has e < ε (cannot happen with the trivial quilt, e = 0).
         """
         if node not in self.candidates:
             raise fail("node", f"a sensitive node {list(self.sensitive)!r}", node)
-        usable = [(c.score(epsilon), c.max_influence, len(c.quilt.quilt), k, c)
-                  for k, c in enumerate(self.candidates[node]) if c.max_influence < epsilon]
-        return min(usable, key=lambda t: t[:4])[4] if usable else None
+        cands = self.candidates[node]
+        if member is None:
+            usable = [(c.score(epsilon), c.max_influence, len(c.quilt.quilt), k, c)
+                      for k, c in enumerate(cands) if c.max_influence < epsilon]
+            return min(usable, key=lambda t: t[:4])[4] if usable else None
+        if isinstance(member, bool) or not isinstance(member, (int, np.integer)) or not 0 <= member < self.n_members:
+            raise fail("member", f"None or an integer in [0, {self.n_members - 1}]", member)
+        pick = _best_per_member(cands, self.n_members, epsilon)[int(member)]
+        return None if pick < 0 else cands[pick]
 
     def __repr__(self) -> str:
         from ..diagnostics.html import quilt_calibration_repr
@@ -603,6 +527,80 @@ def _undominated(z: np.ndarray, sens: np.ndarray, exhaustive: bool, n: int, node
     return keep
 
 
+def _scores(cands: Sequence[QuiltScore], n_members: int, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """(σ(θ, Q) as members × candidates, e_θ(Q) as members × candidates)."""
+    if not cands:
+        return np.full((n_members, 0), np.inf), np.full((n_members, 0), np.inf)
+    e = np.stack([c.influence.member_values(n_members) for c in cands], axis=1)
+    d = np.array([c.sensitivity for c in cands], dtype=float)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sigma = np.where(d == 0, 0.0, d / (epsilon - e))
+    return np.where(e < epsilon, sigma, np.inf), e
+
+
+def _best_per_member(cands: Sequence[QuiltScore], n_members: int, epsilon: float) -> np.ndarray:
+    """Index of the best candidate for each member θ (−1: none usable), with :meth:`QuiltCalibration.best`'s ties."""
+    sigma, e = _scores(cands, n_members, epsilon)
+    if sigma.shape[1] == 0:
+        return np.full(n_members, -1)
+    size = np.array([len(c.quilt.quilt) for c in cands])
+    out = np.empty(n_members, dtype=np.int64)
+    for m in range(n_members):
+        order = np.lexsort((np.arange(len(cands)), size, e[m], sigma[m]))
+        out[m] = order[0] if np.isfinite(sigma[m, order[0]]) else -1
+    return out
+
+
+def _pareto_front(sens: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Entries not dominated in (Δ, e_θ for every θ) by an earlier-or-better entry (bool mask).
+
+    ``e`` is members × entries. Entry j is dominated by k when Δ_k ≤ Δ_j and e_k ≤ e_j for every θ, strictly
+    somewhere (or equal everywhere and k < j): at every ε and for every θ, k scores no worse than j.
+    """
+    le = (sens[:, None] <= sens[None, :]) & (e[:, :, None] <= e[:, None, :]).all(axis=0)  # le[k, j]: k ≤ j
+    eq = le & le.T
+    idx = np.arange(len(sens))
+    dominates = (le & ~eq) | (eq & (idx[:, None] < idx[None, :]))
+    return ~dominates.any(axis=0)
+
+
+@dataclass
+class _Scored:
+    """The quilts of one sensitive node scored so far (masks, Δ, e) and what was skipped."""
+
+    z: list[np.ndarray]
+    r: list[np.ndarray]
+    sens: list[float]
+    scores: list[QuiltScore]
+    seen: set[bytes]
+    reasons: list[str]
+
+
+def _neighbours(g: GraphIndex, node: int, z: np.ndarray) -> list[np.ndarray]:
+    """Quilts one move from ``z``: remove a node, add a moral neighbour of Z ∪ {node}, or move a node of Z to one
+    of its moral neighbours (in node-position order: deterministic)."""
+    out = []
+    members = np.flatnonzero(z)
+    for u in members:
+        w = z.copy()
+        w[u] = False
+        out.append(w)
+    around = g.moral[np.append(members, node)].any(axis=0) & ~z
+    around[node] = False
+    for u in np.flatnonzero(around):
+        w = z.copy()
+        w[u] = True
+        out.append(w)
+    for u in members:
+        for t in np.flatnonzero(g.moral[u] & ~z):
+            if t != node:
+                w = z.copy()
+                w[u] = False
+                w[t] = True
+                out.append(w)
+    return out
+
+
 def _bare_network_error(network: Any) -> ParameterTypeError:
     """The error for a bare pgmpy network passed where a network over parameters is meant."""
     members = network if isinstance(network, (list, tuple)) else [network]
@@ -645,10 +643,13 @@ class _QuiltSearch:
     exhaustive: bool
     max_nodes: int
     max_states: int
+    refine: int = 0
 
 
 def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int, options: Mapping[str, Any]) -> _QuiltSearch:
-    engine = InfluenceEngine(pnet, **dict(options["influence_options"] or {}))
+    extra = {} if pnet.kind != "discrete" else {"max_factor": check_positive_int(options["max_factor"], "max_factor",
+                                                                                 minimum=2)}
+    engine = InfluenceEngine(pnet, **dict(options["influence_options"] or {}), **extra)
     graph = as_digraph(engine.graph(0), "network")
     for j in range(1, len(engine.networks)):
         if set(engine.graph(j).edges()) != set(graph.edges()):
@@ -678,46 +679,103 @@ def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int,
     return _QuiltSearch(pnet, engine, structure, sens_nodes, tuple(sens_idx),
                         frozenset(pnet.owner(c) for c in query.columns), n, int(kq), options["exhaustive"],
                         _check_max_nodes(options["max_nodes"]),
-                        check_positive_int(options["max_states"], "max_states", minimum=2))
+                        check_positive_int(options["max_states"], "max_states", minimum=2),
+                        check_positive_int(options["refine"], "refine", minimum=0))
 
 
-def _score_quilts(s: _QuiltSearch, query: Query) -> tuple[dict, dict, dict, float]:
+def _score_quilts(s: _QuiltSearch, query: Query) -> tuple[dict, dict, dict, dict, float]:
     """Stage 3: the undominated quilts of every sensitive node with Δ_{A∩N} F and e(X_Q | X_i)."""
     sens_cache: dict[frozenset, float] = {}
 
     def delta(nodes_near: frozenset) -> float:
         key = nodes_near & s.queried
         if key not in sens_cache:
-            cols = [c for v in key for c in s.pnet.columns[v]]
+            cols = [c for v in sorted(key, key=s.structure.index.__getitem__) for c in s.pnet.columns[v]]
             sens_cache[key] = query.column_sensitivity(cols, s.n, ord=1) if cols else 0.0
         return sens_cache[key]
 
     full = delta(s.queried)
-    nodes_arr = np.array(s.structure.nodes, dtype=object)
-    everything = frozenset(s.structure.nodes)
-    queried_mask = np.array([u in s.queried for u in s.structure.nodes])
     candidates: dict[Hashable, tuple[QuiltScore, ...]] = {}
     counts: dict[Hashable, int] = {}
     skipped: dict[Hashable, int] = {}
+    reasons: dict[Hashable, tuple[str, ...]] = {}
     for v, idx in zip(s.sensitive, s.sens_idx):
         z, r = _quilt_rows(s.structure, idx, s.exhaustive, s.max_nodes, s.queried)
-        counts[v] = len(z)
-        # Δ depends on N only through A ∩ N: compute it per distinct pattern.
-        patterns, inverse = np.unique(~z & ~r & queried_mask, axis=0, return_inverse=True)
-        pattern_sens = np.array([delta(frozenset(nodes_arr[p])) for p in patterns])
-        sens = pattern_sens[np.asarray(inverse).reshape(-1)]
+        sens = _row_sensitivities(s, z, r, delta)
         keep = _undominated(z, sens, s.exhaustive, len(s.structure.nodes), idx)
-        scores = []
-        skipped[v] = 0
-        for row in np.flatnonzero(keep):
-            q = frozenset(nodes_arr[z[row]])
-            if q and not s.engine.feasible(v, q, s.max_states):
-                skipped[v] += 1
-                continue
-            rem = frozenset(nodes_arr[r[row]])
-            scores.append(QuiltScore(Quilt(q, everything - q - rem, rem), float(sens[row]), s.engine(v, q)))
-        candidates[v] = tuple(scores)
-    return candidates, counts, skipped, float(full)
+        state = _Scored([], [], [], [], {row.tobytes() for row in z}, [])
+        _score_rows(s, v, z[keep], r[keep], sens[keep], state)
+        initial = len(state.scores) + len(state.reasons)
+        if s.refine and not s.exhaustive:
+            _refine(s, v, idx, state, delta)
+        counts[v] = len(z) + len(state.scores) + len(state.reasons) - initial
+        candidates[v] = tuple(state.scores)
+        skipped[v] = len(state.reasons)
+        reasons[v] = tuple(state.reasons)
+    return candidates, counts, skipped, reasons, float(full)
+
+
+def _row_sensitivities(s: _QuiltSearch, z: np.ndarray, r: np.ndarray, delta: Any) -> np.ndarray:
+    """Δ_{A∩N} F of each row (computed once per distinct pattern A ∩ N)."""
+    if len(z) == 0:
+        return np.zeros(0)
+    queried_mask = np.array([u in s.queried for u in s.structure.nodes])
+    nodes_arr = np.array(s.structure.nodes, dtype=object)
+    patterns, inverse = np.unique(~z & ~r & queried_mask, axis=0, return_inverse=True)
+    pattern_sens = np.array([delta(frozenset(nodes_arr[p])) for p in patterns])
+    return pattern_sens[np.asarray(inverse).reshape(-1)]
+
+
+def _score_rows(s: _QuiltSearch, v: Hashable, z: np.ndarray, r: np.ndarray, sens: np.ndarray, state: _Scored) -> int:
+    """Score rows (e(X_Q | X_i) per member); rows refused by the engine are recorded with the reason."""
+    nodes_arr = np.array(s.structure.nodes, dtype=object)
+    everything = frozenset(s.structure.nodes)
+    added = 0
+    for row in range(len(z)):
+        q = frozenset(nodes_arr[z[row]])
+        why = s.engine.refusal(v, q, s.max_states) if q else None
+        if why is not None:
+            state.reasons.append(why)
+            continue
+        rem = frozenset(nodes_arr[r[row]])
+        state.z.append(z[row])
+        state.r.append(r[row])
+        state.sens.append(float(sens[row]))
+        state.scores.append(QuiltScore(Quilt(q, everything - q - rem, rem), float(sens[row]), s.engine(v, q)))
+        added += 1
+    return added
+
+
+def _refine(s: _QuiltSearch, v: Hashable, idx: int, state: _Scored, delta: Any) -> None:
+    """Greedy local improvement of the (Δ, e_θ) Pareto front: one-node moves until no move joins the front.
+
+    The front holds the minimiser of Δ/(ε − e_θ) for every ε and θ, so improving it is independent of ε.
+    At most ``s.refine`` new quilts are scored per sensitive node; moves are taken in a deterministic order.
+    """
+    m = len(s.engine.networks)
+    budget = s.refine
+    while budget > 0:
+        e = np.stack([c.influence.member_values(m) for c in state.scores], axis=1)
+        front = np.flatnonzero(_pareto_front(np.array(state.sens), e))
+        fresh = []
+        for j in front:
+            for w in _neighbours(s.structure, idx, state.z[j]):
+                key = w.tobytes()
+                if key not in state.seen:
+                    state.seen.add(key)
+                    fresh.append(w)
+        if not fresh:
+            return
+        z = np.array(fresh)
+        r = s.structure.remote(idx, z)
+        sens = _row_sensitivities(s, z, r, delta)
+        order = np.lexsort((z.sum(axis=1), sens))[:budget]
+        before = len(state.scores)
+        budget -= len(order)
+        _score_rows(s, v, z[order], r[order], sens[order], state)
+        e = np.stack([c.influence.member_values(m) for c in state.scores], axis=1)
+        if not _pareto_front(np.array(state.sens), e)[before:].any():
+            return
 
 
 def calibrate_quilts(
@@ -732,6 +790,8 @@ def calibrate_quilts(
     k: int | None = None,
     max_states: int = 2**16,
     influence_options: Mapping[str, Any] | None = None,
+    max_factor: int = MAX_FACTOR,
+    refine: int = 256,
 ) -> QuiltCalibration:
     """Quilts, column sensitivities and max-influences for APMQM (independent of ε).
 
@@ -780,6 +840,20 @@ def calibrate_quilts(
     influence_options : mapping, optional
         Continuous parameters: ``resolution``, ``bounds`` and ``max_points``
         of :func:`~bayespriv.calibration.influence.max_influence`.
+    max_factor : int
+        Discrete networks: quilts whose variable-elimination plan (fixed
+        min-weight order, ties by node position, the same for any hash seed)
+        builds a factor of more entries are not scored; the reason is kept
+        in ``skip_reasons`` (default 2^22). Like ``max_states``, this only
+        removes options: the trivial quilt is always scored.
+    refine : int
+        Candidate mode only: at most this many extra quilts scored per
+        sensitive node by a greedy local improvement of the (Δ_{A∩N} F,
+        e_θ) Pareto front — one-node moves (remove, add a moral neighbour,
+        move a node to a moral neighbour) from every front quilt, repeated
+        while a move joins the front. The front holds Algorithm 2's choice
+        at every ε and θ, so this is independent of ε and deterministic.
+        0 disables it (default 256).
 
     Returns
     -------
@@ -823,8 +897,8 @@ def calibrate_quilts(
     pnet = _parameter_network(network, columns)
     search = _search_inputs(pnet, sensitive, query, n, {
         "influence_options": influence_options, "exhaustive": exhaustive, "max_nodes": max_nodes, "k": k,
-        "max_states": max_states})
-    candidates, counts, skipped, full = _score_quilts(search, query)
+        "max_states": max_states, "max_factor": max_factor, "refine": refine})
+    candidates, counts, skipped, reasons, full = _score_quilts(search, query)
     numerical = any(not c.influence.exact for scores in candidates.values() for c in scores)
     extra = tuple(dict.fromkeys(a for scores in candidates.values() for c in scores for a in c.influence.assumptions))
     return QuiltCalibration(
@@ -839,6 +913,7 @@ def calibrate_quilts(
         candidates=MappingProxyType(candidates),
         n_quilts=MappingProxyType(counts),
         skipped=MappingProxyType(skipped),
+        skip_reasons=MappingProxyType(reasons),
         exhaustive=search.exhaustive,
         confidence=None if numerical else 1.0,
         k=search.k,
@@ -982,7 +1057,9 @@ class ChainCalibration:
         Largest distance of a quilt node from X_i searched.
     influence : ndarray (T, window + 1, window + 1)
         e_Θ({X_{i−a}, X_{i+b}} | X_i) (a or b = 0: no node on that side;
-        ``nan`` where a node falls outside the chain).
+        ``nan`` where a node falls outside the chain): the max over chains.
+    member_influence : ndarray (chains, T, window + 1, window + 1) or None
+        e_θ of every chain θ (None: a single chain, equal to ``influence``).
     """
 
     chains: tuple[MarkovChain, ...]
@@ -996,6 +1073,25 @@ class ChainCalibration:
     component_names: tuple[str, ...] = ()
     confidence: float = 1.0
     assumptions: tuple[str, ...] = ("markov_chain",)
+    member_influence: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def n_members(self) -> int:
+        """Number of chains θ in Θ."""
+        return len(self.chains)
+
+    def member_influence_array(self) -> np.ndarray:
+        """e_θ per chain: (chains, T, window + 1, window + 1)."""
+        if self.member_influence is not None:
+            return self.member_influence
+        return np.broadcast_to(self.influence, (self.n_members, *self.influence.shape))
+
+    def member_scores(self, epsilon: float) -> np.ndarray:
+        """σ_θ(i, a, b) = card(N) / (ε − e_θ) per chain θ: (chains, T, window + 1, window + 1)."""
+        e = self.member_influence_array()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = self.nearby_counts()[None] / (epsilon - e)
+        return np.where(np.isfinite(e) & (e < epsilon), s, np.inf)
 
     def to_netcdf(self, path: Any, *, seed: int | None = None) -> Any:
         """Save to a netCDF file (:func:`~bayespriv.calibration.persist.save_calibration`)."""
@@ -1045,7 +1141,8 @@ def calibrate_chain(
     Parameters
     ----------
     chain : MarkovChain or sequence of them
-        Θ; a sequence is a family (supremum over it).
+        Θ; a sequence is a family (each chain's max-influences are kept; MQM
+        chooses the quilt per chain).
     query : Query
         F over the chain's column.
     length : int
@@ -1096,7 +1193,10 @@ def calibrate_chain(
     w = t - 1 if max_window is None else min(check_positive_int(max_window, "max_window"), t - 1)
     if t * (w + 1) ** 2 * chains[0].k ** 2 > 5e8:
         raise fail("max_window", f"small enough that length·(window+1)²·k² ≤ 5e8 (length {t})", max_window)
-    infl = np.stack([_chain_influences(c, t, w) for c in chains]).max(axis=0)
+    members = np.stack([_chain_influences(c, t, w) for c in chains])
+    infl = members.max(axis=0)
     infl.setflags(write=False)
+    members.setflags(write=False)
     kq = query.k or 1
-    return ChainCalibration(chains, t, column, query, lip, w, infl, kq, query.component_names(kq))
+    return ChainCalibration(chains, t, column, query, lip, w, infl, kq, query.component_names(kq),
+                            member_influence=members if len(chains) > 1 else None)

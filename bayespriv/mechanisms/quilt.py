@@ -122,6 +122,14 @@ class _QuiltMechanism(Mechanism):
         raise self._no_relaxation()
 
 
+def _member_score(pick: QuiltScore, member: int, n_members: int, epsilon: float) -> float:
+    """σ_θ(Q) = Δ_{A∩N} F / (ε − e_θ(X_Q | X_i)) of one member θ (0 when Δ = 0; inf when e_θ ≥ ε)."""
+    e = float(pick.influence.member_values(n_members)[member])
+    if not e < epsilon:
+        return math.inf
+    return 0.0 if pick.sensitivity == 0 else pick.sensitivity / (epsilon - e)
+
+
 class APMQM(_QuiltMechanism):
     """Attribute-Private Markov Quilt Mechanism (Algorithm 2).
 
@@ -165,9 +173,16 @@ class APMQM(_QuiltMechanism):
     Attributes
     ----------
     chosen : mapping
-        Sensitive node -> the :class:`~bayespriv.calibration.quilts.QuiltScore` used.
+        Sensitive node -> the :class:`~bayespriv.calibration.quilts.QuiltScore`
+        used; for a family, the one chosen for the binding member θ (the θ
+        whose best quilt needs the most noise for that node).
+    chosen_per_member : tuple of mappings
+        For each member θ (in the family's order; one entry for a single
+        network): sensitive node -> the quilt chosen for θ.
+    binding_member : mapping
+        Sensitive node -> the label of its binding member θ.
     scale : float
-        The Laplace scale b = max_i σ_i (0: released without noise).
+        The Laplace scale b = max_θ max_i min_Q σ_θ(Q, i) (0: released without noise).
 
     Raises
     ------
@@ -198,6 +213,21 @@ class APMQM(_QuiltMechanism):
     then names ``"numerical_influence"`` and has confidence None (no
     probability is claimed for an estimate); an underestimated e would make
     the true loss exceed ε by at most the underestimate.
+
+    *Per-θ quilts (families).* Pufferfish privacy (Definition 1) is a
+    condition for each θ ∈ Θ separately: for every θ and pair of secrets,
+    P(M(X) ∈ T | s_a, θ) ≤ e^ε P(M(X) ∈ T | s_b, θ). The proof of Theorem 3
+    fixes θ and one quilt of X_i and bounds the log-ratio by
+    e_θ(X_Q | X_i) + Δ_{A∩N} F / b, where e_θ is the max-influence under that
+    θ alone (Definition 7 takes the sup over Θ only to make one quilt serve
+    every θ). So for each (θ, i) any quilt with e_θ < ε and
+    Δ_{A∩N} F / (ε − e_θ) ≤ b suffices, and the Laplace scale
+    b = max_θ max_i min_Q Δ_{A∩N} F / (ε − e_θ(X_Q | X_i)) — the same noise
+    for every θ, the quilt possibly differing per θ — satisfies the
+    condition for every θ. It is never above Algorithm 2's
+    max_i min_Q Δ / (ε − sup_θ e_θ) (a max of minima is at most the minimum
+    of maxima). A forced quilt (``quilts=``) is used for every θ (it must
+    have e_Θ < ε; its per-θ score uses e_θ).
 
     Notes on the paper: Algorithm 2 admits quilts with e ≤ ε and divides by
     ε − e; e = ε gives a division by zero, so we require e < ε. Theorem 4
@@ -236,28 +266,44 @@ class APMQM(_QuiltMechanism):
             if key not in calibration.sensitive:
                 raise fail("quilts", f"keyed by sensitive nodes {list(calibration.sensitive)!r}", key)
         eps = self.epsilon
-        chosen: dict[Hashable, QuiltScore] = {}
-        for node in calibration.sensitive:
-            if node in forced:
-                pick = calibration.evaluate(node, forced[node])
-                if not pick.max_influence < eps:
-                    why = "" if pick.influence.finite else f" ({pick.influence.reason})"
-                    raise ValidationError(
-                        f"quilts[{node!r}] must have a max-influence e < epsilon={eps:g}; got e = "
-                        f"{pick.max_influence:.6g} for {pick.quilt}{why}"
-                    )
-            else:
-                pick = calibration.best(node, eps)
-                if pick is None:
-                    least = min((c.max_influence for c in calibration.candidates[node]), default=math.inf)
-                    raise ValidationError(
-                        f"epsilon must exceed the max-influence of some Markov quilt of {node!r} (Algorithm 2 needs "
-                        f"e(X_Q | X_i) < ε); got epsilon={eps:g} with smallest e = {least:.6g}"
-                    )
-            chosen[node] = pick
-        self.chosen = MappingProxyType(chosen)
-        self.scale = float(max(c.score(eps) for c in chosen.values()))
+        per_member: list[dict[Hashable, QuiltScore]] = [{} for _ in range(calibration.n_members)]
+        sigma = np.zeros((calibration.n_members, len(calibration.sensitive)))
+        for col, node in enumerate(calibration.sensitive):
+            picks = self._forced(calibration, node, forced[node]) if node in forced else self._best(calibration, node)
+            for m, pick in enumerate(picks):
+                per_member[m][node] = pick
+                sigma[m, col] = _member_score(pick, m, calibration.n_members, eps)
+        binding = sigma.argmax(axis=0)  # per node, the member θ whose best quilt needs the most noise
+        self.chosen = MappingProxyType({node: per_member[int(binding[c])][node]
+                                        for c, node in enumerate(calibration.sensitive)})
+        labels = calibration.member_labels
+        self.chosen_per_member = tuple(MappingProxyType(d) for d in per_member)
+        self._binding_index = {node: int(binding[c]) for c, node in enumerate(calibration.sensitive)}
+        self.binding_member = MappingProxyType({node: labels[m] for node, m in self._binding_index.items()})
+        self.scale = float(sigma.max())
         self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
+
+    def _forced(self, calibration: QuiltCalibration, node: Hashable, quilt: Any) -> list[QuiltScore]:
+        eps = self.epsilon
+        pick = calibration.evaluate(node, quilt)
+        if not pick.max_influence < eps:
+            why = "" if pick.influence.finite else f" ({pick.influence.reason})"
+            raise ValidationError(
+                f"quilts[{node!r}] must have a max-influence e < epsilon={eps:g}; got e = "
+                f"{pick.max_influence:.6g} for {pick.quilt}{why}"
+            )
+        return [pick] * calibration.n_members
+
+    def _best(self, calibration: QuiltCalibration, node: Hashable) -> list[QuiltScore]:
+        eps = self.epsilon
+        picks = [calibration.best(node, eps, member=m) for m in range(calibration.n_members)]
+        if any(p is None for p in picks):
+            least = min((c.max_influence for c in calibration.candidates[node]), default=math.inf)
+            raise ValidationError(
+                f"epsilon must exceed the max-influence of some Markov quilt of {node!r} (Algorithm 2 needs "
+                f"e(X_Q | X_i) < ε); got epsilon={eps:g} with smallest e = {least:.6g}"
+            )
+        return picks  # type: ignore[return-value]
 
     @property
     def guarantee(self) -> Guarantee:
@@ -270,7 +316,7 @@ class APMQM(_QuiltMechanism):
         the trivial quilt, e = 0) it is exact (confidence 1).
         """
         cal = self.calibration
-        used = [c.influence for c in self.chosen.values()]
+        used = [c.influence for chosen in self.chosen_per_member for c in chosen.values()]
         extra = tuple(dict.fromkeys(a for inf in used for a in inf.assumptions))
         per_quilt = {a for scores in cal.candidates.values() for c in scores for a in c.influence.assumptions}
         base = tuple(a for a in cal.assumptions if a not in per_quilt)
@@ -286,18 +332,32 @@ class APMQM(_QuiltMechanism):
         return tuple(dict.fromkeys(c for v in cal.sensitive for c in (cal.columns[v] or (str(v),))))
 
     def report(self) -> pd.DataFrame:
-        """The chosen quilt per sensitive attribute: Q, N, R, e, Δ_{A∩N} F and score."""
+        """The chosen quilt per sensitive attribute: Q, N, R, e, Δ_{A∩N} F and score.
+
+        For a family Θ, one row per (sensitive attribute, member θ): ``max_influence`` and ``score`` are that
+        member's e_θ and σ_θ, ``theta`` names the member and ``binding`` marks the member whose score sets the
+        noise for that attribute.
+        """
+        cal = self.calibration
+        family = cal.n_members > 1
+        labels = cal.member_labels
         rows = []
-        for node, c in self.chosen.items():
-            rows.append({
-                "sensitive": node,
-                "quilt": sorted(map(str, c.quilt.quilt)),
-                "nearby": sorted(map(str, c.quilt.nearby)),
-                "remote": sorted(map(str, c.quilt.remote)),
-                "max_influence": c.max_influence,
-                "sensitivity": c.sensitivity,
-                "score": c.score(self.epsilon),
-            })
+        for node in cal.sensitive:
+            for m, chosen in enumerate(self.chosen_per_member):
+                c = chosen[node]
+                row = {
+                    "sensitive": node,
+                    "quilt": sorted(map(str, c.quilt.quilt)),
+                    "nearby": sorted(map(str, c.quilt.nearby)),
+                    "remote": sorted(map(str, c.quilt.remote)),
+                    "max_influence": float(c.influence.member_values(cal.n_members)[m]),
+                    "sensitivity": c.sensitivity,
+                    "score": _member_score(c, m, cal.n_members, self.epsilon),
+                }
+                if family:
+                    row["theta"] = labels[m]
+                    row["binding"] = m == self._binding_index[node]
+                rows.append(row)
         return pd.DataFrame(rows).set_index("sensitive")
 
     def __repr__(self) -> str:
@@ -310,7 +370,8 @@ class ChainQuilt:
     """The best quilt {X_{i−a}, X_{i+b}} of one position of a chain.
 
     ``position`` is 0-based; ``before`` = a and ``after`` = b (0: no quilt node
-    on that side); ``nearby`` = card(N).
+    on that side); ``nearby`` = card(N); ``member``: the chain θ of a family
+    whose e_θ is ``max_influence`` (None for a single chain).
     """
 
     position: int
@@ -319,6 +380,7 @@ class ChainQuilt:
     max_influence: float
     nearby: int
     score: float
+    member: int | None = None
 
     @property
     def quilt(self) -> tuple[int, ...]:
@@ -342,7 +404,9 @@ class MQM(_QuiltMechanism):
         σ(X_Q) = card(X_N) / (ε − e_Θ(X_Q | X_i)),
 
     σ_max = max_i min_Q σ(X_Q), and the release is F(X) + Lap(L · σ_max) with
-    L the query's Lipschitz constant in one entry.
+    L the query's Lipschitz constant in one entry. For a family of chains
+    the minimum is taken per chain θ with e_θ:
+    σ_max = max_θ max_i min_Q card(X_N) / (ε − e_θ(X_Q | X_i)).
 
     Parameters
     ----------
@@ -352,9 +416,12 @@ class MQM(_QuiltMechanism):
 
     Attributes
     ----------
+    sigma : ndarray (T,)
+        σ_i = max_θ min_Q σ_θ(X_Q) per position.
     sigma_max : float
     worst : ChainQuilt
-        The position attaining σ_max with its best quilt.
+        The position attaining σ_max with its best quilt (and, for a family,
+        the binding chain θ in ``member``).
     scale : float
         L · σ_max.
 
@@ -370,6 +437,15 @@ class MQM(_QuiltMechanism):
     changes (exact for counts, shares and bounded means). Bound: exact.
     This protects the value of one entry, not a distribution parameter; use
     :class:`APMQM` for attribute privacy.
+
+    Per-θ quilts (families): Pufferfish privacy holds θ by θ (Definition 2.1
+    of Song et al.: the condition is for each θ ∈ Θ), and the proof of the
+    MQM theorem, for a fixed θ, position i and quilt, bounds the log-ratio
+    by e_θ(X_Q | X_i) + L card(X_N) / b. Hence any b with
+    b ≥ L card(X_N) / (ε − e_θ) for *some* quilt of every (θ, i) works:
+    b = L max_θ max_i min_Q σ_θ, never above the sup-over-Θ rule
+    L max_i min_Q card(X_N) / (ε − sup_θ e_θ). The noise is the same for
+    every θ; only the quilt used in the proof depends on θ.
     """
 
     theorem = "MQM: Song, Wang & Chaudhuri 2017 (Pufferfish Privacy Mechanisms for Correlated Data), §4"
@@ -380,35 +456,62 @@ class MQM(_QuiltMechanism):
                 f"calibration must be a ChainCalibration (from calibrate_chain); got {type(calibration).__name__}"
             )
         self._init_common(calibration, epsilon)
-        scores = calibration.scores(self.epsilon)
-        t, w1, _ = scores.shape
-        flat = scores.reshape(t, -1)
-        best = flat.argmin(axis=1)
-        per_node = flat[np.arange(t), best]
+        scores = calibration.member_scores(self.epsilon)  # (members, T, w+1, w+1)
+        m, t, w1, _ = scores.shape
+        flat = scores.reshape(m, t, -1)
+        best = flat.argmin(axis=2)  # (members, T)
+        per = np.take_along_axis(flat, best[:, :, None], axis=2)[:, :, 0]
+        binding = per.argmax(axis=0)  # per position, the chain needing the most noise
+        per_node = per[binding, np.arange(t)]
         worst = int(np.argmax(per_node))
-        a, b = divmod(int(best[worst]), w1)
         self.sigma = per_node
         self.sigma_max = float(per_node[worst])
         if not math.isfinite(self.sigma_max):  # pragma: no cover - the trivial quilt has e = 0 < ε
             raise ValidationError(f"epsilon must exceed the max-influence of some quilt; got epsilon={self.epsilon:g}")
-        self.worst = ChainQuilt(worst, a, b, float(calibration.influence[worst, a, b]),
-                                int(calibration.nearby_counts()[worst, a, b]), self.sigma_max)
+        self._best, self._binding = best, binding
+        self.worst = self._chain_quilt(worst, int(binding[worst]))
         self.scale = float(calibration.lipschitz * self.sigma_max)
         self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
+
+    def _chain_quilt(self, position: int, member: int) -> ChainQuilt:
+        cal = self.calibration
+        w1 = cal.window + 1
+        a, b = divmod(int(self._best[member, position]), w1)
+        e = float(cal.member_influence_array()[member, position, a, b])
+        score = float(cal.member_scores(self.epsilon)[member, position, a, b])
+        label = member if cal.n_members > 1 else None
+        return ChainQuilt(int(position), a, b, e, int(cal.nearby_counts()[position, a, b]), score, label)
 
     @property
     def protected(self) -> tuple[str, ...]:
         return (self.calibration.column,)
 
-    def quilt_of(self, position: int) -> ChainQuilt:
-        """The best quilt of one (0-based) position at this ε."""
-        t = self.calibration.length
+    def quilt_of(self, position: int, member: int | None = None) -> ChainQuilt:
+        """The best quilt of one (0-based) position at this ε, for chain ``member`` (default: the binding one)."""
+        cal = self.calibration
+        t = cal.length
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < t:
             raise fail("position", f"an integer in [0, {t - 1}]", position)
-        scores = self.calibration.scores(self.epsilon)[position]
-        a, b = np.unravel_index(int(np.argmin(scores)), scores.shape)
-        return ChainQuilt(int(position), int(a), int(b), float(self.calibration.influence[position, a, b]),
-                          int(self.calibration.nearby_counts()[position, a, b]), float(scores[a, b]))
+        if member is None:
+            member = int(self._binding[position])
+        elif isinstance(member, bool) or not isinstance(member, (int, np.integer)) or not 0 <= member < cal.n_members:
+            raise fail("member", f"None or an integer in [0, {cal.n_members - 1}]", member)
+        return self._chain_quilt(int(position), int(member))
+
+    def report(self) -> pd.DataFrame:
+        """The best quilt of every position (per chain θ for a family: ``theta`` and ``binding`` columns)."""
+        cal = self.calibration
+        rows = []
+        for i in range(cal.length):
+            for m in range(cal.n_members):
+                q = self._chain_quilt(i, m)
+                row = {"position": i, "quilt": q.quilt, "before": q.before, "after": q.after,
+                       "max_influence": q.max_influence, "nearby": q.nearby, "score": q.score}
+                if cal.n_members > 1:
+                    row["theta"] = m
+                    row["binding"] = m == int(self._binding[i])
+                rows.append(row)
+        return pd.DataFrame(rows).set_index("position")
 
     def __repr__(self) -> str:
         return (f"MQM(epsilon={self.epsilon:g}, sigma_max={self.sigma_max:.6g}, scale={self.scale:.6g}, "

@@ -327,3 +327,156 @@ def test_candidate_search_is_valid_and_never_beats_the_exhaustive_minimum(seed):
         quilt = m_cand.chosen[names[1]].quilt
         for y in quilt.remote:
             assert d_separated(list(bn.edges()), names, names[1], {y}, set(quilt.quilt))
+
+
+# -- per-θ quilts for families (issue 13) ----------------------------------------------------------------------------
+def brute_force_family(bns, names, cards, sensitive, weights, eps, *, per_theta: bool) -> float:
+    """Exact APMQM scale of a family by enumeration: every subset Q, remote sets by Lauritzen's criterion,
+    e_θ from each member's full joint table. ``per_theta``: max over θ of the per-θ minimum; else the
+    minimum with e_Θ = max over θ (Algorithm 2 with the sup inside)."""
+    joints = [joint_table(bn, names, cards) for bn in bns]
+    edges = list(bns[0].edges())
+    worst = 0.0
+    for i in sensitive:
+        others = [v for v in names if v != i]
+        table = []  # (Δ, [e_θ])
+        for r in range(len(others) + 1):
+            for q in itertools.combinations(others, r):
+                remote = {y for y in others if y not in q and d_separated(edges, names, i, {y}, set(q))}
+                nearby = set(names) - set(q) - remote
+                delta = float(sum(w for v, w in weights.items() if v in nearby))
+                table.append((delta, [influence_brute_force(j, names, q, i) for j in joints]))
+
+        def best(es):
+            s = [0.0 if d == 0 else d / (eps - e) for d, e in zip((t[0] for t in table), es) if e < eps]
+            return min(s)
+
+        if per_theta:
+            worst = max(worst, max(best([t[1][m] for t in table]) for m in range(len(bns))))
+        else:
+            worst = max(worst, best([max(t[1]) for t in table]))
+    return worst
+
+
+def crossed_family():
+    """i → a → t1, i → b → t2 (t = a copy of its parent), binary. Member 0: i moves a strongly
+    (e(a | i) = ln(0.8/0.2)·… ≈ 0.92) and b weakly (≈ 0.10); member 1 the reverse. F = means of t1, t2
+    (bounds (0, 1): Δ = 1 each). At ε = 1: {a} or {b} alone keeps one t remote with Δ = 1; both together
+    have e ≈ 1.02 ≥ ε. Per θ the weakly moved side is free (score 1/(1 − 0.10)); with the sup over Θ both
+    single quilts have e ≈ 0.92 and Algorithm 2 falls back to the trivial quilt (score 2)."""
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    def member(hi_a: bool):
+        bn = DiscreteBayesianNetwork([("i", "a"), ("i", "b"), ("a", "t1"), ("b", "t2")])
+        strong, weak = 0.2152, 0.4750  # P(child = 1 | i = 0); P(child = 1 | i = 1) = 1 − that
+        pa, pb = (strong, weak) if hi_a else (weak, strong)
+        copy = [[1.0, 0.0], [0.0, 1.0]]
+        bn.add_cpds(tabular("i", 2, [[0.5], [0.5]]),
+                    tabular("a", 2, [[1 - pa, pa], [pa, 1 - pa]], ["i"], [2]),
+                    tabular("b", 2, [[1 - pb, pb], [pb, 1 - pb]], ["i"], [2]),
+                    tabular("t1", 2, copy, ["a"], [2]), tabular("t2", 2, copy, ["b"], [2]))
+        return bn
+
+    bns = [member(True), member(False)]
+    names = ["i", "a", "b", "t1", "t2"]
+    return bns, names, {v: 2 for v in names}
+
+
+def test_apmqm_per_theta_quilts_match_the_per_theta_brute_force():
+    """Exact (no randomness): the new scale equals the enumerated max_θ max_i min_Q σ_θ, the old rule's
+    (sup over Θ inside the minimum) is 1.8× it on this constructed family, and every choice is a quilt
+    whose e_θ < ε for its member."""
+    bns, names, cards = crossed_family()
+    query = bp.stack(bp.mean("t1", bounds=(0.0, 1.0)), bp.mean("t2", bounds=(0.0, 1.0)))
+    net = ParameterNetwork(bns, columns={v: v for v in names})
+    cal = calibrate_quilts(net, "i", query, n_records=10)
+    eps = 1.0
+    mech = APMQM(cal, epsilon=eps)
+    weights = {"t1": 1.0, "t2": 1.0}
+    new = brute_force_family(bns, names, cards, ["i"], weights, eps, per_theta=True)
+    old = brute_force_family(bns, names, cards, ["i"], weights, eps, per_theta=False)
+    assert mech.scale == pytest.approx(new, rel=1e-12)
+    sup_rule = max(cal.best("i", eps).score(eps), 0.0)  # the choice with e_Θ = sup over θ
+    assert sup_rule == pytest.approx(old, rel=1e-12)
+    assert old / new == pytest.approx(1.8, abs=0.01)
+    picks = {m: mech.chosen_per_member[m]["i"].quilt.quilt for m in range(2)}
+    assert picks == {0: frozenset({"b"}), 1: frozenset({"a"})}
+    report = mech.report()
+    assert list(report.columns)[-2:] == ["theta", "binding"] and len(report) == 2 and report["binding"].sum() == 1
+    # The broken twin: taking each member's own minimum without the max over θ would under-noise member 0 or 1.
+    assert min(_member_minimum(cal, m, eps) for m in range(2)) <= mech.scale
+
+
+def _member_minimum(cal, m, eps):
+    return float(cal.member_scores("i", eps)[m].min())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_per_theta_scale_never_exceeds_the_sup_rule_on_families(seed):
+    """On random families the per-θ scale equals its brute force and is ≤ the sup-over-Θ rule's."""
+    nets = [random_network(300 + 10 * seed + j, 5, edge_prob=0.4, concentration=3.0) for j in range(2)]
+    bn0, names, cards = nets[0]
+    bns = [bn0]
+    for bn, _, _ in nets[1:]:  # same graph and cards: re-use member 0's structure with member 1's tables' shape
+        from pgmpy.models import DiscreteBayesianNetwork
+
+        other = DiscreteBayesianNetwork(list(bn0.edges()))
+        other.add_nodes_from(names)
+        rng = np.random.default_rng(seed)
+        for v in names:
+            parents = [p for p in names if (p, v) in set(bn0.edges())]
+            ncol = int(np.prod([cards[p] for p in parents]))
+            cols = rng.dirichlet(np.full(cards[v], 3.0), size=ncol)
+            other.add_cpds(tabular(v, cards[v], cols.T, parents, [cards[p] for p in parents]))
+        bns.append(other)
+    weights = {names[-1]: 2.0, names[-2]: 1.0}
+    query = bp.stack(bp.mean(names[-1], bounds=(0.0, 2.0)), bp.mean(names[-2], bounds=(0.0, 1.0)))
+    cal = calibrate_quilts(ParameterNetwork(bns, columns={v: v for v in names}), names[0], query, n_records=10)
+    for eps in (0.5, 1.5, 4.0):
+        got = APMQM(cal, epsilon=eps).scale
+        assert got == pytest.approx(brute_force_family(bns, names, cards, [names[0]], weights, eps, per_theta=True),
+                                    rel=1e-9)
+        assert got <= brute_force_family(bns, names, cards, [names[0]], weights, eps, per_theta=False) * (1 + 1e-12)
+
+
+def chain_family():
+    a = MarkovChain([[0.68, 0.32], [0.35, 0.65]], [0.22, 0.78])
+    b = MarkovChain([[0.875, 0.125], [0.975, 0.025]], [0.92, 0.08])
+    return a, b
+
+
+def test_mqm_per_theta_matches_the_per_chain_brute_force():
+    """σ_i = max over chains of each chain's own brute-force minimum; the sup rule's σ_max is 1.12× larger."""
+    a, b = chain_family()
+    query = bp.count(lambda x: x["s"] == 1, "s")
+    fam = calibrate_chain([a, b], query, length=8)
+    eps = 2.0
+    mech = MQM(fam, epsilon=eps)
+    want = np.maximum(chain_brute_force([a], 8, eps), chain_brute_force([b], 8, eps))
+    np.testing.assert_allclose(mech.sigma, want, rtol=1e-9)
+    old = chain_brute_force([a, b], 8, eps)  # e_Θ = sup over the chains inside the minimum
+    assert old.max() / mech.sigma_max == pytest.approx(1.1187, abs=0.001)
+    assert np.all(mech.sigma <= old * (1 + 1e-12))
+    w = mech.worst
+    assert w.member in (0, 1) and w.score == pytest.approx(mech.sigma_max)
+    assert mech.quilt_of(w.position, member=w.member).score == pytest.approx(w.score)
+    rep = mech.report()
+    assert {"theta", "binding"} <= set(rep.columns) and rep["binding"].sum() == 8
+
+
+def test_family_calibrations_round_trip_with_the_same_noise(tmp_path):
+    from bayespriv.calibration import load_calibration
+
+    bns, names, _ = crossed_family()
+    query = bp.stack(bp.mean("t1", bounds=(0.0, 1.0)), bp.mean("t2", bounds=(0.0, 1.0)))
+    cal = calibrate_quilts(ParameterNetwork(bns, columns={v: v for v in names}), "i", query, n_records=10)
+    loaded = load_calibration(cal.to_netcdf(tmp_path / "q.nc"), query=query)
+    a, b = APMQM(cal, epsilon=1.0), APMQM(loaded, epsilon=1.0)
+    assert a.scale == b.scale and a.guarantee == b.guarantee
+    assert [dict(x) for x in a.chosen_per_member] == [dict(x) for x in b.chosen_per_member]
+    ca, cb = chain_family()
+    cq = bp.count(lambda x: x["s"] == 1, "s")
+    chain = calibrate_chain([ca, cb], cq, length=8)
+    back = load_calibration(chain.to_netcdf(tmp_path / "c.nc"), query=cq)
+    assert MQM(chain, epsilon=2.0).scale == MQM(back, epsilon=2.0).scale
+    assert np.array_equal(chain.member_influence, back.member_influence, equal_nan=True)
