@@ -39,7 +39,16 @@ from .calibration import (
     markov_quilts,
     max_influence,
 )
-from .datamodels import BayesNetDataModel, DataModel, DataModelFamily, EmpiricalDataModel, FunctionDataModel, GaussianDataModel, PyMCDataModel
+from .datamodels import (
+    BayesNetDataModel,
+    DataModel,
+    DataModelFamily,
+    EmpiricalDataModel,
+    FunctionDataModel,
+    GaussianDataModel,
+    PyMCDataModel,
+    clear_posterior_cache,
+)
 from .errors import (
     AssumptionFailedError,
     BayesPrivError,
@@ -87,6 +96,7 @@ __all__ = [
     "FunctionDataModel",
     "GaussianDataModel",
     "PyMCDataModel",
+    "clear_posterior_cache",
     "AssumptionFailedError",
     "BayesPrivError",
     "BayesPrivWarning",

@@ -326,6 +326,9 @@ def _read_posteriors(nodes: dict[str, xr.Dataset], base: str, labels: list[str],
             if parent == where:
                 groups[group] = ds.rename({d: str(d)[len(_MCMC_DIM):] for d in ds.dims if str(d).startswith(_MCMC_DIM)})
         out[label] = az.InferenceData(**groups)
+    from ..datamodels._posterior_cache import register_posteriors
+
+    register_posteriors(out)  # a new process calibrating the same model, secrets, settings and seed reuses them
     return out
 
 

@@ -1,6 +1,7 @@
 """Θ adapters: the only place that imports pymc / pgmpy."""
 
 from .base import DataModel
+from ._posterior_cache import clear_posterior_cache
 from .bayesnet import BayesNetDataModel
 from .empirical import EmpiricalDataModel
 from .family import DataModelFamily
@@ -8,4 +9,4 @@ from .function import FunctionDataModel
 from .gaussian import GaussianDataModel
 from .pymc import ParameterDensity, PyMCDataModel, parameter_density
 
-__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel", "ParameterDensity", "parameter_density"]
+__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel", "ParameterDensity", "parameter_density", "clear_posterior_cache"]

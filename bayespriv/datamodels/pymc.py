@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import json
 import logging
 import math
 import threading
@@ -41,6 +42,8 @@ __all__ = ["PyMCDataModel", "ParameterDensity", "parameter_density"]
 _RECENT_RUNTIMES = 16
 _registry_lock = threading.Lock()
 _live_runtimes: "weakref.WeakValueDictionary[str, _Runtime]" = weakref.WeakValueDictionary()
+#: Attribute of a posterior group: the JSON list of the free variables the MCMC sampled.
+_FREE_ATTR = "bayespriv_free_variables"
 _recent_runtimes: "collections.OrderedDict[str, _Runtime]" = collections.OrderedDict()
 
 
@@ -140,6 +143,8 @@ class _Runtime:
         self.lock = threading.RLock()
         self.functions: dict[tuple, tuple[Any, list, list[str]]] = {}
         self.plans: dict[Any, _Plan] = {}
+        self.fingerprint: str | None = None  # of the built model and the builder (posterior cache keys)
+        self.tables: dict[Any, Any] = {}  # secret -> quadrature table or the reason there is none
 
 
 def _build_runtime(builder: Callable[[int], Any], n_records: int) -> _Runtime:
@@ -240,8 +245,10 @@ class PyMCDataModel(DataModel):
         ``min_ess_bulk`` or there are more than ``max_divergences`` divergent
         transitions.
     conjugate : bool, default True
-        Use the exact Beta-Bernoulli posterior when it applies (see below);
-        ``False`` forces MCMC (useful to check one against the other).
+        Use exact posteriors where they apply instead of MCMC: the
+        Beta-Bernoulli conjugate and the quadrature route for a single scalar
+        latent variable (see below); ``False`` forces MCMC (useful to check
+        one against the other).
     theta : dict, optional
         Parameters naming this model inside a
         :class:`~bayespriv.datamodels.family.DataModelFamily`.
@@ -321,6 +328,25 @@ class PyMCDataModel(DataModel):
     reproducible and identical whichever executor runs it. Posterior draws
     (``chains × draws``) are resampled with replacement, one per dataset.
 
+    **Quadrature (exact one-dimensional posteriors).** When a secret's
+    posterior involves a single free random variable θ, scalar and continuous
+    (every other variable upstream of the evidence is fixed or deterministic:
+    e.g. ``z ~ Normal``, ``p = sigmoid(z)``, a proportion secret on
+    ``Bernoulli(p)``; a mean secret with one Normal hyperparameter; a parent τ
+    of a distribution secret's φ), its log density on PyMC's unconstrained
+    scale is tabulated on a uniform grid and θ is drawn by exact inverse CDF
+    of the exponential of the piecewise-linear interpolation, fresh per
+    dataset (route ``"quadrature"``, no MCMC). For a log-concave posterior the
+    interpolation and the extended chords sandwich the density, which bounds
+    the total-variation distance between the drawn and the exact posterior by
+    ``1 − Z_lower/Z_upper``; the grid is refined until that bound is at most
+    1e-6 (reported as ``tv_bound`` in :attr:`diagnostics`). Log-concavity is
+    checked on the grid spanning the posterior's mass (45 nats below the
+    mode), not proven: a feature narrower than a grid cell or a second mode
+    far outside the bracket would escape the check. A posterior that fails
+    the check, or whose value transform is not log / log-odds / interval /
+    none, goes to MCMC (the reason is in the ``note``).
+
     **MCMC.** :meth:`prepare` (called once by :func:`~bayespriv.calibrate`)
     runs :func:`pymc.sample` once per secret that needs it, on the model
     observed at the secret and pruned to the variables upstream of the
@@ -330,6 +356,20 @@ class PyMCDataModel(DataModel):
     the call, every call (seeded from ``rng``). The calibration's Monte-Carlo
     standard errors treat the resampled posterior draws as exact draws: the
     ESS threshold keeps the neglected MCMC error small relative to them.
+
+    **Posterior cache.** MCMC runs are kept in a process-wide cache (64 runs,
+    512 MiB, least recently used dropped) keyed by a hash of the built
+    model's graph (variables, distributions, constants, ``pm.Data`` values,
+    transforms), of the builder's code and closure, ``n_records``, the secret
+    and its evidence, ``draws``, ``tune``, ``chains``, ``target_accept``, the
+    seed derived for the secret and the PyMC / PyTensor versions: a repeated
+    :func:`~bayespriv.calibrate` with the same seed (even with a new
+    instance of the model) skips :func:`pymc.sample` and gives the same
+    numbers bit for bit, while a changed prior, data, setting or seed runs
+    MCMC again. The key travels in the saved posteriors
+    (``Calibration.to_netcdf``) and :func:`~bayespriv.load_calibration` puts
+    them back in the cache, so a new process reuses them too. Convergence is
+    checked on every use. :func:`~bayespriv.clear_posterior_cache` empties it.
 
     **Public (auxiliary) data.** Put what the adversary already knows into the
     model as observed variables sharing the hyperparameters, e.g.
@@ -406,6 +446,7 @@ class PyMCDataModel(DataModel):
         self._token = uuid.uuid4().hex
         self._rt: _Runtime | None = None
         self._pools: dict[Secret, dict[str, np.ndarray]] = {}
+        self._tables: dict[Secret, Any] = {}  # secret -> QuadratureTable (prepared exact 1-D posteriors)
         self._diagnostics: dict[str, Any] = {}
         self._posteriors: dict[str, Any] = {}
         self._check_model()
@@ -699,6 +740,8 @@ class PyMCDataModel(DataModel):
         from pytensor.graph.replace import graph_replace, vectorize_graph
         from pytensor.tensor.random.type import RandomGeneratorType
 
+        from ._fast_rv import swap_samplers
+
         pm = _pm()
         model = self.pymc_model
         n = self.n_records
@@ -745,6 +788,7 @@ class PyMCDataModel(DataModel):
         batched = {v: pt.tensor(dtype=v.dtype, shape=(None,) + v.type.shape, name=v.name) for v in batched_inputs}
         replace.update(batched)
         vouts = vectorize_graph(outs, replace=replace)
+        vouts = swap_samplers(vouts)  # Bernoulli / Normal drawn by plain NumPy (same laws, see _fast_rv)
         # own RNGs: never touch the model's shared generators
         # (in graph order, so that reseeding is the same in every process)
         rngs_old = [v for v in _ancestors(vouts) if isinstance(v.type, RandomGeneratorType) and v.owner is None]
@@ -818,12 +862,59 @@ class PyMCDataModel(DataModel):
                 )
         return _prune_to_ancestors(m, plan.keep)
 
-    def _run_mcmc(self, secret: Secret | None, plan: _Plan, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any], Any]:
-        """Posterior draws of ``plan.pool``, their diagnostics and the InferenceData; raises ConvergenceError."""
+    def _model_fingerprint(self) -> str:
+        """SHA-256 of the built model's graph (:mod:`._model_fingerprint`) and of the builder's code and closure."""
+        rt = self._runtime()
+        with rt.lock:
+            if rt.fingerprint is None:
+                import hashlib
+
+                from ..queries import _Canon
+                from ._model_fingerprint import model_fingerprint
+
+                graph, _ = model_fingerprint(rt.model)
+                builder = _Canon().encode(self.builder)
+                rt.fingerprint = hashlib.sha256(f"{graph}\n{builder}".encode()).hexdigest()
+            return rt.fingerprint
+
+    def _posterior_key(self, secret: Secret | None, plan: _Plan, seed: int | None) -> str:
+        """The posterior cache key of one MCMC run: model, secret and its evidence, settings, seed, versions.
+
+        ``seed=None`` keys the quadrature table of the secret instead (no MCMC settings, no seed).
+        """
+        import hashlib
+
+        import pytensor
+
+        from ._model_fingerprint import _Writer
+
+        token = _Writer().token
+        evidence = {name: np.asarray(value) for name, value in plan.observe.items()}
+        parts = [
+            "bayespriv-posterior-1", self._model_fingerprint(), f"n_records={self.n_records}",
+            f"secret={type(secret).__name__}:{secret!r}", f"route={plan.route}", f"pool={plan.pool!r}",
+            f"keep={plan.keep!r}", f"observe={token(evidence)}", f"mean={plan.mean!r}", f"interval={plan.interval!r}",
+            f"element={plan.element!r}", f"pymc={_pm().__version__}", f"pytensor={pytensor.__version__}",
+        ]
+        if seed is None:
+            from ._quadrature import TV_TOLERANCE
+
+            parts.append(f"quadrature tv<={TV_TOLERANCE!r}")
+        else:
+            parts += [f"draws={self.draws}", f"tune={self.tune}", f"chains={self.chains}",
+                      f"target_accept={self.target_accept!r}", f"seed={int(seed)}"]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def _sample_posterior(self, secret: Secret | None, plan: _Plan, seed: int) -> Any:
+        """The InferenceData of :func:`pymc.sample` for ``secret``: from the posterior cache, or run and cached."""
+        from . import _posterior_cache
+
+        key = self._posterior_key(secret, plan, seed)
+        idata = _posterior_cache.get(key)
+        if idata is not None:
+            return idata
         pm = _pm()
-        label = "no secret" if secret is None else secret.label
         m = self._mcmc_model(plan)
-        free = [v.name for v in m.free_RVs]
         logger = logging.getLogger("pymc")
         level = logger.level
         logger.setLevel(logging.WARNING)
@@ -834,7 +925,23 @@ class PyMCDataModel(DataModel):
             )
         finally:
             logger.setLevel(level)
+        idata.posterior.attrs[_posterior_cache.KEY_ATTR] = key
+        idata.posterior.attrs[_FREE_ATTR] = json.dumps([v.name for v in m.free_RVs])
+        _posterior_cache.put(key, idata)
+        return idata
+
+    def _run_mcmc(self, secret: Secret | None, plan: _Plan, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any], Any]:
+        """Posterior draws of ``plan.pool``, their diagnostics and the InferenceData; raises ConvergenceError.
+
+        The run comes from the process's posterior cache when one with the same
+        key exists (:func:`~bayespriv.clear_posterior_cache`); the draws, the
+        diagnostics and the convergence checks are read from it exactly as
+        from a new run.
+        """
+        label = "no secret" if secret is None else secret.label
+        idata = self._sample_posterior(secret, plan, seed)
         post = idata.posterior
+        free = json.loads(post.attrs[_FREE_ATTR])
         total = self.chains * self.draws
         pool = {}
         for name in plan.pool:
@@ -909,14 +1016,73 @@ class PyMCDataModel(DataModel):
         seq = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (tag,))
         return int(seq.generate_state(1, np.uint32)[0])
 
+    # -- quadrature (exact 1-D posteriors) ----------------------------------------------------
+    def _quadrature(self, secret: Secret | None, plan: _Plan):
+        """The quadrature table of ``secret``'s posterior (:mod:`._quadrature`), or the reason there is none.
+
+        Memoised per process. Only for an ``"mcmc"`` plan whose MCMC model has a
+        single free random variable, scalar and continuous, with a value
+        transform inverted in NumPy, no interval, and ``conjugate=True``.
+        """
+        rt = self._runtime()
+        with rt.lock:
+            hit = rt.tables.get(secret)
+            if hit is None:
+                hit = self._cached_quadrature(secret, plan)
+                rt.tables[secret] = hit
+            return hit
+
+    def _cached_quadrature(self, secret: Secret | None, plan: _Plan):
+        """:meth:`_build_quadrature` through the process's posterior cache (other instances of the same model)."""
+        from . import _posterior_cache
+
+        if not self.conjugate:
+            return "exact posteriors disabled (conjugate=False)"
+        key = self._posterior_key(secret, plan, None)
+        hit = _posterior_cache.get(key)
+        if hit is None:
+            hit = self._build_quadrature(plan)
+            size = 256 if isinstance(hit, str) else hit.cumulative.nbytes + hit.rise.nbytes
+            _posterior_cache.put(key, hit, size)
+        return hit
+
+    def _build_quadrature(self, plan: _Plan):
+        from ._quadrature import build_table
+
+        if not self.conjugate:
+            return "exact posteriors disabled (conjugate=False)"
+        if plan.interval is not None:
+            return "interval secrets restrict the posterior (MCMC then rejection)"
+        m = self._mcmc_model(plan)
+        if len(m.free_RVs) != 1:
+            return f"the posterior has {len(m.free_RVs)} free variables (quadrature is for one)"
+        rv = m.free_RVs[0]
+        if rv.type.ndim != 0 or not str(rv.dtype).startswith("float") or plan.pool != (rv.name,):
+            return f"{rv.name!r} is not a scalar continuous latent variable"
+        backward = _backward_of(m, rv)
+        if backward is None:
+            return f"the value transform of {rv.name!r} has no NumPy inverse here"
+        logp = _vectorised_logp(m, rv)
+        u0 = float(m.initial_point()[m.rvs_to_values[rv].name])
+        return build_table(rv.name, logp, u0, backward)
+
+    def _exact_table(self, secret: Secret | None, plan: _Plan):
+        """The quadrature table to draw ``secret``'s latent variable from, or None (MCMC)."""
+        table = self._tables.get(secret)
+        if table is not None or secret in self._pools:
+            return table
+        table = self._quadrature(secret, plan)
+        return None if isinstance(table, str) else table
+
     # -- preparation -----------------------------------------------------------------------
     def prepare(self, secrets: Sequence[Secret], rng: np.random.Generator) -> "PyMCDataModel":
         """Run the per-secret inference once; return a new model holding its draws.
 
-        For each secret whose route is ``"mcmc"`` (see the class notes), runs
-        :func:`pymc.sample` with a seed derived from ``rng`` and the secret,
-        checks convergence and stores the posterior draws; other routes need
-        nothing. The returned copy pickles (posterior draws are NumPy arrays;
+        For each secret whose route is ``"quadrature"`` (see the class notes),
+        tabulates its posterior; for each whose route is ``"mcmc"``, runs
+        :func:`pymc.sample` with a seed derived from ``rng`` and the secret (or
+        takes the run from the posterior cache), checks convergence and stores
+        the posterior draws; other routes need nothing. The returned copy pickles (posterior draws are NumPy arrays;
         compiled functions are rebuilt per process) and reports
         :attr:`diagnostics`.
 
@@ -928,14 +1094,26 @@ class PyMCDataModel(DataModel):
         root = as_seed_sequence(rng)
         new = copy.copy(self)
         new._pools = dict(self._pools)
+        new._tables = dict(self._tables)
         new._posteriors = {}
         per_secret: dict[str, Any] = {}
         for secret in dict.fromkeys(secrets):
             self.check_secret(secret)
             plan = self._plan(secret)
             label = "no secret" if secret is None else secret.label
-            if plan.route == "mcmc":
+            table = self._quadrature(secret, plan) if plan.route == "mcmc" else None
+            if table is not None and not isinstance(table, str):
+                new._tables[secret] = table
+                per_secret[label] = {
+                    "route": "quadrature", "variables": [table.name], "tv_bound": float(table.tv_bound),
+                    "grid_points": int(table.cumulative.size + 1),
+                    "note": f"exact posterior of {table.name!r} tabulated on {table.cumulative.size + 1} points "
+                            f"(log-concave; total-variation distance <= {table.tv_bound:.2g}), no MCMC",
+                }
+            elif plan.route == "mcmc":
                 pool, diag, idata = self._run_mcmc(secret, plan, self._secret_seed(root, secret))
+                if isinstance(table, str) and self.conjugate:
+                    diag["note"] = f"{diag.get('note', 'MCMC')} (no quadrature: {table})"
                 new._pools[secret] = pool
                 if idata is not None:
                     new._posteriors[label] = idata
@@ -955,7 +1133,8 @@ class PyMCDataModel(DataModel):
         """``{"mcmc": {secret label: {...}}, "mcmc_thresholds": {...}}`` after :meth:`prepare`, else ``{}``.
 
         Each secret's entry names its ``route`` (``forward``, ``conjugate``,
-        ``rejection`` or ``mcmc``) with a ``note``; MCMC entries add
+        ``quadrature``, ``rejection`` or ``mcmc``) with a ``note``; quadrature
+        entries add ``variables``, ``tv_bound`` and ``grid_points``; MCMC entries add
         ``r_hat_max``, ``ess_bulk_min``, ``ess_tail_min``, ``divergences``,
         ``chains``, ``draws``, ``tune``, ``target_accept``, ``variables`` and
         ``seed``.
@@ -975,9 +1154,15 @@ class PyMCDataModel(DataModel):
         return MappingProxyType(getattr(self, "_posteriors", {}))
 
     def route(self, secret: Secret | None) -> str:
-        """How ``secret`` is conditioned on: ``"forward"``, ``"conjugate"``, ``"rejection"`` or ``"mcmc"``."""
+        """How ``secret`` is conditioned on: ``"forward"``, ``"conjugate"``, ``"quadrature"``, ``"rejection"`` or ``"mcmc"``.
+
+        Telling ``"quadrature"`` from ``"mcmc"`` tabulates the posterior (once per process).
+        """
         self.check_secret(secret)
-        return self._plan(secret).route
+        plan = self._plan(secret)
+        if plan.route == "mcmc" and not isinstance(self._quadrature(secret, plan), str):
+            return "quadrature"
+        return plan.route
 
     # -- sampling --------------------------------------------------------------------------
     def _sample(self, secret, n_draws, rng, columns) -> Batch:
@@ -994,6 +1179,8 @@ class PyMCDataModel(DataModel):
             givens[name] = rng.beta(a, b, size=n_draws)
         elif plan.route == "rejection":
             givens.update(self._rejection(plan, n_draws, rng))
+        elif plan.route == "mcmc" and (table := self._exact_table(secret, plan)) is not None:
+            givens[table.name] = table.draw(n_draws, rng)
         elif plan.route == "mcmc":
             pool = self._pools.get(secret)
             if pool is None:
@@ -1044,6 +1231,59 @@ class PyMCDataModel(DataModel):
             f"PyMCDataModel(columns={list(self.columns)}, parameters={list(self.parameters)}, "
             f"n_records={self.n_records}{extra})"
         )
+
+
+def _backward_of(model, rv):
+    """The NumPy inverse of ``rv``'s value transform in ``model`` (:class:`._quadrature.Backward`), or None."""
+    from pymc.distributions.transforms import LogExpM1
+    from pymc.logprob.transforms import IntervalTransform, LogOddsTransform, LogTransform
+
+    from ._quadrature import Backward
+
+    transform = model.rvs_to_transforms.get(rv)
+    if transform is None:
+        return Backward("identity")
+    if isinstance(transform, LogExpM1):
+        return None
+    if isinstance(transform, LogTransform):
+        return Backward("log")
+    if isinstance(transform, LogOddsTransform):
+        return Backward("logodds")
+    if isinstance(transform, IntervalTransform):
+        bounds = []
+        for b in transform.args_fn(*rv.owner.inputs):
+            value = None if b is None else _scalar_constant(b)
+            if b is not None and value is None:
+                return None  # a bound that depends on something else
+            bounds.append(None if value is None or not math.isfinite(value) else value)
+        if bounds[0] is None and bounds[1] is None:
+            return Backward("identity")
+        return Backward("interval", bounds[0], bounds[1])
+    return None
+
+
+def _vectorised_logp(model, rv) -> Callable[[np.ndarray], np.ndarray]:
+    """u -> the model's joint log density (value transform's Jacobian included) at ``rv``'s value u, vectorised.
+
+    Evaluated in chunks so that the per-point terms (one per record of the
+    evidence) stay below about 2^22 numbers.
+    """
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import vectorize_graph
+
+    value = model.rvs_to_values[rv]
+    points = pt.vector(f"{value.name}__points", dtype=value.dtype)
+    out = vectorize_graph(model.logp(jacobian=True), replace={value: points})
+    fn = _pm().compile([points], out, on_unused_input="ignore")
+    width = max(1, sum(int(np.prod(_static_shape(v) or (1,))) for v in model.observed_RVs))
+    chunk = max(256, (1 << 22) // width)
+
+    def logp(u: np.ndarray) -> np.ndarray:
+        u = np.asarray(u, dtype=value.dtype)
+        return np.concatenate([np.asarray(fn(u[i:i + chunk]), dtype=float).reshape(-1)
+                               for i in range(0, u.size, chunk)])
+
+    return logp
 
 
 # ---------------------------------------------------------------------------------------

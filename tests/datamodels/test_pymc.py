@@ -88,6 +88,9 @@ def hier_model(**kw):
 
 
 def logit_model(**kw):
+    """The logit model on the MCMC route (its 1-D posterior would otherwise be tabulated:
+    tests/datamodels/test_pymc_quadrature.py)."""
+    kw.setdefault("conjugate", False)
     return PyMCDataModel(build_logit, n_records=N_LOGIT, columns=["gender", "score"], parameters=["z"], **kw)
 
 
@@ -242,7 +245,8 @@ class _PriorInsteadOfPosterior(PyMCDataModel):
 
 
 def test_twin_using_the_prior_instead_of_the_posterior_is_caught():
-    model = _PriorInsteadOfPosterior(build_logit, n_records=N_LOGIT, columns=["gender", "score"], parameters=["z"])
+    model = _PriorInsteadOfPosterior(build_logit, n_records=N_LOGIT, columns=["gender", "score"], parameters=["z"],
+                                     conjugate=False)
     cal = bp.calibrate(model, bp.SecretPair(*LOGIT_SECRETS), bp.mean("score"), n_draws=LOGIT_DRAWS, rng=77)
     assert any(f.startswith("mean") for f in _logit_failures(cal))
 
@@ -349,7 +353,7 @@ def test_mean_secret_through_mcmc_matches_normal_normal_closed_form():
     SE includes the resampled pool: sqrt(Var(ȳ)/D + Var(μ | a)/ESS), and for the variance
     sqrt(2 Var(ȳ)²/D + 2 Var(μ | a)²/ESS); z = 4 (nominal α ≈ 6e-5 per check, 2 checks)."""
     n, a, D = 20, 0.5, 4000
-    model = PyMCDataModel(build_normal_normal, n_records=n, columns=["x", "y"], parameters=["mu"])
+    model = PyMCDataModel(build_normal_normal, n_records=n, columns=["x", "y"], parameters=["mu"], conjugate=False)
     secret = bp.DatasetSecret.mean("x", a)
     assert model.route(secret) == "mcmc"
     prepared = model.prepare([secret], np.random.default_rng(12))
@@ -368,7 +372,8 @@ def test_public_data_in_the_model_is_conditioned_on():
     30 of 100 public ones and exactly k = 6 of 20 women, p ~ Beta(2 + 36, 2 + 84); MCMC (the
     conjugate shortcut does not cover public data). Same SEs as above, z = 4."""
     D = 4000
-    model = PyMCDataModel(build_public, n_records=N_LOGIT, columns=["gender", "score"], parameters=["p"])
+    model = PyMCDataModel(build_public, n_records=N_LOGIT, columns=["gender", "score"], parameters=["p"],
+                          conjugate=False)
     secret = LOGIT_SECRETS[0]
     assert model.route(secret) == "mcmc"
     assert model.route(bp.DistributionSecret("p", 0.3)) == "forward"  # given p, the public data do not matter
@@ -407,7 +412,7 @@ def test_interval_secret_is_the_prior_restricted_to_the_set():
     model = PyMCDataModel(build_parents, n_records=30, columns=["x", "y"], parameters=["phi", "tau", "vec"],
                           intervals={secret: (0.5, 2.0)})
     assert model.route(secret) == "rejection"
-    assert model.route(bp.DistributionSecret("phi", 2.0)) == "mcmc"  # a parent τ also reaches y
+    assert model.route(bp.DistributionSecret("phi", 2.0)) == "quadrature"  # a parent τ also reaches y (1-D posterior)
     assert model.route(bp.DistributionSecret("tau", 1.0)) == "forward"  # nothing upstream of τ
     D = 4000
     xbar = model.sample(secret, D, rng=6)["x"].mean(axis=1)

@@ -47,7 +47,8 @@ def beta_model():
 
 
 def hier_model(cls=PyMCDataModel):
-    return cls(build_hier, n_records=N, columns=["y"], parameters=["mu", "theta"], draws=1000, tune=500)
+    """MCMC forced (conjugate=False): μ's 1-D posterior would otherwise be tabulated (quadrature route)."""
+    return cls(build_hier, n_records=N, columns=["y"], parameters=["mu", "theta"], draws=1000, tune=500, conjugate=False)
 
 
 BETA_PAIR = bp.SecretPair(bp.DistributionSecret("theta[2]", 0.1), bp.DistributionSecret("theta[2]", 0.9))

@@ -1,0 +1,192 @@
+"""PyMCDataModel speed paths: the posterior cache (memory and disk) and the NumPy forward draws.
+
+The cache must be invisible in the numbers: a hit gives the same calibration bit for bit as
+the miss before it, and anything that changes the posterior (prior, data, seed, settings)
+misses. ``pm.sample`` calls are counted by wrapping it.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+
+import bayespriv as bp
+import bayespriv.datamodels.pymc as pymc_module
+from bayespriv.datamodels import _posterior_cache
+from bayespriv.datamodels._fast_rv import FastBernoulliRV, FastNormalRV
+from bayespriv.datamodels._model_fingerprint import model_fingerprint
+from bayespriv.datamodels.pymc import PyMCDataModel
+
+N = 12
+SECRETS = (bp.DatasetSecret.proportion("gender", 1, 0.25), bp.DatasetSecret.proportion("gender", 1, 0.75))
+PAIR = bp.SecretPair(*SECRETS)
+
+
+def build_logit(n, sd=1.5):
+    """z ~ N(0, sd); p = sigmoid(z); gender ~ Bernoulli(p); score ~ N(10 p, 1)."""
+    with pm.Model() as m:
+        z = pm.Normal("z", 0.0, sd)
+        p = pm.Deterministic("p", pm.math.sigmoid(z))
+        pm.Bernoulli("gender", p, shape=n)
+        pm.Normal("score", 10.0 * p, 1.0, shape=n)
+    return m
+
+
+def logit_model(builder=build_logit, **kw):
+    """MCMC forced (conjugate=False), short chains: the cache, not the posterior, is under test."""
+    settings = dict(draws=300, tune=300, min_ess_bulk=100.0, conjugate=False)
+    settings.update(kw)
+    return PyMCDataModel(builder, n_records=N, columns=["gender", "score"], parameters=["z"], **settings)
+
+
+@pytest.fixture
+def sample_calls(monkeypatch):
+    """Count pm.sample calls; start from an empty cache."""
+    calls = []
+    real = pm.sample
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("random_seed"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", counting)
+    bp.clear_posterior_cache()
+    yield calls
+    bp.clear_posterior_cache()
+
+
+def _calibrate(model, rng=5):
+    return bp.calibrate(model, PAIR, bp.mean("score"), n_draws=200, rng=rng)
+
+
+def test_second_calibration_reuses_the_posteriors_bit_identically(sample_calls):
+    first = _calibrate(logit_model())
+    assert len(sample_calls) == 2  # one run per secret
+    second = _calibrate(logit_model())  # a new instance of the same model: same key
+    assert len(sample_calls) == 2
+    np.testing.assert_array_equal(first.samples.values, second.samples.values)
+    assert first.diagnostics == second.diagnostics
+    for label, idata in first.posteriors.items():
+        np.testing.assert_array_equal(second.posteriors[label].posterior["z"].values, idata.posterior["z"].values)
+    assert _posterior_cache.stats()["hits"] == 2
+
+
+def test_anything_that_changes_the_posterior_misses(sample_calls):
+    """Twin of the test above: a changed prior, seed or MCMC setting runs MCMC again."""
+    _calibrate(logit_model())
+    assert len(sample_calls) == 2
+    _calibrate(logit_model(functools.partial(build_logit, sd=1.4)))  # another prior
+    assert len(sample_calls) == 4
+    _calibrate(logit_model(), rng=6)  # another seed
+    assert len(sample_calls) == 6
+    _calibrate(logit_model(draws=320))  # another setting
+    assert len(sample_calls) == 8
+    _calibrate(logit_model())  # the first again: still cached
+    assert len(sample_calls) == 8
+
+
+def test_disk_round_trip_registers_the_posteriors(sample_calls, tmp_path, monkeypatch):
+    """Save, forget everything this process built (as a new process would), load, calibrate:
+    no pm.sample call and the same numbers."""
+    first = _calibrate(logit_model())
+    path = first.to_netcdf(tmp_path / "cal.nc")
+    bp.clear_posterior_cache()
+    monkeypatch.setattr(pymc_module, "_live_runtimes", weakref.WeakValueDictionary())
+    monkeypatch.setattr(pymc_module, "_recent_runtimes", type(pymc_module._recent_runtimes)())
+    bp.load_calibration(path, query=bp.mean("score"))
+    assert _posterior_cache.stats()["entries"] == 2
+    again = _calibrate(logit_model())
+    assert len(sample_calls) == 2
+    np.testing.assert_array_equal(first.samples.values, again.samples.values)
+
+
+def test_clear_posterior_cache_forces_new_runs(sample_calls):
+    _calibrate(logit_model())
+    assert bp.clear_posterior_cache() == 2
+    _calibrate(logit_model())
+    assert len(sample_calls) == 4
+
+
+# -- the model fingerprint ----------------------------------------------------------------------------
+def build_data(data, n=3):
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        d = pm.Data("d", np.asarray(data, dtype=float))
+        pm.Normal("x", mu * d.sum(), 1.0, shape=n)
+        pm.Normal("obs", mu, 1.0, observed=np.arange(50.0))
+    return m
+
+
+def test_fingerprint_is_stable_and_sees_every_value():
+    base = np.arange(2000.0)
+    first, complete = model_fingerprint(build_data(base))
+    assert complete and model_fingerprint(build_data(base))[0] == first  # a rebuild: same graph
+    changed = base.copy()
+    changed[1000] += 1e-9  # a value in the middle of a large array (printing would elide it)
+    assert model_fingerprint(build_data(changed))[0] != first
+    assert model_fingerprint(build_data(base, n=4))[0] != first
+
+
+# -- forward draws without SciPy ------------------------------------------------------------------------
+def build_hier(n):
+    with pm.Model() as m:
+        p = pm.Beta("p", 2.0, 2.0)
+        g = pm.Bernoulli("gender", p, shape=n)
+        pm.Normal("height", pt.switch(pt.eq(g, 1), 70.0, 64.0), 3.0, shape=n)
+    return m
+
+
+def _forward_failures(batch, p):
+    """The draws given p: gender ~ Bernoulli(p), height | gender ~ N(64 or 70, 3). Share of ones
+    within z·sqrt(pq/N), standardised heights with mean within z/sqrt(N) and variance within the
+    chi-square interval; α = 1e-3 per check, 3 checks."""
+    z = stats.norm.isf(0.5e-3)
+    g, h = batch["gender"], batch["height"]
+    total = g.size
+    failures = []
+    if abs(g.mean() - p) > z * np.sqrt(p * (1 - p) / total):
+        failures.append("share")
+    r = (h - np.where(g == 1, 70.0, 64.0)) / 3.0
+    if abs(r.mean()) > z / np.sqrt(total):
+        failures.append("mean")
+    lo, hi = stats.chi2.ppf([0.5e-3, 1 - 0.5e-3], total - 1) / (total - 1)
+    if not lo <= r.var(ddof=1) <= hi:
+        failures.append("variance")
+    return failures
+
+
+def test_fast_forward_draws_have_the_model_laws():
+    model = PyMCDataModel(build_hier, n_records=50, columns=["gender", "height"], parameters=["p"])
+    batch = model.sample(bp.DistributionSecret("p", 0.3), 4000, rng=3)
+    assert batch["gender"].dtype == np.int64 and set(np.unique(batch["gender"])) == {0, 1}
+    assert _forward_failures(batch, 0.3) == []
+
+
+def test_twin_a_wrong_normal_scale_is_caught(monkeypatch):
+    """Twin: heights drawn with 1.1 times the scale fail the variance check."""
+    real = FastNormalRV.rng_fn
+
+    def wide(self, rng, loc, scale, size):
+        return real(self, rng, loc, 1.1 * np.asarray(scale), size)
+
+    monkeypatch.setattr(FastNormalRV, "rng_fn", wide)
+    model = PyMCDataModel(build_hier, n_records=50, columns=["gender", "height"], parameters=["p"])
+    batch = model.sample(bp.DistributionSecret("p", 0.3), 4000, rng=3)
+    assert "variance" in _forward_failures(batch, 0.3)
+
+
+def test_fast_draws_refuse_invalid_parameters():
+    rng = np.random.default_rng(0)
+    bern = FastBernoulliRV(**pt.random.basic.bernoulli._props_dict())
+    norm = FastNormalRV(**pt.random.basic.normal._props_dict())
+    with pytest.raises(ValueError, match=r"p must lie in \[0, 1\]"):
+        bern.rng_fn(rng, np.array([0.5, 1.5]), None)
+    with pytest.raises(ValueError, match="scale must be >= 0"):
+        norm.rng_fn(rng, 0.0, np.array([1.0, -1.0]), None)
+    assert bern.rng_fn(rng, np.array([0.0, 1.0]), (1000, 2)).mean(axis=0).tolist() == [0.0, 1.0]
