@@ -15,6 +15,14 @@ Old sampled runs above ``--old-max-k`` (default 10; k = 12 takes minutes) are sk
 
     .venv/bin/python benchmarks/bench_optimal.py [--old-max-k 10] [--repeat 1] [--no-write]
 
+3. beyond 12 uncertain components (issue 13, items 4/6: no 2^k corners anywhere), k = 20, 30, 50:
+   the constructors of OptimalGaussian, EigM and DauM (``covariance="equal"``) on (a) the sampled
+   three-pair workload above (ε = 1; DauM does not apply there: the box's part orthogonal to v
+   exceeds r*) and (b) one pair whose means differ along e1 (60,000 draws, ε = 4; DauM applies).
+   The calibration's assumption checks (cached per calibration, ``check_assumptions``) are run
+   once before timing and reported apart: at k = 50 with 60,000 draws the equal-covariance test
+   of every covariance entry dominates everything else.
+
 Appends a section to benchmarks/RESULTS_optimal.md unless ``--no-write``.
 """
 
@@ -36,9 +44,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import bayespriv as bp  # noqa: E402
-from bayespriv.calibration import calibration_from_samples  # noqa: E402
+from bayespriv.calibration import calibration_from_samples, check_assumptions  # noqa: E402
 from bayespriv.mechanisms import gaussian_radius  # noqa: E402
 from bayespriv.mechanisms import optimal as opt  # noqa: E402
+from bayespriv.mechanisms.expected_value import DauM, EigM  # noqa: E402
 
 EPS, DELTA = 1.0, 1e-5
 SECRETS = tuple(bp.DistributionSecret("phi", float(i)) for i in range(3))
@@ -70,6 +79,34 @@ def exact_pair(k: int, seed: int) -> bp.Calibration:
     return bp.Calibration.from_moments({a: d, b: np.zeros(k)}, {a: cov, b: cov}, bp.SecretPair(a, b))
 
 
+def along_e1(k: int, seed: int, n: int = 60000) -> bp.Calibration:
+    """One pair, means 3·e1 apart, covariance I + AAᵀ (A small), sampled 0.95 bounds."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((k, k)) * 0.3
+    chol = np.linalg.cholesky(np.eye(k) + A @ A.T)
+    shift = np.zeros(k)
+    shift[0] = 3.0
+    samples = np.stack([rng.standard_normal((n, k)) @ chol.T + i * shift for i in range(2)])
+    return calibration_from_samples(samples, SECRETS[:2], [bp.SecretPair(*SECRETS[:2])], None, confidence=0.95)
+
+
+def large_row(kind: str, k: int, cal: bp.Calibration, eps: float, repeat: int) -> str:
+    """Constructor seconds (best of ``repeat``) and traces of the three mechanisms, k > 12."""
+    t_check, _ = timed(lambda: check_assumptions(cal, ("gaussian_query", "equal_covariance")), 1)
+    cells = []
+    for cls in (opt.OptimalGaussian, EigM, DauM):
+        try:
+            t, mech = timed(lambda: cls(cal, epsilon=eps, delta=DELTA, covariance="equal"), repeat)
+            extra = f" ({mech.source})" if cls is opt.OptimalGaussian else ""
+            cells.append(f"{t:.2f} | {np.trace(mech.noise_cov):.6g}{extra}")
+        except bp.ValidationError as exc:
+            cells.append(f"– | refused ({str(exc).split(';')[0][:40]}…)")
+    line = (f"| {kind} | {k} | {cal.pair_constraints().uncertain_dims} | {eps:g} | {t_check:.2f} | "
+            + " | ".join(cells) + " |")
+    print(line, flush=True)
+    return line
+
+
 def row(kind: str, k: int, cal: bp.Calibration, run_old: bool, repeat: int) -> str:
     cons, radius = cal.pair_constraints(), gaussian_radius(EPS, DELTA)
     t_new, (S_new, status) = timed(lambda: opt._solve_sdp(cons, radius, "CLARABEL"), repeat)
@@ -91,6 +128,8 @@ def main() -> None:
     parser.add_argument("--old-max-k", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--large-k", type=int, nargs="*", default=[20, 30, 50])
+    parser.add_argument("--skip-small", action="store_true", help="only the k > 12 table")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     header = ["| workload | k | old s | old trace | new s | new trace | new/old trace | OptimalGaussian s "
@@ -98,14 +137,22 @@ def main() -> None:
               "|---|---|---|---|---|---|---|---|---|"]
     opt._solve_sdp_box(exact_pair(3, 0).pair_constraints(), gaussian_radius(EPS, DELTA), "CLARABEL")  # warm-up (imports)
     print("\n".join(header))
-    lines = [row("sampled 0.95, 3 pairs", k, sampled_calibration(k, k), k <= args.old_max_k, args.repeat)
-             for k in range(2, 13)]
-    lines += [row("one pair, exact", k, exact_pair(k, k), True, args.repeat) for k in (10, 20, 30, 40, 50)]
+    lines = [] if args.skip_small else [
+        row("sampled 0.95, 3 pairs", k, sampled_calibration(k, k), k <= args.old_max_k, args.repeat) for k in range(2, 13)]
+    if not args.skip_small:
+        lines += [row("one pair, exact", k, exact_pair(k, k), True, args.repeat) for k in (10, 20, 30, 40, 50)]
+    large_header = ["| workload | k | uncertain | ε | assumption checks s | OptimalGaussian s | trace (source) "
+                    "| EigM s | trace | DauM s | trace |",
+                    "|---|---|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(large_header))
+    large = [large_row("sampled 0.95, 3 pairs", k, sampled_calibration(k, k), EPS, args.repeat) for k in args.large_k]
+    large += [large_row("sampled 0.95, 1 pair along e1", k, along_e1(k, k), 4.0, args.repeat) for k in args.large_k]
     if args.no_write:
         return
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (f"\n## {stamp} — {platform.python_version()}, {os.cpu_count()} cores, ε={EPS}, δ={DELTA}, "
-            f"repeat={args.repeat}\n\n" + "\n".join(header + lines) + "\n")
+            f"repeat={args.repeat}\n\n`{' '.join(sys.argv)}`\n\n" + "\n".join(header + lines) + "\n\n"
+            + "\n".join(large_header + large) + "\n")
     with open(ROOT / "benchmarks" / "RESULTS_optimal.md", "a", encoding="utf-8") as fh:
         fh.write(text)
 

@@ -44,6 +44,13 @@ class APGM(Mechanism):
     suggested extension (L2 sensitivity, conditional covariance), made
     conservative through λ_min.
 
+    Per θ (families): Pufferfish privacy is one condition per θ ∈ Θ and per
+    secret pair, so σ² is the maximum over (θ, pair) rows of
+    ``(Δ_row/r*)² − V_row`` with Δ and V of the same row (:meth:`Calibration.pair_constraints`);
+    the unequal-covariance scale likewise meets every (θ, pair) box — never a sensitivity taken over all θ combined with
+    the variance of another θ. Valid because each row is exactly one of the
+    definition's conditions; never more noise than that mixed rule.
+
     Assumptions: ``gaussian_query`` (F | secret Gaussian) and, with
     ``covariance="equal"``, ``equal_covariance`` (the same covariance under
     both secrets of a pair). Both are checked on the calibration samples

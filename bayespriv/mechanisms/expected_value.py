@@ -11,9 +11,11 @@
   Gaussian noise along one direction, crediting the query's covariance.
 
 Every Gaussian mechanism here reduces to Corollary A.1 — ``dᵀ(Σ + S)⁻¹d ≤ r*²``
-for every (θ, pair) constraint and every corner d of the difference's
-confidence box (:meth:`Calibration.pair_constraints`) — and is checked against
-it in float64 before it is returned (:func:`certified_mahalanobis_sq`). The
+for every (θ, pair) constraint and every d of the difference's confidence box
+(:meth:`Calibration.pair_constraints`; its 2ᵘ corners up to 12 uncertain
+components, a certified polynomial bound over the box beyond,
+:func:`~bayespriv.calibration.constraints.box_quadratic_max`) — and is checked
+against it in float64 before it is returned (:func:`certified_mahalanobis_sq`). The
 paper's ``(αc/ε)²`` is ``(α/r*)²`` here, with r* = ε/c for
 ``gaussian_calibration="classic"`` and the analytic radius by default.
 
@@ -45,6 +47,7 @@ import pandas as pd
 
 from .._validation import check_choice, check_delta, check_epsilon, check_finite_array, described, fail
 from ..calibration import Calibration, PairConstraints
+from ..calibration.constraints import MAX_CORNER_DIMS, white_box_max
 from ..errors import ParameterTypeError, ValidationError
 from ..calibration.assumptions import check_assumptions
 from ..calibration.moments import shrink_factor
@@ -99,6 +102,11 @@ class ExpM(Mechanism):
     failed check is listed in ``Guarantee.failed_assumptions`` and release
     refuses unless ``accept_failed_assumptions=True``). Theorem 4.2 as printed needs ε ∈ (0, 1) with the classic
     constant; the default analytic calibration holds for every ε.
+
+    Per θ (families): no variance is credited, so the per-θ requirement is
+    Δ_θ/ε (Laplace) or Δ_θ/r* (Gaussian) and its maximum over θ is the
+    sensitivity over all θ used here — the per-θ rule and the "sup" rule
+    coincide.
     """
 
     proof_assumptions = ("translation",)
@@ -131,12 +139,15 @@ class ExpM(Mechanism):
 # ---------------------------------------------------------------------------------------------
 
 
-def certified_mahalanobis_sq(constraints: PairConstraints, noise_cov: Any) -> np.ndarray:
+def certified_mahalanobis_sq(constraints: PairConstraints, noise_cov: Any, warm: dict | None = None,
+                             threshold: float | None = None) -> np.ndarray:
     """An upper bound ``(m,)`` of ``sup dᵀ(Σ + S)⁻¹d`` per (θ, pair) constraint:
     :meth:`PairConstraints.mahalanobis_sq` (the smaller of the ``Σ_lo + S``
     route, valid where that matrix is PSD, and the ``dᵀS⁺d`` route, valid since
-    Σ ⪰ 0). ``inf`` means "not private"."""
-    return constraints.mahalanobis_sq(noise_cov)
+    Σ ⪰ 0; over the difference box exactly at its corners up to 12 uncertain
+    components, by a certified polynomial bound beyond). ``inf`` means "not
+    private". ``warm``, ``threshold``: see :meth:`PairConstraints.mahalanobis_sq`."""
+    return constraints.mahalanobis_sq(noise_cov, warm=warm, threshold=threshold)
 
 
 def _box_norms(constraints: PairConstraints) -> np.ndarray:
@@ -153,11 +164,12 @@ def _repair(
     ``start`` > 0 is a first guess of the scale of t. Raises when no t up to
     2⁶⁰·start certifies."""
     r2 = r2 * (1.0 - SAFETY / 2.0)
-    if certified_mahalanobis_sq(constraints, make(0.0)).max(initial=0.0) <= r2:
+    warm: dict = {}  # dual starting points carried along the bisection (polynomial box bound only)
+    if certified_mahalanobis_sq(constraints, make(0.0), warm, r2).max(initial=0.0) <= r2:
         return make(0.0), 0.0
     hi = max(start, np.finfo(float).tiny)
     for _ in range(60):
-        if certified_mahalanobis_sq(constraints, make(hi)).max(initial=0.0) <= r2:
+        if certified_mahalanobis_sq(constraints, make(hi), warm, r2).max(initial=0.0) <= r2:
             break
         hi *= 2.0
     else:
@@ -168,7 +180,7 @@ def _repair(
     lo = 0.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if certified_mahalanobis_sq(constraints, make(mid)).max(initial=0.0) <= r2:
+        if certified_mahalanobis_sq(constraints, make(mid), warm, r2).max(initial=0.0) <= r2:
             hi = mid
         else:
             lo = mid
@@ -464,6 +476,12 @@ class Noiseless(_GaussianConstraintMechanism):
     to two Gaussians at Mahalanobis distance ≤ r* makes the analytic radius
     (Balle & Wang 2018), the default, valid for every ε.
 
+    Per θ (families): Pufferfish privacy is one condition per θ ∈ Θ and per
+    secret pair, so the condition is checked per (θ, pair) row with that row's own mean
+    difference box and covariance lower bound — never a sensitivity taken over all θ combined with
+    the variance of another θ. Valid because each row is exactly one of the
+    definition's conditions; never more noise than that mixed rule.
+
     Assumptions: ``gaussian_query``, ``equal_covariance`` (checked on the
     calibration samples; a failed check is listed in the guarantee and release
     refuses unless ``accept_failed_assumptions=True``). Noiseless has no
@@ -580,6 +598,12 @@ class DirM(Mechanism):
     ``Σ_j β_j²/σ_j² ≤ r*²`` (Balle & Wang 2018; the classic constant with
     ε < 1), again convex in d; ``σ² = w·ρ/r*²`` with ``ρ = max Σ_j β_j²/w_j``.
     A relative margin of 1e-9 absorbs rounding.
+
+    Per θ (families): Pufferfish privacy is one condition per θ ∈ Θ and per
+    secret pair, so the scales meet the loss bound of every (θ, pair) row, each with its own
+    differences (the maximum over rows of the per-row ρ) — never a sensitivity taken over all θ combined with
+    the variance of another θ. Valid because each row is exactly one of the
+    definition's conditions; never more noise than that mixed rule.
 
     Assumption: ``translation`` (f_θi a translation of f_θj; checked on the
     calibration samples, as for :class:`ExpM`). Differences known only up to a box (sampled calibrations) span
@@ -812,6 +836,13 @@ class EigM(_GaussianConstraintMechanism):
     is checked with :func:`certified_mahalanobis_sq`. With r* = ε/c (classic)
     the paper's proof needs ε ≤ 1; the analytic radius holds for every ε.
 
+    Per θ (families): Pufferfish privacy is one condition per θ ∈ Θ and per
+    secret pair, so σ_l² is the maximum over (θ, pair) rows of each row's own need
+    ((Δ_i/r*)² less *its own* credit), and every row is certified with its own
+    difference box and covariance lower bound — never a sensitivity taken over all θ combined with
+    the variance of another θ. Valid because each row is exactly one of the
+    definition's conditions; never more noise than that mixed rule.
+
     Assumptions: ``gaussian_query`` and, with ``covariance="equal"``,
     ``equal_covariance``; both are checked on the calibration samples (a
     failed check is listed in the guarantee and release refuses unless
@@ -917,6 +948,8 @@ def _dau_direction(cons: PairConstraints, direction: Any) -> tuple[np.ndarray, t
 def _dau_plan(cons: PairConstraints, radius: float, direction: Any) -> _DauPlan:
     """Algorithm 1's σ² in closed form (see DauM), generalised to non-parallel differences."""
     v, notes = _dau_direction(cons, direction)
+    if cons.uncertain_dims > MAX_CORNER_DIMS:
+        return _dau_plan_box(cons, radius, v, notes)
     k, m = cons.k, len(cons)
     target = radius**2 * (1.0 - SAFETY)
     corners = cons.corners()  # (m, c, k)
@@ -976,6 +1009,106 @@ def _dau_plan(cons: PairConstraints, radius: float, direction: Any) -> _DauPlan:
         )
     sigma2 = float(per_pair.max(initial=0.0))
     return _DauPlan(v, sigma2, per_pair, alpha, credit, perp, parallel, notes)
+
+
+#: Relative margin below r*² of DauM's σ² beyond ``MAX_CORNER_DIMS`` uncertain components
+#: (bisection on a certified bound: room for the final certificate's own dual gap).
+BOX_MARGIN = 1e-8
+
+
+def _dau_plan_box(cons: PairConstraints, radius: float, v: np.ndarray, notes: tuple[str, ...]) -> _DauPlan:
+    """:func:`_dau_plan` beyond ``MAX_CORNER_DIMS`` uncertain components: the same per-row
+    quantities with every maximum over the box taken without its corners — α and the
+    largest |e| exactly (linear), p⊥ and ``p⊥ + e²/(s₀ + σ²)`` by the certified bound
+    :func:`~bayespriv.calibration.constraints.white_box_max` (≥ the corner maximum), so σ²
+    is never below the corner formula's."""
+    m = len(cons)
+    target = radius**2 * (1.0 - BOX_MARGIN)
+    U = np.linalg.svd(v[None, :])[2][1:].T  # (k, k-1)
+    alpha = cons.linear_max(v)
+    C = (cons.cov_common + np.swapaxes(cons.cov_common, 1, 2)) / 2.0
+    per_pair, credit, perp = np.empty(m), np.full(m, np.nan), np.zeros(m)
+    par_rows = np.empty(m, dtype=bool)
+    for i in range(m):  # m is small (pairs x members)
+        cols = np.flatnonzero(cons.half_width[i] > 0)
+        gens = np.column_stack([cons.diff[i], np.eye(cons.k)[:, cols] * cons.half_width[i, cols]])  # (k, 1 + u)
+        gU = U.T @ gens
+        norms = np.linalg.norm(gens, axis=0)
+        par_rows[i] = bool(np.all(np.linalg.norm(gU, axis=0) <= ROUNDING_RTOL * norms))
+        per_pair[i], credit[i], perp[i] = _dau_row_box(C[i], v, U, gens, gU, float(alpha[i]), target,
+                                                       bool(par_rows[i]), cons.labels[i], radius)
+    parallel = bool(np.all(par_rows))
+    if not parallel:
+        notes += (
+            "parallel_differences: the mean differences (or their confidence boxes) are not all parallel to v, so "
+            "Theorem A.1 does not apply; σ² solves Corollary A.1 over each box (DauM docstring), with the box "
+            "maximum bounded without its corners (certified polynomial bound, more than 12 uncertain components)",
+        )
+    return _DauPlan(v, float(per_pair.max(initial=0.0)), per_pair, alpha, credit, perp, parallel, notes)
+
+
+def _dau_row_box(C: np.ndarray, v: np.ndarray, U: np.ndarray, gens: np.ndarray, gU: np.ndarray, alpha: float,
+                 target: float, par: bool, label: str, radius: float) -> tuple[float, float, float]:
+    """One row of :func:`_dau_plan_box`: ``(σ², s₀ or nan, p⊥ bound)``. Generators: column 0 is
+    d̂, the others h_j e_j, so the box is ``gens @ (1, v)`` with v ∈ [−1, 1]ᵘ."""
+    no_credit = alpha**2 / target
+    M = U.T @ C @ U
+    scale = max(float(np.abs(C).max()), np.finfo(float).tiny)
+    if not np.linalg.eigvalsh(M)[0] > 1e-12 * scale:
+        if par:
+            return no_credit, np.nan, 0.0
+        raise ValidationError(
+            "direction must be parallel to every mean difference when the covariance lower bound is singular (or "
+            f"indefinite) orthogonal to it; got v = {np.array2string(v, precision=4)} and a difference of {label!r} "
+            "with a part orthogonal to v that Σ cannot hide. Use OptimalGaussian, DirM, more calibration draws, or "
+            "another direction"
+        )
+    L = np.linalg.cholesky(M)
+    P = np.linalg.solve(L, gU)  # whitened parts orthogonal to v: p⊥ = ‖P (1, v)‖²
+    q = np.linalg.solve(L.T, np.linalg.solve(L, U.T @ C @ v))  # M⁻¹b
+    e = v @ gens - q @ gU  # e(d) = vᵀd − bᵀM⁻¹Uᵀd on the generators
+    s0 = float(v @ C @ v - (U.T @ C @ v) @ q)
+    perp = white_box_max(P[:, 0], P[:, 1:])
+    if perp >= target:
+        raise ValidationError(
+            "direction must be one along which noise can hide every mean difference (DauM adds noise along v only); "
+            f"got v = {np.array2string(v, precision=4)}: the part of the difference of {label!r} orthogonal to v has "
+            f"Mahalanobis distance up to {np.sqrt(perp):.4g} ≥ r* = {radius:.4g} (bound over its box), which no noise "
+            "along v can reduce. Use EigM, OptimalGaussian, DirM, or another direction"
+        )
+    general = _dau_sigma_box(P, e, s0, target, perp)
+    return (max(0.0, min(general, no_credit)) if par else max(0.0, general)), s0, perp
+
+
+def _dau_sigma_box(P: np.ndarray, e: np.ndarray, s0: float, target: float, perp: float) -> float:
+    """Smallest σ² (to relative 1e-9, rounded up) with the certified bound of
+    ``max_box p⊥ + e²/(s₀ + σ²)`` ≤ target, by bisection on τ = 1/(s₀ + σ²) (the form grows
+    with τ). Returns ``1/τ − s₀`` (≤ 0 when σ² = 0 already passes)."""
+    warm: dict = {}
+
+    def passes(tau: float) -> bool:
+        stacked = np.vstack([P, np.sqrt(tau) * e[None, :]])
+        return white_box_max(stacked[:, 0], stacked[:, 1:], warm=warm, threshold=target) <= target
+
+    if s0 > 0 and passes(1.0 / s0):
+        return 0.0
+    e_max = abs(float(e[0])) + float(np.abs(e[1:]).sum())  # exact max |e| over the box
+    lo = (target - perp) / max(e_max**2, np.finfo(float).tiny)  # passes up to the dual's accuracy
+    for _ in range(200):
+        if passes(lo):
+            break
+        lo *= 0.5
+    else:  # pragma: no cover - p⊥'s bound is below the target
+        raise ValidationError("DauM: no noise along v could be certified; please report this calibration")
+    hi = lo * 2.0
+    while passes(hi) and (s0 <= 0 or hi < 1.0 / s0):
+        if hi > 1e300:  # e vanishes on the box: only s₀ + σ² > 0 is needed
+            return max(0.0, -s0) * (1.0 + 1e-12)
+        lo, hi = hi, hi * 2.0
+    while hi - lo > 1e-9 * lo:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if passes(mid) else (lo, mid)
+    return 1.0 / lo - s0
 
 
 class DauM(_GaussianConstraintMechanism):
@@ -1063,10 +1196,18 @@ class DauM(_GaussianConstraintMechanism):
     samples, a failed check is listed in the guarantee and release refuses
     unless ``accept_failed_assumptions=True``), with Σ
     the Loewner lower bound (conservative: (Σ + S)⁻¹ ⪯ (Σ_lo + S)⁻¹) and d
-    every corner of the box (the condition is convex in d). The parallel
+    every corner of the box (the condition is convex in d; beyond 12 uncertain
+    components the maxima over the box are certified polynomial upper bounds,
+    :func:`_dau_plan_box`, so σ² is never below the corner formula's). The parallel
     assumption is *checked* (not assumed), so it is not listed among the
     guarantee's assumptions. With r* = ε/c the paper needs ε ≤ 1; the
     analytic radius holds for every ε.
+
+    Per θ (families): Pufferfish privacy is one condition per θ ∈ Θ and per
+    secret pair, so σ² is the maximum over (θ, pair) rows of each row's own σ²
+    (its own α, p⊥, e and Schur credit s₀) — never a sensitivity taken over all θ combined with
+    the variance of another θ. Valid because each row is exactly one of the
+    definition's conditions; never more noise than that mixed rule.
 
     Paper notes: Algorithm 1 line 7 demands σ² > 0 strictly; σ² = 0 is fine
     whenever Σ alone satisfies Theorem 4.4.
@@ -1102,7 +1243,9 @@ class DauM(_GaussianConstraintMechanism):
             # Theorem 4.4 holds (no noise, whatever v) or the unequal-covariance scaling widens the shape
             v, notes = _dau_direction(cons, direction)
             m = len(cons)
-            plan = _DauPlan(v, 0.0, np.zeros(m), np.abs(cons.corners() @ v).max(axis=1), np.full(m, np.nan),
+            alpha = (cons.linear_max(v) if cons.uncertain_dims > MAX_CORNER_DIMS
+                     else np.abs(cons.corners() @ v).max(axis=1))
+            plan = _DauPlan(v, 0.0, np.zeros(m), alpha, np.full(m, np.nan),
                             np.full(m, np.nan), False, notes)
         if report.holds:
             plan = dataclasses.replace(plan, sigma2=0.0, per_pair=np.zeros(len(cons)))
