@@ -664,7 +664,12 @@ class PairBox:
         """Mean differences at the corners of the box, ``(c, k)`` (one when exact)."""
         unc = np.flatnonzero(self.half_width > 0)
         if unc.size > 12:
-            raise fail("half_width", "non-zero in at most 12 components (2^k corners)", described(f"{unc.size} components"))
+            raise ValidationError(
+                f"covariance='unequal' (or 'auto' after a failed equal_covariance check) with sampled bounds "
+                f"evaluates δ(ε) at every corner of the mean-difference box: at most 12 uncertain components "
+                f"(2^12 corners); got {unc.size}. Use exact moments (Calibration.from_moments), "
+                f"covariance='equal' (its check is recorded and the release refused if it fails; then relaxed() "
+                f"or APGMnG), or a query with fewer components")
         if unc.size == 0:
             return self.diff[None, :].copy()
         signs = np.array(list(itertools.product((-1.0, 1.0), repeat=unc.size)))

@@ -285,3 +285,10 @@ def _search_box(bx, noise, rng, n_random=10, n_climb=12):
         if v > best:
             best, bt = v, th
     return best
+
+
+def test_unequal_box_beyond_twelve_uncertain_components_says_what_to_do():
+    k = 13
+    box = pl.PairBox(np.ones(k), np.full(k, 0.1), np.eye(k), 2 * np.eye(k), 0.1, 0.1)
+    with pytest.raises(ValidationError, match=r"at most 12 uncertain components .*got 13.*from_moments.*covariance='equal'"):
+        box.corners()
