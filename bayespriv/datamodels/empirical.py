@@ -230,21 +230,34 @@ class _Features:
     contiguous rows ``H[:, rows]`` (keyed by the id of the rows array, which the entry holds so
     the id stays unique while it lives)."""
 
-    __slots__ = ("H", "_strata")
+    __slots__ = ("H", "_strata", "_seen")
 
     def __init__(self, H: np.ndarray) -> None:
         self.H = H
         self._strata: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._seen: dict[int, np.ndarray] = {}
 
-    def of(self, rows: np.ndarray) -> np.ndarray:
-        """Features of the stratum ``rows``, ``(k, N_s)`` contiguous, cached."""
-        hit = self._strata.get(id(rows))
+    def of(self, rows: np.ndarray, n_gathered: int) -> np.ndarray | None:
+        """Features of the stratum ``rows``, ``(k, N_s)`` contiguous, or None when not worth it yet.
+
+        The copy costs ``k·N_s`` writes and saves an index gather per drawn record: it is built
+        when a call gathers at least as many records as the stratum has rows, or when the stratum
+        is used a second time (then cached); a one-off calibration of small datasets gathers from
+        the whole matrix instead.
+        """
+        key = id(rows)
+        hit = self._strata.get(key)
         if hit is not None and hit[0] is rows:
             return hit[1]
+        if n_gathered < rows.size and self._seen.get(key) is not rows:
+            if len(self._seen) > 64:  # strata of unhashable categories are new arrays on every call
+                self._seen.clear()
+            self._seen[key] = rows  # holding the rows keeps the id unique while the entry lives
+            return None
         Hs = np.ascontiguousarray(self.H[:, rows])
         if len(self._strata) > 64:  # strata of unhashable categories are rebuilt per call: do not grow forever
             self._strata.clear()
-        self._strata[id(rows)] = (rows, Hs)
+        self._strata[key] = (rows, Hs)
         return Hs
 
 
@@ -481,7 +494,9 @@ class EmpiricalDataModel(DataModel):
         return feats
 
     def _compute_features(self, query: Query) -> np.ndarray:
-        H = np.stack([self._component_features(query, comp) for comp in query.components])
+        H = np.empty((len(query.components), self.n_rows))
+        for row, comp in zip(H, query.components):
+            row[:] = self._component_features(query, comp)
         if not np.all(np.isfinite(H)):
             raise ValidationError(f"query {query.name!r} must give finite per-record values on the table; got NaN or infinity")
         H.setflags(write=False)
@@ -518,11 +533,14 @@ class EmpiricalDataModel(DataModel):
         feats = self._features(query)
         HT = feats.H
         out = np.zeros((n_draws, HT.shape[0]))
-        # one gather per stratum and component, straight from the stratum-local indices
-        # (the same rows as _sample_indices, without building the global index array)
+        # one gather per stratum and component: from the stratum's own contiguous feature rows when
+        # they are cached or worth building (:meth:`_Features.of`), else from the whole matrix at the
+        # global rows (the same rows as _sample_indices either way)
         for rows, sub in self._stratum_draws(secret, n_draws, as_generator(rng)):
-            Hs = HT if rows is None else feats.of(rows)
             sub = sub.astype(np.intp, copy=False)  # once, not once per component
+            Hs = HT if rows is None else feats.of(rows, sub.size)
+            if Hs is None:
+                Hs, sub = HT, np.take(rows, sub)
             for c in range(HT.shape[0]):  # loop over the k components, not over draws
                 out[:, c] += np.take(Hs[c], sub).sum(axis=1)
         out /= np.array([self.n_records if comp.per_mean else 1 for comp in query.components], dtype=float)
