@@ -23,6 +23,10 @@ Old sampled runs above ``--old-max-k`` (default 10; k = 12 takes minutes) are sk
    once before timing and reported apart: at k = 50 with 60,000 draws the equal-covariance test
    of every covariance entry dominates everything else.
 
+4. beyond 12 uncertain components, the SDP alone (three sampled pairs): the former cvxpy + Clarabel
+   path against the structured interior point (``_solve_structured``) on the same program, side by
+   side (the former run best of ``max(1, repeat // 3)``).
+
 Appends a section to benchmarks/RESULTS_optimal.md unless ``--no-write``.
 """
 
@@ -107,6 +111,24 @@ def large_row(kind: str, k: int, cal: bp.Calibration, eps: float, repeat: int) -
     return line
 
 
+def sdp_row(k: int, cal: bp.Calibration, repeat: int) -> str:
+    """k > 12: the SDP alone, cvxpy + Clarabel (the former path, forced by making the structured
+    interior point report a failure) vs the structured interior point, side by side."""
+    cons, radius = cal.pair_constraints(), gaussian_radius(EPS, DELTA)
+    t_new, (S_new, st_new) = timed(lambda: opt._solve_sdp(cons, radius, "CLARABEL"), repeat)
+    structured = opt._solve_structured
+    opt._solve_structured = lambda *a, **kw: (None, "forced off")
+    try:
+        t_old, (S_old, st_old) = timed(lambda: opt._solve_sdp(cons, radius, "CLARABEL"), max(1, repeat // 3))
+    finally:
+        opt._solve_structured = structured
+    tr_new, tr_old = np.trace(S_new), np.trace(S_old)
+    line = (f"| {k} | {t_old:.2f} | {tr_old:.10g} | {t_new:.2f} | {tr_new:.10g} | {tr_new / tr_old - 1:+.2e} | "
+            f"{t_old / t_new:.1f} | {st_new} |")
+    print(line, flush=True)
+    return line
+
+
 def row(kind: str, k: int, cal: bp.Calibration, run_old: bool, repeat: int) -> str:
     cons, radius = cal.pair_constraints(), gaussian_radius(EPS, DELTA)
     t_new, (S_new, status) = timed(lambda: opt._solve_sdp(cons, radius, "CLARABEL"), repeat)
@@ -130,6 +152,8 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--large-k", type=int, nargs="*", default=[20, 30, 50])
     parser.add_argument("--skip-small", action="store_true", help="only the k > 12 table")
+    parser.add_argument("--no-sdp-compare", action="store_true",
+                        help="skip the k > 12 SDP table (cvxpy + Clarabel vs structured interior point)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     header = ["| workload | k | old s | old trace | new s | new trace | new/old trace | OptimalGaussian s "
@@ -147,12 +171,16 @@ def main() -> None:
     print("\n".join(large_header))
     large = [large_row("sampled 0.95, 3 pairs", k, sampled_calibration(k, k), EPS, args.repeat) for k in args.large_k]
     large += [large_row("sampled 0.95, 1 pair along e1", k, along_e1(k, k), 4.0, args.repeat) for k in args.large_k]
+    sdp_header = ["| k (sampled, 3 pairs) | cvxpy+Clarabel s | trace | structured IPM s | trace | rel. diff | speed-up "
+                  "| status |", "|---|---|---|---|---|---|---|---|"]
+    print("\n".join(sdp_header))
+    sdp = [] if args.no_sdp_compare else [sdp_row(k, sampled_calibration(k, k), args.repeat) for k in args.large_k]
     if args.no_write:
         return
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (f"\n## {stamp} — {platform.python_version()}, {os.cpu_count()} cores, ε={EPS}, δ={DELTA}, "
             f"repeat={args.repeat}\n\n`{' '.join(sys.argv)}`\n\n" + "\n".join(header + lines) + "\n\n"
-            + "\n".join(large_header + large) + "\n")
+            + "\n".join(large_header + large) + "\n\n" + "\n".join(sdp_header + sdp) + "\n")
     with open(ROOT / "benchmarks" / "RESULTS_optimal.md", "a", encoding="utf-8") as fh:
         fh.write(text)
 
