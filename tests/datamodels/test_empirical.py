@@ -441,7 +441,7 @@ def test_a_new_query_object_with_the_same_code_and_values_reuses_the_features():
     model = bp.EmpiricalDataModel(TINY, 3)
     first, again = _threshold_query(1.5), _threshold_query(1.5)
     assert first is not again and first.fingerprint == again.fingerprint
-    assert model._features(first) is model._features(again)
+    assert model._features(first).H is model._features(again).H
 
 
 def test_a_changed_closure_value_recomputes_the_features():
