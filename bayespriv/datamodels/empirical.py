@@ -221,6 +221,9 @@ def _record_values(comp: Any, batch: Batch, size: int) -> np.ndarray:
     return _numeric_output(comp.h(batch), comp.name).reshape(size)
 
 
+#: A stratum's contiguous feature copy is built once this many times its entries were gathered.
+_COPY_AFTER = 4
+
 #: Feature matrices kept per model by complete query fingerprint (oldest dropped first).
 _MAX_FEATURE_PRINTS = 16
 
@@ -235,24 +238,26 @@ class _Features:
     def __init__(self, H: np.ndarray) -> None:
         self.H = H
         self._strata: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._seen: dict[int, np.ndarray] = {}
+        self._seen: dict[int, tuple[np.ndarray, int]] = {}
 
     def of(self, rows: np.ndarray, n_gathered: int) -> np.ndarray | None:
         """Features of the stratum ``rows``, ``(k, N_s)`` contiguous, or None when not worth it yet.
 
         The copy costs ``k·N_s`` writes and saves an index gather per drawn record: it is built
-        when a call gathers at least as many records as the copy has entries, or when the stratum
-        is used a second time (then cached); a one-off calibration of small datasets gathers from
-        the whole matrix instead.
+        once the records gathered from the stratum (this call and earlier ones of this query
+        object) reach ``COPY_AFTER`` times its entries, then cached; until then the caller
+        gathers from the whole matrix at the global rows.
         """
         key = id(rows)
         hit = self._strata.get(key)
         if hit is not None and hit[0] is rows:
             return hit[1]
-        if n_gathered < rows.size * self.H.shape[0] and self._seen.get(key) is not rows:
+        seen = self._seen.get(key)
+        total = n_gathered + (seen[1] if seen is not None and seen[0] is rows else 0)
+        if total < _COPY_AFTER * rows.size * self.H.shape[0]:
             if len(self._seen) > 64:  # strata of unhashable categories are new arrays on every call
                 self._seen.clear()
-            self._seen[key] = rows  # holding the rows keeps the id unique while the entry lives
+            self._seen[key] = (rows, total)  # holding the rows keeps the id unique while the entry lives
             return None
         Hs = np.ascontiguousarray(self.H[:, rows])
         if len(self._strata) > 64:  # strata of unhashable categories are rebuilt per call: do not grow forever

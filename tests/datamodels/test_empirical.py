@@ -484,12 +484,14 @@ def test_string_columns_are_checked_on_first_use():
 
 
 def test_stratum_feature_copies_do_not_change_the_numbers():
-    """A one-off small calibration gathers from the whole feature matrix; a repeated one from the
-    stratum's cached contiguous copy. Same seed, same rows: identical results."""
+    """Small calibrations gather from the whole feature matrix at the global rows; once a stratum
+    has been gathered from often enough, from its cached contiguous copy. Same seed, same rows:
+    identical results."""
     model = bp.EmpiricalDataModel(TINY, 3)
     secret = bp.DatasetSecret.proportion("g", "a", 1 / 3)
     first = model.sample_query(secret, 1, np.random.default_rng(5), TINY_QUERY)
-    assert not model._features(TINY_QUERY)._strata  # 1 draw gathers fewer records than the strata hold
-    second = model.sample_query(secret, 1, np.random.default_rng(5), TINY_QUERY)
-    assert model._features(TINY_QUERY)._strata  # second use: the copies exist
-    np.testing.assert_array_equal(first, second)
+    assert not model._features(TINY_QUERY)._strata  # 1 draw gathers fewer records than the copy holds
+    for _ in range(3 * emp._COPY_AFTER * len(TINY_QUERY.components)):
+        model.sample_query(secret, 1, np.random.default_rng(6), TINY_QUERY)
+    assert model._features(TINY_QUERY)._strata  # gathered often enough: the copies exist
+    np.testing.assert_array_equal(first, model.sample_query(secret, 1, np.random.default_rng(5), TINY_QUERY))
