@@ -180,25 +180,31 @@ def sample_subsets(n_rows: int, k: int, n_draws: int, rng: np.random.Generator) 
     return _subsets_by_bernoulli(n_rows, k, n_draws, rng)
 
 
-def _column_values(series: pd.Series) -> tuple[np.ndarray, int]:
-    """One column as NumPy and its number of missing values (``-1``: checked on first use).
+#: pandas ≥ 3 is always copy-on-write: a Series taken from the user's table keeps its values when
+#: the table is modified afterwards, so text columns are held as such instead of copied.
+_COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
-    Booleans stay boolean, other numbers become float64 (checked for NaN here:
-    cheap). Anything else (strings, categoricals, objects) is kept as our own
-    object array, checked for missing values and turned into a NumPy unicode
-    array on its first use (:func:`_coded_column`), so a wide table only pays
-    for the columns its queries and secrets read.
+
+def _column_values(series: pd.Series) -> tuple[np.ndarray | pd.Series, int]:
+    """One column as our own snapshot and its number of missing values (``-1``: checked on first use).
+
+    Booleans stay boolean, other numbers become float64 (copied, and checked
+    for NaN here: cheap). Anything else (strings, categoricals, objects) is
+    kept as the Series itself under copy-on-write (pandas ≥ 3; a deep copy
+    before), checked for missing values and coded on its first use
+    (:func:`_coded_column`), so a wide table only pays for the columns its
+    queries and secrets read.
     """
     dtype = series.dtype
     if pd.api.types.is_bool_dtype(dtype) and not series.hasnans:
-        return series.to_numpy(dtype=bool), 0
+        return series.to_numpy(dtype=bool, copy=True), 0
     if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
-        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
         return values, int(np.isnan(values).sum())
-    return np.array(series.to_numpy(dtype=object), dtype=object, copy=True), -1
+    return (series if _COPY_ON_WRITE else series.copy(deep=True)), -1
 
 
-def _coded_column(values: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _coded_column(source: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray]:
     """An object column as ``(codes, distinct)``: ``distinct[codes]`` is its NumPy unicode array.
 
     ``pd.factorize`` finds the distinct values once (missing ones — None, NaN,
@@ -207,6 +213,7 @@ def _coded_column(values: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray
     and ``1.0`` hash alike) is factorized after converting every element, so
     every cell reads ``str(cell)`` either way.
     """
+    values = source.to_numpy(dtype=object)
     codes, uniques = pd.factorize(values)
     missing = int(np.count_nonzero(codes < 0))
     if missing:
@@ -337,7 +344,7 @@ class EmpiricalDataModel(DataModel):
         # boolean columns are final; object columns are checked and become unicode
         # on first use, once per column (~1.5 ms per 45 000 strings: a wide table
         # only pays for the columns its queries and secrets read).
-        self._arrays: dict[str, np.ndarray] = {c: v for c, (v, _) in converted.items()}
+        self._arrays: dict[str, np.ndarray | pd.Series] = {c: v for c, (v, _) in converted.items()}
         self._coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._strata_cache: dict[tuple[str, Any], tuple[np.ndarray, np.ndarray]] = {}
         self._init_feature_caches()
@@ -350,7 +357,7 @@ class EmpiricalDataModel(DataModel):
 
     def _is_text(self, name: str) -> bool:
         """Whether column ``name`` holds strings (or other non-numeric values)."""
-        return name in self._coded or self._arrays[name].dtype.kind in "OU"
+        return name in self._coded or isinstance(self._arrays[name], pd.Series) or self._arrays[name].dtype.kind == "U"
 
     def _codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(codes, distinct strings)`` of a text column (:func:`_coded_column`), built once."""
@@ -362,7 +369,7 @@ class EmpiricalDataModel(DataModel):
     def _column(self, name: str) -> np.ndarray:
         """Column ``name`` as a NumPy array (float64, bool or unicode), converted once."""
         values = self._arrays[name]
-        if values.dtype == object:
+        if isinstance(values, pd.Series):
             codes, distinct = self._codes(name)
             values = self._arrays[name] = distinct[codes]
         return values

@@ -495,3 +495,14 @@ def test_stratum_feature_copies_do_not_change_the_numbers():
         model.sample_query(secret, 1, np.random.default_rng(6), TINY_QUERY)
     assert model._features(TINY_QUERY)._strata  # gathered often enough: the copies exist
     np.testing.assert_array_equal(first, model.sample_query(secret, 1, np.random.default_rng(5), TINY_QUERY))
+
+
+def test_the_model_keeps_its_own_copy_of_the_table():
+    """Modifying the user's table after construction changes nothing in the model (numbers and
+    booleans are copied; text columns are copy-on-write snapshots, or deep copies before pandas 3)."""
+    table = pd.DataFrame({"x": [1.0, 2.0, 3.0], "flag": [True, False, True], "s": ["a", "b", "a"]})
+    model = bp.EmpiricalDataModel(table, 2)
+    table.loc[0, ["x", "flag", "s"]] = [99.0, False, "zz"]
+    assert model._column("x").tolist() == [1.0, 2.0, 3.0]
+    assert model._column("flag").tolist() == [True, False, True]
+    assert model._column("s").tolist() == ["a", "b", "a"]
