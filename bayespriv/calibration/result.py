@@ -50,6 +50,12 @@ def _checked_fingerprint(query: Query | None, given: Any) -> str | None:
     return actual
 
 
+def _per_secret_diagnostics(cal: "Calibration") -> list[Mapping[str, Any]]:
+    """The per-secret entries a PyMC model leaves in ``diagnostics["mcmc"]`` (empty for others)."""
+    per_secret = cal.diagnostics.get("mcmc", {})
+    return [d for d in per_secret.values() if isinstance(d, Mapping)] if isinstance(per_secret, Mapping) else []
+
+
 def _checked_posteriors(posteriors: Any) -> Mapping[str, Any]:
     """A read-only mapping secret label -> arviz.InferenceData (not deep-frozen: InferenceData is itself a mapping)."""
     if not isinstance(posteriors, Mapping):
@@ -485,6 +491,13 @@ class Calibration:
           calibration draws each stratum as an exchangeable set. A release
           whose query or data depend on record order or identity (row
           positions, record-level links) is outside that premise.
+        * ``"mcmc_posterior"``: some secret's datasets were drawn through an
+          MCMC posterior (route ``"mcmc"``), whose draws are taken as draws of
+          the posterior; R-hat, ESS and divergences are checked (a failed check
+          refuses the calibration) but cannot prove convergence.
+        * ``"tabulated_posterior"``: some secret's posterior was tabulated
+          (route ``"quadrature"``): within the recorded total-variation bound if
+          it is log-concave, which is checked on the grid, not proven.
         """
         out: tuple[str, ...] = ()
         if self.plug_in:
@@ -495,6 +508,9 @@ class Calibration:
             out += ("extremes_at_grid",)
         if any(isinstance(s, DatasetSecret) and s.statistic == "proportion" for s in self.secrets):
             out += ("exchangeable_records",)
+        routes = {d.get("route") for m in self.members for d in _per_secret_diagnostics(m)}
+        out += tuple(name for route, name in (("mcmc", "mcmc_posterior"), ("quadrature", "tabulated_posterior"))
+                     if route in routes)
         return out
 
     # -- bounds ------------------------------------------------------------------------------

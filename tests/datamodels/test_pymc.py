@@ -220,6 +220,7 @@ def _logit_failures(cal):
 
 def test_dataset_secret_mcmc_matches_quadrature_and_reports_diagnostics(logit_calibration):
     model, cal = logit_calibration
+    assert "mcmc_posterior" in cal.assumptions and "tabulated_posterior" not in cal.assumptions
     assert model.route(LOGIT_SECRETS[0]) == "mcmc"
     assert _logit_failures(cal) == []
     diag = cal.diagnostics["mcmc"]

@@ -149,3 +149,9 @@ def test_a_posterior_that_is_not_log_concave_stays_on_mcmc():
     assert model.route(secret) == "mcmc"
     reason = model._quadrature(secret, model._plan(secret))
     assert isinstance(reason, str) and "not log-concave" in reason
+
+
+def test_a_tabulated_posterior_is_named_in_the_calibrations_assumptions():
+    cal = bp.calibrate(logit_model(), bp.SecretPair(SECRET, bp.DatasetSecret.proportion("gender", 1, 0.7)),
+                       bp.mean("score"), n_draws=200, rng=3)
+    assert "tabulated_posterior" in cal.assumptions and "mcmc_posterior" not in cal.assumptions
