@@ -184,7 +184,7 @@ def _demo(args: argparse.Namespace) -> int:
     seeds = root.spawn(len(H.QUERIES) + 1)
     dataset = H.sample_hospital(seeds[-1], n)
 
-    say(f"bayespriv demo — the hospital of §4.2, Zhang, Ohrimenko, Yang & Cummings, Attribute Privacy (FAccT 2022)")
+    say("bayespriv demo — the hospital of §4.2, Zhang, Ohrimenko, Yang & Cummings, Attribute Privacy (FAccT 2022)")
     say(f"  {n} patients; hide whether the share of women is below or above 50%: every share "
         f"{below[0]:g}…{below[-1]:g} against every share {above[0]:g}…{above[-1]:g} "
         f"({len(pairs)} pairs, {len(secrets)} secrets)")
