@@ -27,7 +27,7 @@ from bayespriv.datamodels.pymc import PyMCDataModel
 from bayespriv.errors import ConvergenceError, ParameterTypeError, UnsupportedSecretError, ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _pymc_oracles import logit_posterior_moments  # noqa: E402
+from _pymc_oracles import C_SCORE, SD_Z, build_logit, build_normal_normal, logit_posterior_moments  # noqa: E402
 
 MU0, MU1, SIGMA, N = 64.0, 70.0, 3.0, 50
 ALPHA = 1e-3
@@ -44,18 +44,7 @@ def build_hier(n):
     return m
 
 
-C_SCORE, N_LOGIT, SD_Z = 10.0, 20, 1.5
-
-
-def build_logit(n):
-    """z ~ N(0, 1.5); p = sigmoid(z); gender ~ Bernoulli(p); score ~ N(10 p, 1) — the share of
-    women informs p, which moves the scores (non-conjugate: needs MCMC)."""
-    with pm.Model() as m:
-        z = pm.Normal("z", 0.0, SD_Z)
-        p = pm.Deterministic("p", pm.math.sigmoid(z))
-        pm.Bernoulli("gender", p, shape=n)
-        pm.Normal("score", C_SCORE * p, 1.0, shape=n)
-    return m
+N_LOGIT = 20  # records of the logit model (its SD_Z, C_SCORE: tests/_pymc_oracles.py)
 
 
 def build_beta_score(n):
@@ -177,11 +166,6 @@ def test_batch_does_not_share_hyperparameters_and_is_seeded():
 
 
 # -- 2. dataset secret through MCMC ------------------------------------------------------------
-def _logit_posterior_moments(k, n=N_LOGIT):
-    """E[p | k], Var[p | k] for z ~ N(0, 1.5), p = sigmoid(z), k of n ones, by quadrature."""
-    return logit_posterior_moments(k, n, SD_Z)
-
-
 LOGIT_SECRETS = (bp.DatasetSecret.proportion("gender", 1, 0.3), bp.DatasetSecret.proportion("gender", 1, 0.7))
 LOGIT_DRAWS = 3000
 
@@ -206,7 +190,7 @@ def _logit_failures(cal):
     failures = []
     for s in LOGIT_SECRETS:
         k = round(s.value * N_LOGIT)
-        e, v = _logit_posterior_moments(k)
+        e, v = logit_posterior_moments(k, N_LOGIT)
         mean_exact, var_exact = C_SCORE * e, C_SCORE**2 * v + 1 / N_LOGIT
         ess = cal.diagnostics["mcmc"][s.label].get("ess_bulk_min", np.inf)
         se_mean = np.sqrt(var_exact / LOGIT_DRAWS + C_SCORE**2 * v / ess)
@@ -323,15 +307,6 @@ def test_conjugate_route_is_exact_and_said_so():
 
 
 # -- other secrets --------------------------------------------------------------------------
-def build_normal_normal(n):
-    """μ ~ N(0, 1); x_r, y_r ~ N(μ, 1): a mean secret on x informs μ, which moves y."""
-    with pm.Model() as m:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("x", mu, 1.0, shape=n)
-        pm.Normal("y", mu, 1.0, shape=n)
-    return m
-
-
 def build_public(n):
     """p ~ Beta(2, 2) informed by public data (30 ones of 100, observed in the model);
     gender ~ Bernoulli(p); score ~ N(10 p, 1)."""

@@ -20,37 +20,22 @@ from bayespriv.datamodels._quadrature import TV_TOLERANCE
 from bayespriv.datamodels.pymc import PyMCDataModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _pymc_oracles import logit_posterior_moments  # noqa: E402
+from _pymc_oracles import C_SCORE as C, build_logit, build_normal_normal, logit_posterior_moments  # noqa: E402
 
-N, SD_Z, C = 20, 1.5, 10.0
+N = 20  # records (the logit model and its constants: tests/_pymc_oracles.py)
 ALPHA = 1e-3
 Z = stats.norm.isf(ALPHA / 2)
 SECRET = bp.DatasetSecret.proportion("gender", 1, 0.3)  # k = 6 of 20
-
-
-def build_logit(n):
-    """z ~ N(0, 1.5); p = sigmoid(z); gender ~ Bernoulli(p); score ~ N(10 p, 1)."""
-    with pm.Model() as m:
-        z = pm.Normal("z", 0.0, SD_Z)
-        p = pm.Deterministic("p", pm.math.sigmoid(z))
-        pm.Bernoulli("gender", p, shape=n)
-        pm.Normal("score", C * p, 1.0, shape=n)
-    return m
 
 
 def logit_model(**kw):
     return PyMCDataModel(build_logit, n_records=N, columns=["gender", "score"], parameters=["z"], **kw)
 
 
-def _exact_p_moments(k):
-    """E[p | k], Var[p | k] by scipy quadrature of the prior × likelihood (independent of the table)."""
-    return logit_posterior_moments(k, N, SD_Z)
-
-
 def _moment_failures(p, k):
     """|mean − E| <= Z·sqrt(V/D) and the sample variance within Z·sqrt(2V²/D) (p | k is near
     Gaussian; the TV bound, <= 1e-6, moves these moments by far less than the SE); α = 1e-3 per check."""
-    e, v = _exact_p_moments(k)
+    e, v = logit_posterior_moments(k, N)
     d = p.size
     failures = []
     if abs(p.mean() - e) > Z * np.sqrt(v / d):
@@ -106,15 +91,6 @@ def test_beta_posterior_with_public_data_is_the_conjugate_law(a, caught):
     p = table.draw(50_000, np.random.default_rng(4))
     pvalue = stats.kstest(p, stats.beta(a, 86.0).cdf).pvalue
     assert (pvalue < ALPHA) == caught
-
-
-def build_normal_normal(n):
-    """μ ~ N(0, 1); x_r, y_r ~ N(μ, 1)."""
-    with pm.Model() as m:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("x", mu, 1.0, shape=n)
-        pm.Normal("y", mu, 1.0, shape=n)
-    return m
 
 
 def test_mean_secret_calibration_matches_the_normal_normal_closed_form():
