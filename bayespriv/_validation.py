@@ -227,18 +227,41 @@ def check_memory(n_bytes: float, name: str, value: Any, what: str) -> None:
                          f"more than this machine's {format_bytes(cap)}", value)
 
 
+def sealed(value: Any, dtype: Any = None) -> np.ndarray:
+    """A copy of ``value`` whose memory cannot be written: an array over an immutable ``bytes``.
+
+    ``arr.setflags(write=False)`` alone does not protect an array that owns its memory: NumPy
+    lets anyone call ``arr.setflags(write=True)`` on it again — and on every view of it, even
+    when the view's base is read-only (measured with NumPy 2.4). An array whose memory belongs
+    to a ``bytes`` object cannot be made writable: ``setflags(write=True)`` raises
+    ``ValueError`` on it, on its ``.base`` and on every view of it. Object arrays (no buffer)
+    become read-only copies, the best NumPy offers for them.
+
+    Parameters
+    ----------
+    value : array-like
+    dtype : NumPy dtype, optional
+        Default: the dtype ``np.asarray`` gives ``value``.
+    """
+    arr = np.asarray(value, dtype=dtype)
+    if arr.dtype.hasobject:
+        out = np.array(arr)
+        out.setflags(write=False)
+        return out
+    arr = np.ascontiguousarray(arr)
+    return np.frombuffer(arr.tobytes(), dtype=arr.dtype).reshape(arr.shape)
+
+
 def freeze(value: Any) -> Any:
     """A deep read-only copy: mappings become :class:`types.MappingProxyType`
     over a fresh dict (nested mappings too), lists become tuples, NumPy arrays
-    read-only copies. Other values are returned as they are."""
+    :func:`sealed` copies. Other values are returned as they are."""
     if isinstance(value, Mapping):
         return MappingProxyType({k: freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
         return tuple(freeze(v) for v in value)
     if isinstance(value, np.ndarray):
-        arr = np.array(value)
-        arr.setflags(write=False)
-        return arr
+        return sealed(value)
     return value
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import sealed
 from ..errors import ValidationError
 from ..secrets import SecretPair
 
@@ -86,9 +87,7 @@ class PairConstraints:
 
     def __post_init__(self) -> None:
         for name in ("diff", "half_width", "cov_a", "cov_b"):
-            arr = np.array(getattr(self, name), dtype=float)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+            object.__setattr__(self, name, sealed(getattr(self, name), float))
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -45,7 +45,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .._validation import check_finite_array, check_positive_int, fail
+from .._validation import check_finite_array, check_positive_int, fail, sealed
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from .elimination import MAX_FACTOR
@@ -954,10 +954,8 @@ class MarkovChain:
             raise fail("initial", f"a probability vector of length {p.shape[0]}", q.tolist())
         p = p / p.sum(axis=1, keepdims=True)
         q = q / q.sum()
-        p.setflags(write=False)
-        q.setflags(write=False)
-        object.__setattr__(self, "transition", p)
-        object.__setattr__(self, "initial", q)
+        object.__setattr__(self, "transition", sealed(p))
+        object.__setattr__(self, "initial", sealed(q))
         states = tuple(range(p.shape[0])) if self.states is None else tuple(self.states)
         if len(states) != p.shape[0] or len(set(states)) != len(states):
             raise fail("states", f"{p.shape[0]} distinct labels", self.states)
@@ -1194,9 +1192,8 @@ def calibrate_chain(
     if t * (w + 1) ** 2 * chains[0].k ** 2 > 5e8:
         raise fail("max_window", f"small enough that length·(window+1)²·k² ≤ 5e8 (length {t})", max_window)
     members = np.stack([_chain_influences(c, t, w) for c in chains])
-    infl = members.max(axis=0)
-    infl.setflags(write=False)
-    members.setflags(write=False)
+    infl = sealed(members.max(axis=0))
+    members = sealed(members)
     kq = query.k or 1
     return ChainCalibration(chains, t, column, query, lip, w, infl, kq, query.component_names(kq),
                             member_influence=members if len(chains) > 1 else None)

@@ -23,6 +23,7 @@ from .._validation import (
     described,
     fail,
     freeze,
+    sealed,
     thaw,
 )
 from ..errors import ParameterTypeError, ReleaseMismatchError, ValidationError
@@ -34,6 +35,8 @@ from .moments import bonferroni_z, loewner_lower
 __all__ = ["Calibration"]
 
 _ORDS = {1: 1, 2: 2, "inf": np.inf, np.inf: np.inf}
+#: The numeric arrays of a calibration (sealed: their memory cannot be written, see :func:`~bayespriv._validation.sealed`).
+_ARRAYS = ("mean_array", "cov_array", "mean_se", "cov_se", "cov_se_white", "sample_array")
 
 
 def _checked_fingerprint(query: Query | None, given: Any) -> str | None:
@@ -133,12 +136,8 @@ def _checked_arrays(cal: "Calibration", n_secrets: int) -> dict[str, np.ndarray]
         if arr.shape[0] != n_secrets or arr.shape[2] != k:
             raise fail("sample_array", f"of shape ({n_secrets}, n_draws, {k})", described(f"shape {arr.shape}"))
         out["sample_array"] = arr
-    frozen = {}
-    for name, arr in out.items():
-        arr = np.array(arr, dtype=float)
-        arr.setflags(write=False)
-        frozen[name] = arr
-    return frozen
+    # sealed, not merely read-only: a read-only array that owns its memory can be made writable again
+    return {name: sealed(arr, float) for name, arr in out.items()}
 
 
 def _check_confidence_z(cal: "Calibration") -> None:
@@ -299,7 +298,8 @@ class Calibration:
 
     def __setstate__(self, state: dict) -> None:
         theta = state.get("theta")
-        self.__dict__.update(state, theta=None if theta is None else freeze(theta),
+        arrays = {k: sealed(v, float) for k, v in state.items() if k in _ARRAYS and v is not None}  # unpickled: writable
+        self.__dict__.update(state, **arrays, theta=None if theta is None else freeze(theta),
                              diagnostics=freeze(state.get("diagnostics", {})),
                              posteriors=MappingProxyType(dict(state.get("posteriors", {}))))
 

@@ -177,7 +177,7 @@ import pandas as pd
 from scipy import stats
 from scipy.special import ndtri
 
-from .._validation import check_choice, check_confidence, check_delta, check_finite_array, described, fail
+from .._validation import check_choice, check_confidence, check_delta, check_finite_array, described, fail, sealed
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query, _Clipped, _Indicator
 from ..secrets import SecretPair
@@ -724,9 +724,7 @@ def resolve_support(calibration: Calibration, support: Any = None) -> tuple[np.n
                 f"support must contain every calibration draw of F; got [{lo[c]:g}, {hi[c]:g}] for component "
                 f"{calibration.component_names[c]!r}, whose draws range over [{mins[c]:g}, {maxs[c]:g}]"
             )
-    lo.setflags(write=False)
-    hi.setflags(write=False)
-    return lo, hi
+    return sealed(lo), sealed(hi)
 
 
 # -- Theorem 3.3: deviation radius ----------------------------------------------------------------------

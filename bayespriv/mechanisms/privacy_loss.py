@@ -79,7 +79,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr, ndtr
 
-from .._validation import check_covariance, check_delta, check_epsilon, check_finite_array, check_real, described, fail
+from .._validation import check_covariance, check_delta, check_epsilon, check_finite_array, check_real, described, fail, sealed
 from ..errors import ValidationError
 
 __all__ = [
@@ -632,9 +632,7 @@ class PairBox:
                 raise fail(name, "in [0, 1) (a covariance upper bound needs z·rho < 1; use more draws)", eta)
             object.__setattr__(self, name, eta)
         for name, arr in (("diff", d), ("half_width", hw), ("cov_a", a), ("cov_b", b)):
-            arr = np.array(arr, dtype=float)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+            object.__setattr__(self, name, sealed(arr, float))
 
     @property
     def k(self) -> int:
