@@ -4,6 +4,12 @@ Both are tiny frozen values that check themselves on construction, in the
 manner of Tumult Analytics' ``protected_change.py``: a Guarantee cannot hold
 δ ≥ 1 or a negative ε, and a Release cannot hold a non-finite value.
 
+A frozen dataclass refuses ``g.epsilon = ...`` but not ``object.__setattr__(g, "epsilon", ...)``.
+So nothing that charges a budget or gates a release reads a Guarantee that was handed out:
+a mechanism keeps what it charges as an :class:`AccountingRecord` (a tuple of floats and
+strings, which nothing can edit in place), the ledger reads that record, and
+``mechanism.guarantee`` is a new Guarantee built from it at each access.
+
 A guarantee is *established* when no assumption its proof needs failed a check
 on the calibration samples. A release of a non-established guarantee happens
 only when the caller opts in (``accept_failed_assumptions=True``); the Release,
@@ -15,13 +21,14 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from .._validation import fail
+from .._validation import fail, sealed
 
-__all__ = ["Guarantee", "Release"]
+__all__ = ["Guarantee", "Release", "AccountingRecord"]
 
 
 def _names(value: object, name: str) -> tuple[str, ...]:
@@ -121,6 +128,40 @@ class Guarantee:
                 f"{body}</table>")
 
 
+class AccountingRecord(NamedTuple):
+    """What a mechanism charges, fixed at its construction: a tuple, so no one can edit it in place.
+
+    Built once from the mechanism's guarantee (:meth:`of`); the ledger charges it
+    (``mechanism.accounting_record``), and :meth:`guarantee` gives a new :class:`Guarantee` equal to
+    it each time, so editing a Guarantee handed out changes neither the ledger's charge nor a
+    later release. The fields are a Guarantee's, with the same names and meanings.
+    """
+
+    epsilon: float
+    delta: float
+    confidence: float | None
+    assumptions: tuple[str, ...]
+    theorem: str
+    failed_assumptions: tuple[str, ...]
+    unchecked_assumptions: tuple[str, ...]
+
+    @classmethod
+    def of(cls, guarantee: Guarantee) -> "AccountingRecord":
+        """The record of ``guarantee`` (plain floats, strings and tuples of strings)."""
+        if not isinstance(guarantee, Guarantee):
+            raise fail("guarantee", "a Guarantee", guarantee)
+        g = guarantee
+        return cls(float(g.epsilon), float(g.delta), None if g.confidence is None else float(g.confidence),
+                   _names(g.assumptions, "assumptions"), str(g.theorem), _names(g.failed_assumptions, "failed_assumptions"),
+                   _names(g.unchecked_assumptions, "unchecked_assumptions"))
+
+    def guarantee(self) -> Guarantee:
+        """A new :class:`Guarantee` equal to the one recorded (its fields were checked when recorded)."""
+        out = object.__new__(Guarantee)
+        out.__dict__.update(zip(self._fields, self))
+        return out
+
+
 @dataclass(frozen=True)
 class Release:
     """A noisy answer with its guarantee. The true answer is never stored.
@@ -128,7 +169,7 @@ class Release:
     Attributes
     ----------
     value : ndarray (k,)
-        Finite, read-only.
+        Finite; its memory cannot be written (:func:`~bayespriv._validation.sealed`).
     guarantee : Guarantee
     mechanism : str
     seeded : bool
@@ -154,10 +195,9 @@ class Release:
     ledger_id: int | None = None
 
     def __post_init__(self) -> None:
-        value = np.array(self.value, dtype=float).reshape(-1)
+        value = sealed(np.asarray(self.value, dtype=float).reshape(-1))
         if not np.all(np.isfinite(value)):
             raise fail("value", "finite (a release is never inf or NaN)", self.value)
-        value.setflags(write=False)
         object.__setattr__(self, "value", value)
         if not isinstance(self.guarantee, Guarantee):
             raise fail("guarantee", "a Guarantee", self.guarantee)
