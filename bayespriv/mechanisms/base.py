@@ -13,12 +13,14 @@ import abc
 import dataclasses
 import functools
 import math
-from typing import Any, ClassVar, Protocol
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_delta, check_epsilon, check_real, fail
+from .._validation import check_choice, check_delta, check_epsilon, check_real, fail, sealed
 from ..calibration import Calibration
 from ..calibration.persist import check_query
 from ..calibration.assumptions import (
@@ -34,7 +36,7 @@ from ..calibration.assumptions import (
 from ..errors import ImmutableError, ParameterTypeError, ValidationError
 from ..random import RNGLike
 from .exact_noise import BitSource, discretization_reserve, plan_gaussian, plan_laplace
-from .guarantee import Guarantee, Release
+from .guarantee import AccountingRecord, Guarantee, Release
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius, sample_gaussian, sample_laplace
 from .release_path import (
     MAX_NOISE_SCALE,
@@ -51,6 +53,94 @@ __all__ = ["Guarantee", "Release", "Mechanism", "LedgerLike", "WithExtraLaplace"
 
 #: Assumptions about the law of F that the Gaussian approximations of Theorems 4.6 / 4.7 make unnecessary.
 DISTRIBUTIONAL_ASSUMPTIONS = CHECKABLE
+
+
+#: Properties a subclass may define that are computed once, when construction ends, and then fixed
+#: (:meth:`Mechanism.__init_subclass__` moves a subclass's property to ``_compute_<name>``).
+_FIXED_PROPERTIES = ("guarantee", "k", "protected", "variables")
+
+
+class _FixedState(NamedTuple):
+    """What the release path reads besides the noise and the charge, fixed at construction."""
+
+    k: int
+    protected: tuple[str, ...]
+    variables: tuple[str, ...]
+    records: int | None
+    query: Any
+    query_fingerprint: str | None
+    query_name: str | None
+    component_names: tuple[str, ...]
+
+
+class _Fixed:
+    """A public attribute of a mechanism that only construction may set.
+
+    A data descriptor, so ``object.__setattr__`` goes through it too and is refused once the
+    mechanism is frozen. The value lives in the instance's ``__dict__`` under the same name.
+    """
+
+    def __init__(self, doc: str = "") -> None:
+        self.__doc__ = doc
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if obj.__dict__.get("_frozen", False):
+            raise ImmutableError(f"{type(obj).__name__} is immutable after construction; got an assignment to "
+                                 f"{self.name!r} (through object.__setattr__). Build a new mechanism instead.")
+        obj.__dict__[self.name] = value
+
+    def __delete__(self, obj: Any) -> None:
+        if obj.__dict__.get("_frozen", False):
+            raise ImmutableError(f"{type(obj).__name__} is immutable after construction; got a deletion of {self.name!r}")
+        try:
+            del obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+
+
+def _seal_public_state(state: dict[str, Any]) -> None:
+    """Make a mechanism's public attributes uneditable in place: arrays sealed, mappings read-only
+    views, lists tuples, arrays inside frozen dataclasses sealed, tables moved out of ``state`` to
+    be copied on each read (``Mechanism.__getattr__``)."""
+    copies = {}
+    for name, value in list(state.items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(value, (pd.DataFrame, pd.Series)):
+            copies[name] = value.copy()
+            del state[name]
+        else:
+            state[name] = _sealed_value(value)
+    if copies:
+        state["_copied_on_read"] = MappingProxyType(copies)
+
+
+def _sealed_value(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return sealed(value)
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _sealed_value(v) for k, v in value.items()})
+    if isinstance(value, list) or type(value) is tuple:
+        return tuple(_sealed_value(v) for v in value)
+    params = getattr(type(value), "__dataclass_params__", None)
+    if params is not None and params.frozen and not isinstance(value, (type, Calibration)):
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name, None)
+            if isinstance(v, np.ndarray) and not v.dtype.hasobject:
+                object.__setattr__(value, f.name, sealed(v))  # an equal copy: only writability changes
+    return value
 
 
 class LedgerLike(Protocol):
@@ -109,6 +199,23 @@ class Mechanism(abc.ABC):
       (:func:`~bayespriv.mechanisms.exact_noise.delta_with_discretization`). The
       noise is calibrated at δ minus a reserve ≥ (1 + e^ε)τ (checked at
       construction), so the stated δ is exactly the one asked for.
+
+    Immutability. When construction ends the mechanism is frozen: assignment and
+    deletion raise :class:`~bayespriv.errors.ImmutableError`, and so does
+    ``object.__setattr__`` on ``calibration``, ``epsilon``, ``delta`` and the
+    properties. What is charged and what is drawn were fixed at construction in
+    private state that no public attribute aliases: the ledger charges
+    :attr:`accounting_record` (a tuple), :attr:`guarantee` is a new
+    :class:`Guarantee` built from it at each access (editing one changes nothing
+    else), ``k``, ``protected``, ``variables``, the calibrated size and the query
+    are fixed, and the noise is drawn by an exact sampler planned from a private
+    copy. Public arrays (``noise_cov``, ``noise_scale``, ``noise_basis`` and
+    every other array attribute) are sealed — their memory cannot be made
+    writable (:func:`~bayespriv._validation.sealed`); mappings are read-only
+    views and tables (``pair_table``) are copied on each access. Python cannot
+    stop ``object.__setattr__`` on a *private* attribute (leading underscore),
+    nor writes to memory through ``ctypes``: those are outside what a mechanism
+    can defend.
     """
 
     theorem: ClassVar[str] = ""
@@ -134,17 +241,23 @@ class Mechanism(abc.ABC):
             raise fail("delta", f"larger than the exact sampler's reserve {self._noise_reserve:.3g}", delta)
 
     # -- immutability ----------------------------------------------------------------------
+    calibration = _Fixed("the calibration the noise was computed from")
+    epsilon = _Fixed("ε asked for")
+    delta = _Fixed("δ asked for")
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap each subclass's ``__init__`` so the instance freezes when the outermost one returns,
-        and move a subclass's ``guarantee`` property to ``_compute_guarantee`` (the guarantee is
-        computed once, at construction, and :attr:`guarantee` returns that frozen value)."""
+        and move a subclass's ``guarantee``, ``k``, ``protected`` or ``variables`` property to
+        ``_compute_<name>``: each is computed once, at construction, and the base class's property
+        returns that fixed value (:meth:`_finish_construction`)."""
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__:
             cls.__init__ = _freezing(cls.__dict__["__init__"])  # type: ignore[method-assign]
-        prop = cls.__dict__.get("guarantee")
-        if isinstance(prop, property):
-            cls._compute_guarantee = prop.fget  # type: ignore[attr-defined]
-            delattr(cls, "guarantee")
+        for name in _FIXED_PROPERTIES:
+            prop = cls.__dict__.get(name)
+            if isinstance(prop, property):
+                setattr(cls, f"_compute_{name}", prop.fget)
+                delattr(cls, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self.__dict__.get("_frozen", False):
@@ -158,13 +271,52 @@ class Mechanism(abc.ABC):
             raise ImmutableError(f"{type(self).__name__} is immutable after construction; got a deletion of {name!r}")
         object.__delattr__(self, name)
 
+    def __getattr__(self, name: str) -> Any:
+        """Tables (``pair_table``) are handed out as copies: a DataFrame can always be edited in place."""
+        copies = self.__dict__.get("_copied_on_read")
+        if copies is not None and name in copies:
+            return copies[name].copy()
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.__dict__.get("_copied_on_read", ())))
+
     def _finish_construction(self) -> None:
-        """Last stage of construction: refuse unusable noise, plan the exact sampler, fix the
-        guarantee (with the discretization's cost), freeze."""
+        """Last stage of construction: refuse unusable noise, plan the exact sampler, fix what is
+        charged (the guarantee, with the discretization's cost) and what the release path reads,
+        seal the public state, freeze."""
         self._check_noise_finite()
-        self.__dict__["_noise_plan"] = self._plan_noise()
-        self.__dict__["_guarantee_value"] = self._discretized(self._compute_guarantee())
-        self.__dict__["_frozen"] = True
+        state = self.__dict__
+        state["_noise_plan"] = self._plan_noise()
+        state["_record"] = AccountingRecord.of(self._discretized(self._compute_guarantee()))
+        state["_fixed"] = self._fixed_state()
+        _seal_public_state(state)
+        state["_frozen"] = True
+
+    def _fixed_state(self) -> "_FixedState":
+        """What the release path reads, computed now (fixed once the mechanism is frozen)."""
+        fixed = self.__dict__.get("_fixed")
+        if fixed is not None:
+            return fixed
+        cal = self.calibration
+        query = getattr(cal, "query", None)
+        n = getattr(self, "n_records", None)
+        records = getattr(cal, "n_records", None) if n is None else int(n)
+        return _FixedState(int(self._compute_k()), tuple(self._compute_protected()), tuple(self._compute_variables()),
+                           records, query, getattr(cal, "query_fingerprint", None),
+                           getattr(query, "name", None), tuple(getattr(cal, "component_names", ())))
+
+    @property
+    def accounting_record(self) -> AccountingRecord:
+        """What a ledger charges for one release: the guarantee fixed at construction, as a tuple
+        that cannot be edited (:class:`~bayespriv.mechanisms.guarantee.AccountingRecord`)."""
+        record = self.__dict__.get("_record")
+        return AccountingRecord.of(self._discretized(self._compute_guarantee())) if record is None else record
+
+    def _noise_covariance(self) -> np.ndarray:
+        """A fresh copy of the covariance of the noise, from the private state the exact sampler was
+        planned from (for joint accounting, which must not read a public array)."""
+        return np.array(self.noise_cov, dtype=float)
 
     def _plan_noise(self) -> Any:
         """The floating-point-safe sampler of this mechanism's noise (None: no noise to add)."""
@@ -207,16 +359,11 @@ class Mechanism(abc.ABC):
 
     # -- noise (set by subclasses) ------------------------------------------------------
     def _set_gaussian(self, cov: np.ndarray) -> None:
-        cov = np.array(cov, dtype=float)
-        cov.setflags(write=False)
-        self._gaussian_cov = cov
+        self._gaussian_cov = sealed(cov, float)
 
     def _set_laplace(self, scale: np.ndarray, basis: np.ndarray) -> None:
-        scale = np.array(scale, dtype=float).reshape(-1)
-        basis = np.array(basis, dtype=float).reshape(self.k, scale.shape[0])
-        scale.setflags(write=False)
-        basis.setflags(write=False)
-        self._laplace = (scale, basis)
+        scale = np.asarray(scale, dtype=float).reshape(-1)
+        self._laplace = (sealed(scale), sealed(np.asarray(basis, dtype=float).reshape(self.k, scale.shape[0])))
 
     def _set_isotropic(self, noise: str | None, l1: float, l2: float, gaussian_calibration: str) -> None:
         """Laplace noise of scale ``l1/ε`` per component, or N(0, (l2/r*)² I).
@@ -241,17 +388,29 @@ class Mechanism(abc.ABC):
 
     @property
     def k(self) -> int:
-        """Dimension of the released value (the query's k)."""
-        return self.calibration.k
+        """Dimension of the released value (the query's k; fixed at construction)."""
+        fixed = self.__dict__.get("_fixed")
+        return self._compute_k() if fixed is None else fixed.k
 
     @property
     def protected(self) -> tuple[str, ...]:
-        """Attributes whose secrets this mechanism protects (a ledger charges these budgets)."""
-        return tuple(dict.fromkeys(s.attribute for p in self.calibration.pairs for s in p.secrets))
+        """Attributes whose secrets this mechanism protects (a ledger charges these budgets; fixed at construction)."""
+        fixed = self.__dict__.get("_fixed")
+        return self._compute_protected() if fixed is None else fixed.protected
 
     @property
     def variables(self) -> tuple[str, ...]:
-        """Columns the released value depends on (empty when the query is unknown)."""
+        """Columns the released value depends on (empty when the query is unknown; fixed at construction)."""
+        fixed = self.__dict__.get("_fixed")
+        return self._compute_variables() if fixed is None else fixed.variables
+
+    def _compute_k(self) -> int:
+        return self.calibration.k
+
+    def _compute_protected(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.attribute for p in self.calibration.pairs for s in p.secrets))
+
+    def _compute_variables(self) -> tuple[str, ...]:
         q = self.calibration.query
         return q.columns if q is not None else ()
 
@@ -262,12 +421,10 @@ class Mechanism(abc.ABC):
 
     @property
     def noise_cov(self) -> np.ndarray:
-        """Covariance (k × k) of the added noise (for Laplace: 2 B diag(b²) Bᵀ)."""
+        """Covariance (k × k) of the added noise (for Laplace: 2 B diag(b²) Bᵀ); sealed (read-only for good)."""
         if self._laplace is not None:
             scale, basis = self._laplace
-            cov = 2.0 * (basis * scale**2) @ basis.T
-            cov.setflags(write=False)
-            return cov
+            return sealed(2.0 * (basis * scale**2) @ basis.T)
         return self._gaussian_cov
 
     @property
@@ -328,9 +485,14 @@ class Mechanism(abc.ABC):
 
     @property
     def guarantee(self) -> Guarantee:
-        """What this mechanism promises, fixed at construction (ask it before any data)."""
-        value = self.__dict__.get("_guarantee_value")
-        return self._compute_guarantee() if value is None else value
+        """What this mechanism promises, fixed at construction (ask it before any data).
+
+        A new :class:`Guarantee` at each access, equal to :attr:`accounting_record`: editing one
+        (even with ``object.__setattr__``) changes neither what the ledger charges nor what a later
+        release states or gates on.
+        """
+        record = self.__dict__.get("_record")
+        return self._compute_guarantee() if record is None else record.guarantee()
 
     # -- assumptions and relaxed guarantees ------------------------------------------------
     def _checked_names(self) -> tuple[str, ...]:
@@ -461,9 +623,8 @@ class Mechanism(abc.ABC):
     # -- release -------------------------------------------------------------------------
     def _calibrated_records(self) -> int | None:
         """The dataset size the noise was calibrated for: the mechanism's own ``n_records`` (GroupDP,
-        quilt mechanisms) or the calibration's; None when unknown."""
-        n = getattr(self, "n_records", None)
-        return getattr(self.calibration, "n_records", None) if n is None else int(n)
+        quilt mechanisms) or the calibration's; None when unknown (fixed at construction)."""
+        return self._fixed_state().records
 
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
                 accept_failed_assumptions: bool = False) -> Release:
@@ -498,7 +659,8 @@ class Mechanism(abc.ABC):
 
         In every case nothing is spent and no noise is drawn.
         """
-        query = self.calibration.query
+        fixed = self._fixed_state()
+        query = fixed.query
         if query is None:
             raise ValidationError(
                 "release needs a calibration with a query; this one has none (built with from_moments(query=None)). "
@@ -506,7 +668,7 @@ class Mechanism(abc.ABC):
             )
         check_ledger(ledger)
         check_release_rng(rng)
-        fingerprint = getattr(self.calibration, "query_fingerprint", None)
+        fingerprint = fixed.query_fingerprint
         if fingerprint is not None:  # the query's code or state changed since calibration
             check_query(query, fingerprint)
         bind_dataset(dataset, tuple(query.columns), self._calibrated_records())
@@ -534,10 +696,9 @@ class Mechanism(abc.ABC):
         except BaseException as exc:  # a failure after the spend: void the ledger row, spend nothing
             _void(ledger, charge, exc)
             raise
-        q = self.calibration.query
-        return Release(out, guarantee, type(self).__name__, seeded, q.name if q else None,
-                       self.calibration.component_names, self.variables, self.protected,
-                       getattr(charge, "release_id", None))
+        fixed = self._fixed_state()
+        return Release(out, guarantee, type(self).__name__, seeded, fixed.query_name, fixed.component_names,
+                       fixed.variables, fixed.protected, getattr(charge, "release_id", None))
 
     def _noisy(self, value: np.ndarray, rng: RNGLike) -> np.ndarray:
         """``value`` plus one draw of the noise from the exact grid sampler, finite (checked).
@@ -704,6 +865,7 @@ class WithExtraLaplace(Mechanism):
     """
 
     proof_assumptions: ClassVar[tuple[str, ...]] = ()
+    base = _Fixed("the mechanism whose noise is drawn first")
 
     def __init__(self, base: Mechanism, lam: float, *, eta: float | None = None, confidence: float = 0.95,
                  w_infinity: float | None = None) -> None:
@@ -745,7 +907,7 @@ class WithExtraLaplace(Mechanism):
 
     @property
     def noise_cov(self) -> np.ndarray:
-        return self.base.noise_cov + 2.0 * self.extra_scale**2 * np.eye(self.k)
+        return sealed(self.base.noise_cov + 2.0 * self.extra_scale**2 * np.eye(self.k))
 
     @property
     def noise_scale(self) -> np.ndarray | None:

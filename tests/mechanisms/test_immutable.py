@@ -51,11 +51,14 @@ def test_every_public_attribute_refuses_assignment(name):
 def test_guarantee_is_fixed_at_construction_and_noise_read_only(name):
     mech, _ = BUILDERS[name](1.0)
     g = mech.guarantee
-    assert mech.guarantee is g  # computed once
+    assert mech.guarantee == g and mech.guarantee is not g  # fixed once, handed out as a new object each time
+    assert tuple(mech.accounting_record) == tuple(getattr(g, f) for f in mech.accounting_record._fields)
     cov = mech.noise_cov
-    if isinstance(cov, np.ndarray) and cov.size and name != "WithExtraLaplace":
+    if isinstance(cov, np.ndarray) and cov.size:
         with pytest.raises(ValueError):
             cov[0, 0] = 123.0
+        with pytest.raises(ValueError):
+            cov.setflags(write=True)
 
 
 def test_the_issue_reproduction_cannot_lower_epsilon_after_construction():
