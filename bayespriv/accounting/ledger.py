@@ -268,7 +268,11 @@ class _Request:
 
     @classmethod
     def of(cls, mechanism: Any) -> "_Request":
-        g = getattr(mechanism, "guarantee", None)
+        # what the mechanism fixed at construction (a tuple no one can edit), not the Guarantee it hands out;
+        # a mechanism-like object without one is charged its guarantee
+        g = getattr(mechanism, "accounting_record", None)
+        if g is None:
+            g = getattr(mechanism, "guarantee", None)
         if g is None or not hasattr(g, "epsilon"):
             raise ParameterTypeError(f"mechanism must have a guarantee (ε, δ); got {type(mechanism).__name__}")
         protected = tuple(dict.fromkeys(getattr(mechanism, "protected", ()) or ()))
