@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .._validation import check_covariance, check_finite_array, check_real, described, fail
+from .._validation import check_covariance, check_finite_array, check_real, described, fail, sealed
 from ..errors import ParameterTypeError, ValidationError
 from ..random import RNGLike, as_generator
 
@@ -624,12 +624,14 @@ class GaussianGridPlan:
     theorem = "grid Gaussian: TV to a post-processing of the continuous Gaussian mechanism (exact_noise.GaussianGridPlan)"
 
     def __post_init__(self) -> None:
+        # what a release reads, fixed here: a field edited later (object.__setattr__) changes no release
         object.__setattr__(self, "_back", _unless_identity(self.directions))
+        object.__setattr__(self, "_units", (tuple(int(v) for v in self.sigma2_units), int(self.grid_exponent)))
 
     @property
     def k(self) -> int:
         """Dimension of the noise."""
-        return self.cov.shape[0]
+        return len(self._units[0])
 
     @property
     def grid(self) -> float:
@@ -645,15 +647,16 @@ class GaussianGridPlan:
         """The integer vector n (grid coordinates) of one release."""
         a = _check_answer(answer, self.k)
         bits = _check_bits(bits)
+        units, g_exp = self._units
         out = []
-        for (num, den), s2 in zip(self._map.grid_fractions(a, self.grid_exponent), self.sigma2_units):
+        for (num, den), s2 in zip(self._map.grid_fractions(a, g_exp), units):
             c = (2 * num + den) // (2 * den)
             out.append(c + _dgauss(s2, 1, bits) if s2 else c)
         return tuple(out)
 
     def to_answer_space(self, n: Any) -> np.ndarray:
         """The float release ``V @ (g·n)`` for grid coordinates n (read-only)."""
-        return _map_back(self._back, n, self.grid_exponent)
+        return _map_back(self._back, n, self._units[1])
 
     def release(self, answer: Any, bits: BitSource) -> np.ndarray:
         """One floating-point-safe release of ``answer + noise`` (read-only float64 (k,))."""
@@ -743,9 +746,7 @@ def _realized(lmat: np.ndarray, sigma2: list[int], g_exp: int) -> np.ndarray:
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
-    out = np.array(arr, dtype=float)
-    out.setflags(write=False)
-    return out
+    return sealed(arr, float)  # a release maps back through these: their memory must not be writable
 
 
 # -- Laplace plan ----------------------------------------------------------------------------------
@@ -803,12 +804,14 @@ class LaplaceGridPlan:
     theorem = "grid Laplace: pointwise ratio bound exp(Σ|Δ_c|/b_c) kept exactly (exact_noise.LaplaceGridPlan)"
 
     def __post_init__(self) -> None:
+        # what a release reads, fixed here: a field edited later (object.__setattr__) changes no release
         object.__setattr__(self, "_back", _unless_identity(self.full_basis))
+        object.__setattr__(self, "_units", (tuple(int(v) for v in self.t_units), int(self.grid_exponent)))
 
     @property
     def k(self) -> int:
         """Dimension of the noise."""
-        return self.full_basis.shape[0]
+        return len(self._units[0])
 
     @property
     def grid(self) -> float:
@@ -819,8 +822,9 @@ class LaplaceGridPlan:
         """The integer vector n (grid coordinates) of one release."""
         a = _check_answer(answer, self.k)
         bits = _check_bits(bits)
+        units, g_exp = self._units
         out = []
-        for (num, den), t in zip(self._map.grid_fractions(a, self.grid_exponent), self.t_units):
+        for (num, den), t in zip(self._map.grid_fractions(a, g_exp), units):
             if t:
                 q, r = divmod(num, den)
                 if r and bits.bernoulli(r, den):
@@ -832,7 +836,7 @@ class LaplaceGridPlan:
 
     def to_answer_space(self, n: Any) -> np.ndarray:
         """The float release ``full_basis @ (g·n)`` for grid coordinates n (read-only)."""
-        return _map_back(self._back, n, self.grid_exponent)
+        return _map_back(self._back, n, self._units[1])
 
     def release(self, answer: Any, bits: BitSource) -> np.ndarray:
         """One floating-point-safe release of ``answer + noise`` (read-only float64 (k,))."""
