@@ -58,11 +58,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_delta, check_epsilon, check_finite_array, check_real, described, fail
+from .._validation import check_delta, check_epsilon, check_finite_array, check_real, described, fail, sealed
 from ..calibration import Calibration
 from ..calibration.assumptions import check_assumptions
-from ..errors import AssumptionFailedError, ParameterTypeError, ValidationError
-from ..mechanisms.guarantee import Guarantee, Release
+from ..errors import AssumptionFailedError, ImmutableError, ParameterTypeError, ValidationError
+from ..mechanisms.guarantee import AccountingRecord, Guarantee, Release
 from ..mechanisms.privacy_loss import gaussian_privacy_curve
 from ..random import RNGLike, spawn_seeds
 
@@ -116,9 +116,7 @@ class OutputLaws:
 
     def __post_init__(self) -> None:
         for name in ("diff", "cov_a", "cov_b", "noise_cov"):
-            arr = np.array(getattr(self, name), dtype=float)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+            object.__setattr__(self, name, sealed(getattr(self, name), float))
 
 
 def _covariances_equal(calibration: Calibration) -> bool:
@@ -287,10 +285,21 @@ class JointGaussian:
     ----------
     guarantee : Guarantee
         (ε_joint, δ) on the stacked calibration's pairs and Θ; :attr:`epsilon` is the smallest ε
-        meeting δ. What :meth:`Ledger.charge <bayespriv.accounting.Ledger.charge>` spends.
+        meeting δ. A new Guarantee at each access, equal to :attr:`accounting_record`, which is what
+        :meth:`Ledger.charge <bayespriv.accounting.Ledger.charge>` spends.
+    accounting_record : AccountingRecord
+        The joint guarantee as a tuple, fixed at construction.
     epsilon_sum, delta_sum : float
         What summing the mechanisms' guarantees (sequential composition) would charge.
     laws : OutputLaws
+        A copy at each access (its arrays sealed).
+
+    Notes
+    -----
+    Immutable once built (assignment and deletion raise :class:`~bayespriv.errors.ImmutableError`;
+    every public attribute is a read-only property). The joint ε is computed once, at
+    construction, from private copies of the mechanisms' noise covariances; the noise of a
+    release is drawn by each mechanism from its own private sampler.
 
     Privacy
     -------
@@ -315,28 +324,83 @@ class JointGaussian:
     def __init__(self, mechanisms: Sequence[Any], stacked_calibration: Calibration, *, delta: float | None = None,
                  covariance: str = "auto") -> None:
         mechs = _check_mechanisms(mechanisms, stacked_calibration)
-        self.mechanisms = mechs
-        self.calibration = stacked_calibration
-        self.epsilon_sum = float(sum(m.guarantee.epsilon for m in mechs))
-        self.delta_sum = float(sum(m.guarantee.delta for m in mechs))
-        target = check_delta(self.delta_sum if delta is None else delta)
-        self.laws = joint_gaussian_laws(stacked_calibration, _block_diag([m.noise_cov for m in mechs]),
-                                        covariance=covariance, tv_bound=sum(_tv_bound(m) for m in mechs))
-        self.epsilon = joint_epsilon(self.laws, target)
-        self.delta = target
-        self.guarantee = self._guarantee(target)
+        records = [_record(m) for m in mechs]
+        state = self.__dict__
+        state["_mechanisms"] = mechs
+        state["_calibration"] = stacked_calibration
+        state["_epsilon_sum"] = float(sum(r.epsilon for r in records))
+        state["_delta_sum"] = float(sum(r.delta for r in records))
+        target = check_delta(self._delta_sum if delta is None else delta)
+        state["_laws"] = joint_gaussian_laws(stacked_calibration, _block_diag([_noise_covariance(m) for m in mechs]),
+                                             covariance=covariance, tv_bound=sum(_tv_bound(m) for m in mechs))
+        state["_epsilon"] = joint_epsilon(self._laws, target)
+        state["_delta"] = target
+        state["_record"] = AccountingRecord.of(self._guarantee(target))
+        state["_frozen"] = True
 
     def _guarantee(self, delta: float) -> Guarantee:
-        cal = self.calibration
-        checked = ("gaussian_query",) + (("equal_covariance",) if self.laws.equal_covariance and not cal.exact else ())
+        cal = self._calibration
+        laws = self._laws
+        checked = ("gaussian_query",) + (("equal_covariance",) if laws.equal_covariance and not cal.exact else ())
         report = check_assumptions(cal, checked)
-        extra = ("estimated_moments",) if not self.laws.equal_covariance and not cal.exact else ()
+        extra = ("estimated_moments",) if not laws.equal_covariance and not cal.exact else ()
         assumptions = tuple(dict.fromkeys(checked + cal.assumptions + extra))
         confidence = None if extra else cal.confidence
-        fields = {f.name for f in dataclasses.fields(Guarantee)}
-        kwargs = {"unchecked_assumptions": report.unchecked} if "unchecked_assumptions" in fields else {}
-        return Guarantee(self.epsilon, delta, confidence, assumptions, THEOREM, failed_assumptions=report.failed,
-                         **kwargs)
+        return Guarantee(self._epsilon, delta, confidence, assumptions, THEOREM, failed_assumptions=report.failed,
+                         unchecked_assumptions=report.unchecked)
+
+    # -- immutability -----------------------------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise ImmutableError(f"JointGaussian is immutable: its joint ε was computed from the mechanisms' noise at "
+                             f"construction; got an assignment to {name!r}. Build a new JointGaussian instead.")
+
+    def __delattr__(self, name: str) -> None:
+        raise ImmutableError(f"JointGaussian is immutable; got a deletion of {name!r}")
+
+    @property
+    def mechanisms(self) -> tuple[Any, ...]:
+        """The mechanisms released together, in the order of the stack."""
+        return self._mechanisms
+
+    @property
+    def calibration(self) -> Calibration:
+        """The stacked calibration."""
+        return self._calibration
+
+    @property
+    def epsilon(self) -> float:
+        """The joint ε: the smallest ε whose δ(ε) meets :attr:`delta` (conservative end of the bisection)."""
+        return self._epsilon
+
+    @property
+    def delta(self) -> float:
+        """δ of the joint guarantee."""
+        return self._delta
+
+    @property
+    def epsilon_sum(self) -> float:
+        """Σ ε of the mechanisms' guarantees (what sequential composition would charge)."""
+        return self._epsilon_sum
+
+    @property
+    def delta_sum(self) -> float:
+        """Σ δ of the mechanisms' guarantees."""
+        return self._delta_sum
+
+    @property
+    def laws(self) -> OutputLaws:
+        """The output laws the joint ε was computed from (a copy: editing it changes nothing here)."""
+        return dataclasses.replace(self._laws)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """The joint guarantee: a new :class:`Guarantee` at each access, equal to :attr:`accounting_record`."""
+        return self._record.guarantee()
+
+    @property
+    def accounting_record(self) -> AccountingRecord:
+        """What a ledger charges for the joint release, fixed at construction (a tuple)."""
+        return self._record
 
     # -- what the ledger reads ------------------------------------------------------------------------------
     @property
@@ -351,13 +415,13 @@ class JointGaussian:
 
     @property
     def noise_cov(self) -> np.ndarray:
-        """Covariance of the stacked noise: block-diagonal, one block per mechanism."""
-        return self.laws.noise_cov
+        """Covariance of the stacked noise: block-diagonal, one block per mechanism (sealed)."""
+        return self._laws.noise_cov
 
     @property
     def k(self) -> int:
         """Dimension of the stacked query (sum of the mechanisms' k)."""
-        return int(self.laws.noise_cov.shape[0])
+        return int(self._laws.noise_cov.shape[0])
 
     # -- the profile ------------------------------------------------------------------------------------------
     def privacy_curve(self, epsilons: Any) -> np.ndarray:
@@ -365,19 +429,20 @@ class JointGaussian:
         eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
         for e in eps:
             check_epsilon(float(e), "epsilons")
-        return joint_delta(self.laws, eps)
+        return joint_delta(self._laws, eps)
 
     def delta_at(self, epsilon: float) -> float:
         """The joint δ at ``epsilon``."""
-        return float(joint_delta(self.laws, check_epsilon(epsilon))[0])
+        return float(joint_delta(self._laws, check_epsilon(epsilon))[0])
 
     def epsilon_at(self, delta: float) -> float:
         """The smallest joint ε at ``delta`` (conservative end of the bisection)."""
-        return joint_epsilon(self.laws, delta)
+        return joint_epsilon(self._laws, delta)
 
     def summary(self) -> pd.DataFrame:
         """ε and δ of each mechanism, of their sum (sequential composition) and of the joint release."""
-        rows = [(f"{type(m).__name__}({_query_name(m)})", m.guarantee.epsilon, m.guarantee.delta) for m in self.mechanisms]
+        rows = [(f"{type(m).__name__}({_query_name(m)})", r.epsilon, r.delta)
+                for m, r in zip(self._mechanisms, map(_record, self._mechanisms))]
         rows += [("sum (sequential composition)", self.epsilon_sum, self.delta_sum),
                  ("joint (stacked Gaussian)", self.epsilon, self.delta)]
         return pd.DataFrame(rows, columns=["release", "epsilon", "delta"]).set_index("release")
@@ -451,6 +516,19 @@ class JointGaussian:
         from ..diagnostics.html import joint_gaussian_html
 
         return joint_gaussian_html(self)
+
+
+def _record(mech: Any) -> Any:
+    """What ``mech`` charges: its ``accounting_record`` (fixed at its construction), else its guarantee."""
+    record = getattr(mech, "accounting_record", None)
+    return mech.guarantee if record is None else record
+
+
+def _noise_covariance(mech: Any) -> np.ndarray:
+    """A private copy of ``mech``'s noise covariance: from the state its sampler was planned from
+    (``Mechanism._noise_covariance``), else a copy of ``noise_cov``."""
+    private = getattr(mech, "_noise_covariance", None)
+    return np.array(private() if callable(private) else mech.noise_cov, dtype=float)
 
 
 def _tv_bound(mech: Any) -> float:
