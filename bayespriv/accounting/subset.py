@@ -146,6 +146,7 @@ from .._validation import (
 )
 from ..errors import ParameterTypeError, PrivacyAssumptionWarning, ValidationError, warn
 from ..mechanisms.base import Guarantee, LedgerLike
+from ..mechanisms.guarantee import AccountingRecord
 from ..random import RNGLike, release_generator
 
 __all__ = [
@@ -443,36 +444,49 @@ class SubsetCountMechanism:
         _name(self.public_variable, "public_variable")
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         _calibration(self.geometric_calibration)
+        guarantee = Guarantee(self.epsilon, 0.0, 1.0, self.assumptions, _THEOREMS[self.geometric_calibration])
+        object.__setattr__(self, "assumptions", guarantee.assumptions)
+        # What the ledger charges and reads, fixed here as tuples: a field edited later with
+        # object.__setattr__ changes neither the charge nor the budgets charged.
+        object.__setattr__(self, "_record", AccountingRecord.of(guarantee))
+        object.__setattr__(self, "_fixed", (self.protected_variable, self.public_variable, self.epsilon,
+                                            self.geometric_calibration))
 
     @property
     def alpha(self) -> float:
         """The two-sided geometric parameter of every pair: e^{−ε} (tight) or e^{−ε/2} (paper)."""
-        return _alpha(self.epsilon, self.geometric_calibration)
+        return _alpha(self._fixed[2], self._fixed[3])
 
     @property
     def guarantee(self) -> Guarantee:
-        """ε-privacy of the protected variable (δ = 0, exact: no estimated quantity), Algorithm 1 of Tan."""
-        return Guarantee(self.epsilon, 0.0, 1.0, self.assumptions, _THEOREMS[self.geometric_calibration])
+        """ε-privacy of the protected variable (δ = 0, exact: no estimated quantity), Algorithm 1 of Tan.
+        A new Guarantee at each access, equal to :attr:`accounting_record`."""
+        return self._record.guarantee()
+
+    @property
+    def accounting_record(self) -> AccountingRecord:
+        """What a ledger charges, fixed at construction (a tuple)."""
+        return self._record
 
     @property
     def protected(self) -> tuple[str, ...]:
         """The protected variable (the ledger charges its budget)."""
-        return (self.protected_variable,)
+        return (self._fixed[0],)
 
     @property
     def variables(self) -> tuple[str, ...]:
         """Columns the table depends on: the protected then the public variable."""
-        return (self.protected_variable, self.public_variable)
+        return (self._fixed[0], self._fixed[1])
 
     @property
     def public(self) -> tuple[str, ...]:
         """Variables released exactly (no privacy on them): the public margins."""
-        return (self.public_variable,)
+        return (self._fixed[1],)
 
     @property
     def query_name(self) -> str:
         """Name of the released table, e.g. ``"count by age × sex"``."""
-        return f"count by {self.public_variable} × {self.protected_variable}"
+        return f"count by {self._fixed[1]} × {self._fixed[0]}"
 
     def fingerprint(self) -> str:
         """What the ledger records in place of a calibration hash.
@@ -480,14 +494,15 @@ class SubsetCountMechanism:
         The paper's calibration keeps the text hashed before the tight calibration existed (so its
         fingerprints are unchanged); the tight one appends ``|tight``.
         """
-        text = f"{THEOREM}|{self.protected_variable}|{self.public_variable}|{self.epsilon!r}"
-        if self.geometric_calibration != "paper":
-            text += f"|{self.geometric_calibration}"
+        protected, public, epsilon, calibration = self._fixed
+        text = f"{THEOREM}|{protected}|{public}|{epsilon!r}"
+        if calibration != "paper":
+            text += f"|{calibration}"
         return hashlib.sha256(text.encode()).hexdigest()
 
     def cell_variance(self, n: Any) -> np.ndarray:
         """Exact noise variance of a cell in a row with ``n`` protected categories, at this ε (:func:`cell_variance`)."""
-        return cell_variance(n, self.epsilon, geometric_calibration=self.geometric_calibration)
+        return cell_variance(n, self._fixed[2], geometric_calibration=self._fixed[3])
 
 
 def _name(value: Any, name: str) -> str:
