@@ -6,6 +6,8 @@ the user sees which argument, which rule and which value in one line.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import numbers
 import os
@@ -15,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ParameterTypeError, ValidationError
+from .errors import ImmutableError, ParameterTypeError, ValidationError
 
 
 class described(str):
@@ -250,6 +252,94 @@ def sealed(value: Any, dtype: Any = None) -> np.ndarray:
         return out
     arr = np.ascontiguousarray(arr)
     return np.frombuffer(arr.tobytes(), dtype=arr.dtype).reshape(arr.shape)
+
+
+#: Key present in an instance's ``__dict__`` only while :func:`seal_fields`'s ``__init__`` runs.
+_BUILDING = "_building_fields"
+
+
+class _SealedField:
+    """A dataclass field that only the instance's own ``__init__`` may set (:func:`seal_fields`).
+
+    A data descriptor: ``object.__setattr__`` goes through it too. The value lives in the
+    instance's ``__dict__`` under the field's own name.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if _BUILDING not in obj.__dict__:
+            raise ImmutableError(f"{type(obj).__name__} is immutable: got an assignment to {self.name!r} (through "
+                                 "object.__setattr__). Build a new one instead (dataclasses.replace).")
+        obj.__dict__[self.name] = value
+
+    def __delete__(self, obj: Any) -> None:
+        raise ImmutableError(f"{type(obj).__name__} is immutable: got a deletion of {self.name!r}")
+
+
+def seal_fields(cls: type) -> type:
+    """Class decorator, below ``@dataclass(frozen=True)``: the fields refuse even ``object.__setattr__``
+    once the instance is built.
+
+    A frozen dataclass only refuses ``obj.field = ...``; anyone can still write a field with
+    ``object.__setattr__``. Here each field becomes a data descriptor that allows writes while the
+    instance is being built — from ``__new__`` to the end of ``__post_init__`` (or of ``__init__``
+    for the decorated class) — and raises :class:`~bayespriv.errors.ImmutableError` afterwards.
+    Dataclass subclasses inherit this (their generated ``__init__`` ends with the inherited
+    ``__post_init__``). Copies (``dataclasses.replace``, pickling, :mod:`copy`) are new instances,
+    built or restored the same way; after construction the instance's ``__dict__`` holds exactly
+    its fields (and whatever the class itself stores there).
+    """
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"seal_fields needs a dataclass; got {cls.__name__}")
+    init, post, setstate = cls.__init__, cls.__dict__.get("__post_init__"), cls.__dict__.get("__setstate__")
+
+    def __new__(klass: type, *args: Any, **kwargs: Any) -> Any:
+        obj = object.__new__(klass)
+        obj.__dict__[_BUILDING] = True
+        return obj
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        finally:
+            self.__dict__.pop(_BUILDING, None)
+
+    def __post_init__(self: Any, *args: Any) -> None:
+        try:
+            if post is not None:
+                post(self, *args)
+        finally:
+            self.__dict__.pop(_BUILDING, None)
+
+    def __setstate__(self: Any, state: Any) -> None:  # unpickling and copy: restored, not built
+        if setstate is not None:
+            setstate(self, state)
+        else:
+            self.__dict__.update(state)
+        self.__dict__.pop(_BUILDING, None)
+
+    for f in dataclasses.fields(cls):
+        setattr(cls, f.name, _SealedField(f.name))
+    if post is not None:
+        functools.update_wrapper(__post_init__, post)
+    cls.__new__ = __new__  # type: ignore[method-assign]
+    cls.__init__ = __init__  # type: ignore[misc]
+    cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
+    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    return cls
 
 
 def freeze(value: Any) -> Any:
