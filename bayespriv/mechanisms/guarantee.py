@@ -4,11 +4,12 @@ Both are tiny frozen values that check themselves on construction, in the
 manner of Tumult Analytics' ``protected_change.py``: a Guarantee cannot hold
 δ ≥ 1 or a negative ε, and a Release cannot hold a non-finite value.
 
-A frozen dataclass refuses ``g.epsilon = ...`` but not ``object.__setattr__(g, "epsilon", ...)``.
-So nothing that charges a budget or gates a release reads a Guarantee that was handed out:
-a mechanism keeps what it charges as an :class:`AccountingRecord` (a tuple of floats and
-strings, which nothing can edit in place), the ledger reads that record, and
-``mechanism.guarantee`` is a new Guarantee built from it at each access.
+A Guarantee refuses assignment, even through ``object.__setattr__``
+(:func:`~bayespriv._validation.seal_fields`). Still, nothing that charges a budget or gates a
+release reads a Guarantee that was handed out: a mechanism keeps what it charges as an
+:class:`AccountingRecord` (a tuple of floats and strings, which nothing can edit in place), the
+ledger reads that record, and ``mechanism.guarantee`` is a new Guarantee built from it at each
+access.
 
 A guarantee is *established* when no assumption its proof needs failed a check
 on the calibration samples. A release of a non-established guarantee happens
@@ -26,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._validation import fail, sealed
+from .._validation import fail, seal_fields, sealed
 
 __all__ = ["Guarantee", "Release", "AccountingRecord"]
 
@@ -37,6 +38,7 @@ def _names(value: object, name: str) -> tuple[str, ...]:
     return tuple(value)  # type: ignore[arg-type]
 
 
+@seal_fields
 @dataclass(frozen=True)
 class Guarantee:
     """What a mechanism promises.
