@@ -45,7 +45,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .._validation import check_finite_array, check_positive_int, fail, sealed
+from .._validation import check_finite_array, check_positive_int, fail, seal_fields, sealed
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from .elimination import MAX_FACTOR
@@ -322,6 +322,7 @@ class QuiltScore:
         return 0.0 if self.sensitivity == 0 else self.sensitivity / (epsilon - e)
 
 
+@seal_fields
 @dataclass(frozen=True, eq=False)
 class QuiltCalibration:
     """What APMQM needs, before ε and before any data (built by :func:`calibrate_quilts`).
@@ -1036,6 +1037,7 @@ def _chain_influences(chain: MarkovChain, length: int, window: int) -> np.ndarra
     return out
 
 
+@seal_fields
 @dataclass(frozen=True, eq=False)
 class ChainCalibration:
     """What MQM needs (built by :func:`calibrate_chain`), independent of ε.

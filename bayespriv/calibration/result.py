@@ -6,7 +6,6 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -23,6 +22,7 @@ from .._validation import (
     described,
     fail,
     freeze,
+    seal_fields,
     sealed,
     thaw,
 )
@@ -174,12 +174,18 @@ def _check_confidence_z(cal: "Calibration") -> None:
                         "(a smaller z claims that confidence over bounds too narrow for it)", cal.z)
 
 
+@seal_fields
 @dataclass(frozen=True, eq=False)
 class Calibration:
     """Moments of F(X) per secret, their Monte-Carlo error and conservative bounds.
 
     Built by :func:`bayespriv.calibrate` (sampling) or :meth:`from_moments`
     (moments known exactly). Mechanisms read it; it never sees data.
+
+    Immutable: its fields refuse assignment even through ``object.__setattr__``
+    (:func:`~bayespriv._validation.seal_fields`), its arrays are sealed (their
+    memory cannot be made writable), its mappings are read-only views, and
+    :attr:`means` / :attr:`covs` are new dicts at each access.
 
     Attributes
     ----------
@@ -290,7 +296,7 @@ class Calibration:
 
     # -- pickling: mapping proxies do not pickle (calibrations are sent to process pools) --
     def __getstate__(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k != "samples"}  # drop the cached xarray view
+        state = dict(self.__dict__)
         state["theta"] = thaw(state["theta"])
         state["diagnostics"] = thaw(state["diagnostics"])
         state["posteriors"] = dict(state.get("posteriors", {}))
@@ -303,9 +309,11 @@ class Calibration:
                              diagnostics=freeze(state.get("diagnostics", {})),
                              posteriors=MappingProxyType(dict(state.get("posteriors", {}))))
 
-    @cached_property
+    @property
     def samples(self) -> xr.DataArray | None:
-        """The draws of F(X) | secret as an xarray DataArray, dims ``(secret, draw, component)``."""
+        """The draws of F(X) | secret as an xarray DataArray, dims ``(secret, draw, component)``.
+
+        A new labelled view of the sealed :attr:`sample_array` at each access (no copy of the draws)."""
         if self.sample_array is None:
             return None
         arr = self.sample_array
