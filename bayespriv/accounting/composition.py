@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_delta, check_epsilon, check_finite_array, check_real, described, fail, sealed
+from .._validation import check_delta, check_epsilon, check_finite_array, check_real, described, fail, seal_fields, sealed
 from ..calibration import Calibration
 from ..calibration.assumptions import check_assumptions
 from ..errors import AssumptionFailedError, ImmutableError, ParameterTypeError, ValidationError
@@ -79,6 +79,7 @@ MAX_SEARCH_EPSILON = 700.0
 # -- stage 1: the output laws --------------------------------------------------------------------------------
 
 
+@seal_fields
 @dataclass(frozen=True)
 class OutputLaws:
     """The two output laws of every (θ, pair) constraint of a joint Gaussian release.

@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._validation import check_name_or_none, check_real, check_sequence, fail
+from .._validation import check_name_or_none, check_real, check_sequence, fail, seal_fields
 from ..errors import ParameterTypeError
 
 __all__ = ["VariableRelease", "as_variable_release", "epsilon_on", "epsilon_table"]
@@ -51,6 +51,7 @@ def _names(value: Any, name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+@seal_fields
 @dataclass(frozen=True)
 class VariableRelease:
     """What per-variable accounting needs to know about one release.

@@ -143,6 +143,7 @@ from .._validation import (
     check_sequence,
     described,
     fail,
+    seal_fields,
 )
 from ..errors import ParameterTypeError, PrivacyAssumptionWarning, ValidationError, warn
 from ..mechanisms.base import Guarantee, LedgerLike
@@ -412,6 +413,7 @@ def nonnegative_rows(table: Any) -> np.ndarray:
 # -- the mechanism (for the ledger) and the table-level entry point -------------------------------------
 
 
+@seal_fields
 @dataclass(frozen=True)
 class SubsetCountMechanism:
     """Algorithm 1 as a mechanism a ledger can charge: it knows its guarantee before any data.

@@ -139,7 +139,10 @@ def _sealed_value(value: Any) -> Any:
         for f in dataclasses.fields(value):
             v = getattr(value, f.name, None)
             if isinstance(v, np.ndarray) and not v.dtype.hasobject:
-                object.__setattr__(value, f.name, sealed(v))  # an equal copy: only writability changes
+                try:
+                    object.__setattr__(value, f.name, sealed(v))  # an equal copy: only writability changes
+                except AttributeError:  # fields sealed by their class (ImmutableError): it seals its arrays itself
+                    pass
     return value
 
 
