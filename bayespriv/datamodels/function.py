@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import fail
 from ..errors import ParameterTypeError, UnsupportedSecretError
 from ..queries import Batch
 from ..secrets import DatasetSecret, DistributionSecret, Secret
@@ -29,7 +30,9 @@ class FunctionDataModel(DataModel):
     columns : sequence of str
     n_records : int
     secret_kinds : tuple of type, default (DatasetSecret, DistributionSecret)
-        Kinds of secret the sampler understands.
+        Kinds of secret the sampler understands: a non-empty tuple of
+        :class:`~bayespriv.DatasetSecret` / :class:`~bayespriv.DistributionSecret`
+        (or one of them alone).
     theta : dict, optional
         Parameters naming this model inside a family.
 
@@ -56,7 +59,7 @@ class FunctionDataModel(DataModel):
             raise ParameterTypeError(f"sampler must be callable; got {type(sampler).__name__}")
         super().__init__(columns, n_records, theta)
         self.sampler = sampler
-        self.secret_kinds = tuple(secret_kinds)
+        self.secret_kinds = _check_secret_kinds(secret_kinds)
 
     def check_secret(self, secret: Secret | None) -> None:
         if secret is None:
@@ -74,3 +77,15 @@ class FunctionDataModel(DataModel):
         if not isinstance(out, Mapping):
             raise ParameterTypeError(f"sampler must return a mapping column -> array; got {type(out).__name__}")
         return {c: np.asarray(out[c]) for c in columns if c in out}
+
+
+def _check_secret_kinds(value: Any) -> tuple[type, ...]:
+    """A non-empty tuple of secret classes (a single class is one kind)."""
+    kinds = (value,) if isinstance(value, type) else value
+    rule = "a non-empty tuple of secret classes (DatasetSecret, DistributionSecret)"
+    if isinstance(kinds, (str, bytes)) or not isinstance(kinds, (tuple, list)) or not kinds:
+        raise fail("secret_kinds", rule, value)
+    for kind in kinds:
+        if not (isinstance(kind, type) and issubclass(kind, (DatasetSecret, DistributionSecret))):
+            raise fail("secret_kinds", rule, value)
+    return tuple(kinds)
