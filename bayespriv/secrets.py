@@ -47,6 +47,22 @@ def _check_name(value: Any, name: str) -> str:
     return value
 
 
+def _check_category(category: Any) -> None:
+    """A proportion's category is one value a cell can equal: hashable (secrets are dict keys and
+    categories are looked up in tables) and not a missing value (NaN equals no cell)."""
+    try:
+        hash(category)
+    except TypeError:
+        raise fail("category", "one hashable value such as a string or a number (not a list or an array)",
+                   category) from None
+    try:
+        missing = bool(category != category)
+    except (TypeError, ValueError):  # pd.NA: its comparisons are neither True nor False
+        missing = True
+    if missing:
+        raise fail("category", "a value a cell can equal (not NaN, NaT or pd.NA)", category)
+
+
 @dataclass(frozen=True)
 class DatasetSecret:
     """The event that a statistic of a sensitive column takes a value.
@@ -82,6 +98,7 @@ class DatasetSecret:
                 raise fail("p", "a proportion in [0, 1]", self.value)
             if self.category is None:
                 raise ValidationError("category must be given for a proportion secret; got None")
+            _check_category(self.category)
         object.__setattr__(self, "value", value)
 
     @classmethod
