@@ -60,6 +60,17 @@ class Component:
     columns: tuple[str, ...]
 
 
+def _check_output_names(value: Any) -> tuple[str, ...]:
+    """One non-empty string per component; a str is one name (never split into characters)."""
+    names = (value,) if isinstance(value, str) else value
+    rule = "a sequence of non-empty strings, one per component"
+    if not isinstance(names, (list, tuple)) or not names:
+        raise fail("output_names", rule, value)
+    if not all(isinstance(n, str) and n for n in names):
+        raise fail("output_names", rule, value)
+    return tuple(names)
+
+
 @dataclass(frozen=True, eq=False)
 class Query:
     """A statistic F of a dataset, evaluated on whole batches of datasets.
@@ -73,7 +84,8 @@ class Query:
     name : str
         Shown in reports, plots and the ledger.
     output_names : sequence of str, optional
-        One name per component (defaults to ``name[0]``, ``name[1]``, ...).
+        One non-empty name per component (defaults to ``name[0]``, ``name[1]``, ...); a single
+        string is one name.
     components : tuple of Component, optional
         Set by the ready-made additive queries; user queries leave it empty.
     column_sensitivities : mapping, optional
@@ -120,7 +132,7 @@ class Query:
         if not isinstance(self.name, str) or not self.name:
             raise fail("name", "a non-empty string", self.name)
         if self.output_names is not None:
-            object.__setattr__(self, "output_names", tuple(str(n) for n in self.output_names))
+            object.__setattr__(self, "output_names", _check_output_names(self.output_names))
         if self.column_sensitivities is not None:
             object.__setattr__(self, "column_sensitivities", _declared_column_sensitivities(self.column_sensitivities))
 
