@@ -175,6 +175,10 @@ _THEOREMS = {
 #: Largest count accepted: every integer up to 2**53 is exact in float64 (counts arrive as
 #: floats from pandas) and the noisy cells stay far inside int64, which wraps silently.
 MAX_COUNT = 2**53
+#: Smallest ε a noisy count accepts: below it one pair's noise has a standard deviation above 10⁹ counts
+#: (the table carries no information), and near 1e-19 a single draw leaves the 64-bit range (sums of
+#: draws, which int64 wraps silently, sooner).
+MIN_EPSILON = 1e-9
 
 
 # -- the noise ---------------------------------------------------------------------------------------
@@ -182,6 +186,15 @@ MAX_COUNT = 2**53
 
 def _calibration(calibration: Any) -> str:
     return check_choice(calibration, "geometric_calibration", CALIBRATIONS)
+
+
+def _check_noise_epsilon(epsilon: Any) -> float:
+    """ε for drawing noise: finite, > 0 and at least :data:`MIN_EPSILON`."""
+    eps = check_epsilon(epsilon)
+    if eps < MIN_EPSILON:
+        raise fail("epsilon", f"at least {MIN_EPSILON:g} for noisy counts (below it the noise exceeds 10⁹ counts: the "
+                   "table carries no information, and the integer noise leaves the 64-bit range)", epsilon)
+    return eps
 
 
 def _alpha(epsilon: float, calibration: str = "tight") -> float:
@@ -209,9 +222,9 @@ def two_sided_geometric(epsilon: float, size: Any = None, *, rng: RNGLike = None
 
     α = e^{−ε} (``geometric_calibration="tight"``) or e^{−ε/2} (``"paper"``). Drawn as ``G₁ − G₂`` with
     G₁, G₂ i.i.d. ``rng.geometric(1 − α)`` (see the module docstring for why this is exactly the
-    two-sided geometric law).
+    two-sided geometric law). ε must be at least :data:`MIN_EPSILON`.
     """
-    eps = check_epsilon(epsilon)
+    eps = _check_noise_epsilon(epsilon)
     cal = _calibration(geometric_calibration)
     shape = _check_size(size)
     gen, _ = release_generator(rng)
@@ -294,7 +307,7 @@ def subset_count_array(counts: Any, epsilon: float, *, domain: Any = None, size:
     ----------
     counts : array (m, K) of non-negative integers
         f(i, j): row i is the public value v_i, column j a protected category.
-    epsilon : float > 0
+    epsilon : float >= MIN_EPSILON (1e-9)
     domain : bool array (m, K), optional
         ``domain[i, j]`` says whether category j is possible with v_i (the paper's U_{1,i});
         default: every category in every row. Cells outside the domain must be 0 and stay 0.
@@ -310,7 +323,7 @@ def subset_count_array(counts: Any, epsilon: float, *, domain: Any = None, size:
     ndarray of int64, shape (m, K) or (size, m, K); each row sums to the row of ``counts``.
     """
     f = _check_counts(counts)
-    eps = check_epsilon(epsilon)
+    eps = _check_noise_epsilon(epsilon)
     cal = _calibration(geometric_calibration)
     mask = _check_domain(domain, f)
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
@@ -444,7 +457,7 @@ class SubsetCountMechanism:
     def __post_init__(self) -> None:
         _name(self.protected_variable, "protected_variable")
         _name(self.public_variable, "public_variable")
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "epsilon", _check_noise_epsilon(self.epsilon))
         _calibration(self.geometric_calibration)
         guarantee = Guarantee(self.epsilon, 0.0, 1.0, self.assumptions, _THEOREMS[self.geometric_calibration])
         object.__setattr__(self, "assumptions", guarantee.assumptions)
@@ -516,7 +529,7 @@ def _name(value: Any, name: str) -> str:
 def _categories(series: pd.Series, given: Any, name: str) -> tuple[list, bool]:
     """Domain of a column: given, or the categories of a Categorical, or (last resort) the data."""
     if given is not None:
-        values = list(check_sequence(given, name))
+        values = _hashable(list(check_sequence(given, name)), name, given)
         if len(set(values)) != len(values):
             raise fail(name, "distinct values", given)
         if not values:
@@ -525,6 +538,33 @@ def _categories(series: pd.Series, given: Any, name: str) -> tuple[list, bool]:
     if isinstance(series.dtype, pd.CategoricalDtype):
         return list(series.cat.categories), False
     return sorted(series.dropna().unique().tolist(), key=lambda v: (str(type(v)), v)), True
+
+
+def _hashable(values: list, name: str, given: Any) -> list:
+    """``values``, each of which must be hashable (categories are looked up by hash)."""
+    for v in values:
+        try:
+            hash(v)
+        except TypeError:
+            raise fail(name, "hashable values (categories such as strings or numbers)",
+                       described(f"{type(v).__name__} {v!r:.40} in {given!r:.60}")) from None
+    return values
+
+
+def _check_cells(series: pd.Series, column: str) -> None:
+    """The cells of a category column must be hashable (a list or an array in a cell is not a category)."""
+    if series.dtype != object:
+        return
+    try:
+        pd.unique(series.to_numpy())
+    except TypeError:
+        for label, v in series.items():
+            try:
+                hash(v)
+            except TypeError:
+                raise fail(f"table[{column!r}]", "a column of hashable categories (strings, numbers, ...)",
+                           described(f"{type(v).__name__} {v!r:.40} at row {label!r}")) from None
+        raise  # pragma: no cover - every value hashed: the TypeError came from elsewhere
 
 
 def subset_count_table(
@@ -554,7 +594,7 @@ def subset_count_table(
     protected, public : str
         Columns of ``table``: U₁ (whose values are protected) and V₁ (whose margins are public and
         released exactly).
-    epsilon : float > 0
+    epsilon : float >= MIN_EPSILON (1e-9)
     rng : None | int | SeedSequence | Generator
         Release noise; ``None`` (the default) draws fresh OS entropy. A seeded release is for tests.
     nonnegative : bool
@@ -611,7 +651,7 @@ def subset_count_table(
     public = _name(public, "public")
     if protected == public:
         raise fail("protected", f"a different column from public ({public!r})", protected)
-    eps = check_epsilon(epsilon)
+    eps = _check_noise_epsilon(epsilon)
     cal = _calibration(geometric_calibration)
     if not isinstance(nonnegative, bool):
         raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
@@ -623,6 +663,8 @@ def subset_count_table(
     if data[[protected, public]].isna().any().any():
         raise ValidationError(f"table must have no missing values in {protected!r} and {public!r}; "
                               f"got {int(data[[protected, public]].isna().sum().sum())} missing")
+    _check_cells(data[protected], protected)
+    _check_cells(data[public], public)
     if count is not None:
         w = data[count].to_numpy()
         if not np.issubdtype(w.dtype, np.number) or np.any(~np.isfinite(w.astype(float))) \
@@ -636,7 +678,8 @@ def subset_count_table(
     rows, _ = _categories(data[public], public_values, "public_values")
     assumptions: tuple[str, ...] = ()
     if isinstance(protected_values, Mapping):
-        per_row = {k: list(check_sequence(v, f"protected_values[{k!r}]")) for k, v in protected_values.items()}
+        per_row = {k: _hashable(list(check_sequence(v, f"protected_values[{k!r}]")), f"protected_values[{k!r}]", v)
+                   for k, v in protected_values.items()}
         missing = [r for r in rows if r not in per_row]
         if missing:
             raise ValidationError(f"protected_values must give the possible values for every public value; missing {missing!r}")
