@@ -347,7 +347,8 @@ def test_table_errors():
     with pytest.raises(bp.ValidationError, match="table must be a non-empty DataFrame"):
         bp.EmpiricalDataModel(pd.DataFrame({"x": []}), 1)
     with_nan = TINY.assign(x=[1.0, np.nan, 2.0, np.nan, 0.0, 1.0, 1.0])
-    with pytest.raises(bp.ValidationError, match=r"table must have no missing values; got 2 NaN in column 'x'"):
+    with pytest.raises(bp.ValidationError, match=r"table must be free of missing values .*; got nan in column 'x' at row 1 "
+                                                 r"\(2 missing in that column\)"):
         bp.EmpiricalDataModel(with_nan, 2)
     with pytest.raises(bp.ValidationError, match=r"n_records must be at most the number of rows of table \(7\); got 8"):
         bp.EmpiricalDataModel(TINY, 8)
@@ -474,11 +475,11 @@ def test_a_query_reading_mutable_state_is_not_cached_by_fingerprint():
     assert not np.array_equal(before, after)
 
 
-def test_string_columns_are_checked_on_first_use():
+def test_string_columns_are_checked_at_construction_and_coded_on_first_use():
     table = TINY.assign(label=["u", None, "v", "u", "v", "u", "v"])
-    model = bp.EmpiricalDataModel(table, 3)  # the column is not read yet
-    with pytest.raises(bp.ValidationError, match=r"table must have no missing values; got 1 NaN in column 'label'"):
-        model.sample(None, 2, rng=0, columns=["label"])
+    with pytest.raises(bp.ValidationError, match=r"table must be free of missing values .*; got (None|nan) in column 'label' "
+                                                 r"at row 1 \(1 missing in that column\)"):
+        bp.EmpiricalDataModel(table, 3)  # even though no query or secret reads the column yet
     mixed = bp.EmpiricalDataModel(TINY.assign(label=[1, 1.0, "1", "a", "b", "a", "b"]), 3)
     assert mixed._column("label").tolist() == ["1", "1.0", "1", "a", "b", "a", "b"]
 
