@@ -508,6 +508,68 @@ BAD_INPUTS = [
      bp.ParameterTypeError, ["progress"]),
     ("calibrate-chunk_size", lambda: bp.calibrate(model(), PAIR, bp.mean("weight"), n_draws=10, rng=0, chunk_size=0),
      bp.ValidationError, ["chunk_size", "0"]),
+    # inputs that raised TypeError / OverflowError from deep inside, or were silently accepted
+    ("Function-secret_kinds-str", lambda: bp.FunctionDataModel(lambda s, n, r: {}, columns=["x"], n_records=3,
+                                                               secret_kinds="abc"),
+     bp.ValidationError, ["secret_kinds", "tuple of secret classes", "'abc'"]),
+    ("Function-secret_kinds-empty", lambda: bp.FunctionDataModel(lambda s, n, r: {}, columns=["x"], n_records=3,
+                                                                 secret_kinds=()),
+     bp.ValidationError, ["secret_kinds", "non-empty", "()"]),
+    ("Function-secret_kinds-int", lambda: bp.FunctionDataModel(lambda s, n, r: {}, columns=["x"], n_records=3,
+                                                               secret_kinds=(int,)),
+     bp.ValidationError, ["secret_kinds", "secret classes", "int"]),
+    ("proportion-category-list", lambda: bp.DatasetSecret.proportion("sex", ["F"], 0.4), bp.ValidationError,
+     ["category", "hashable", "['F']"]),
+    ("proportion-category-list-calibrate", lambda: bp.calibrate(
+        bp.EmpiricalDataModel(TABLE, 5), bp.SecretPair(bp.DatasetSecret("sex", "proportion", 0.4, ["F"]), P60),
+        bp.mean("height"), n_draws=10, rng=0), bp.ValidationError, ["category", "hashable", "['F']"]),
+    ("proportion-category-nan", lambda: bp.DatasetSecret.proportion("sex", math.nan, 0.4), bp.ValidationError,
+     ["category", "not NaN", "nan"]),
+    ("proportion-category-NA", lambda: bp.DatasetSecret.proportion("sex", pd.NA, 0.4), bp.ValidationError,
+     ["category", "pd.NA", "<NA>"]),
+    ("Query-output_names-int", lambda: bp.Query(lambda b: b["x"][:, :1], ["x"], "q", output_names=5),
+     bp.ValidationError, ["output_names", "sequence of non-empty strings", "5"]),
+    ("Query-output_names-int-items", lambda: bp.Query(lambda b: b["x"][:, :2], ["x"], "q", output_names=[1, 2]),
+     bp.ValidationError, ["output_names", "non-empty strings", "[1, 2]"]),
+    ("Query-output_names-empty", lambda: bp.Query(lambda b: b["x"][:, :1], ["x"], "q", output_names=[]),
+     bp.ValidationError, ["output_names", "one per component", "[]"]),
+    ("subset-cells-lists", lambda: bp.subset_count_table(TABLE.assign(u=[["a"], ["b"]] * 10), protected="u", public="v",
+                                                          epsilon=1.0), bp.ValidationError,
+     ["table['u']", "hashable categories", "list ['a'] at row 0"]),
+    ("subset-public-cells-lists", lambda: bp.subset_count_table(TABLE.assign(v=[["x"]] * 20), protected="u", public="v",
+                                                                 epsilon=1.0, protected_values=["a", "b"]),
+     bp.ValidationError, ["table['v']", "hashable categories", "row 0"]),
+    ("subset-protected_values-lists", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
+                                                                    protected_values=[["a"], ["b"]]),
+     bp.ValidationError, ["protected_values", "hashable", "['a']"]),
+    ("subset-epsilon-1e-20", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1e-20,
+                                                           protected_values=["a", "b"]),
+     bp.ValidationError, ["epsilon", "at least 1e-09", "1e-20"]),
+    ("subset-epsilon-1e-300", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1e-300,
+                                                            protected_values=["a", "b"], geometric_calibration="paper"),
+     bp.ValidationError, ["epsilon", "at least 1e-09", "1e-300"]),
+    ("subset_count_array-epsilon-1e-20", lambda: bp.accounting.subset_count_array([[1, 2]], 1e-20, rng=0),
+     bp.ValidationError, ["epsilon", "at least 1e-09", "1e-20"]),
+    ("two_sided_geometric-epsilon-1e-300", lambda: bp.accounting.two_sided_geometric(1e-300, 3, rng=0),
+     bp.ValidationError, ["epsilon", "at least 1e-09", "1e-300"]),
+    ("SubsetCountMechanism-epsilon-1e-20", lambda: bp.accounting.SubsetCountMechanism("u", "v", 1e-20),
+     bp.ValidationError, ["epsilon", "at least 1e-09", "1e-20"]),
+    ("ExpM-gaussian-delta-0", lambda: ExpM(calibration(), epsilon=1.0, delta=0, noise="gaussian"), bp.ValidationError,
+     ["delta", "(0, 1)", "got 0", "Gaussian noise needs δ > 0"]),
+    ("GroupDP-gaussian-delta-0", lambda: GroupDP(bounded_calibration(), epsilon=1.0, delta=0, noise="gaussian"),
+     bp.ValidationError, ["delta", "(0, 1)", "got 0", "Gaussian noise needs δ > 0"]),
+    *[(f"Empirical-missing-{label}", (lambda col: lambda: bp.EmpiricalDataModel(
+        pd.DataFrame({"height": np.arange(6.0), "sex": col}), 3))(col), bp.ValidationError,
+       ["table", "missing values", f"{shown} in column 'sex' at row 4", "(1 missing in that column)"])
+      for label, col, shown in [
+          ("None-object", pd.Series(["F", "M", "F", "M", None, "F"], dtype=object), "None"),
+          ("nan-object", pd.Series(["F", "M", "F", "M", np.nan, "F"], dtype=object), "nan"),
+          ("NA-object", pd.Series(["F", "M", "F", "M", pd.NA, "F"], dtype=object), "<NA>"),
+          ("NaT-object", pd.Series(["F", "M", "F", "M", pd.NaT, "F"], dtype=object), "NaT"),
+          ("None-string", pd.Series(["F", "M", "F", "M", None, "F"], dtype="string"), "<NA>"),
+          ("None-categorical", pd.Series(pd.Categorical(["F", "M", "F", "M", None, "F"])), "nan"),
+          ("nan-float", pd.Series([1.0, 0.0, 1.0, 0.0, np.nan, 1.0]), "nan"),
+      ]],
 ]
 
 
@@ -524,6 +586,20 @@ def test_a_string_is_one_column_name_for_queries():
     """Queries read ``columns="hw"`` as the one column "hw" (documented), never as "h" and "w"."""
     assert bp.Query(lambda b: b["hw"], "hw", "q").columns == ("hw",)
     assert bp.count(lambda b: b["hw"] > 0, "hw").components[0].columns == ("hw",)
+    assert bp.Query(lambda b: b["hw"][:, :1], "hw", "q", output_names="total").output_names == ("total",)
+
+
+def test_noise_none_keeps_its_default_and_a_single_secret_class_is_one_kind():
+    """``noise=None``: Laplace for δ = 0, Gaussian for δ > 0 (only an explicit Gaussian with δ = 0 is refused)."""
+    assert ExpM(calibration(), epsilon=1.0, delta=0.0).noise == "laplace"
+    assert ExpM(calibration(), epsilon=1.0, delta=1e-3).noise == "gaussian"
+    assert GroupDP(bounded_calibration(), epsilon=1.0, delta=0.0).noise == "laplace"
+    assert GroupDP(bounded_calibration(), epsilon=1.0, delta=1e-3).noise == "gaussian"
+    model = bp.FunctionDataModel(lambda s, n, r: {"x": r.normal(size=(n, 3))}, columns=["x"], n_records=3,
+                                 secret_kinds=bp.DistributionSecret)
+    assert model.secret_kinds == (bp.DistributionSecret,)
+    with pytest.raises(bp.UnsupportedSecretError):
+        model.check_secret(bp.DatasetSecret.mean("x", 0.0))
 
 
 def test_counts_up_to_two_to_the_53_are_exact():
