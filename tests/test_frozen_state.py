@@ -460,3 +460,18 @@ def test_noise_plans_release_the_same_noise_after_every_edit(kind):
     got = [plan.release(answer, BitSource.from_rng(np.random.default_rng(s))).tolist() for s in range(5)]
     want = [twin.release(answer, BitSource.from_rng(np.random.default_rng(s))).tolist() for s in range(5)]
     assert got == want, accepted
+
+
+@pytest.mark.parametrize("name", ["EigM", "OptimalGaussian", "DirM", "WithExtraLaplace", "Wasserstein"])
+def test_a_pickled_mechanism_releases_the_same_noise_and_stays_sealed(name):
+    import copy
+    import pickle
+
+    mech, answer = _quiet(BUILDERS[name], 1.0)
+    for clone in (pickle.loads(pickle.dumps(mech)), copy.deepcopy(mech)):
+        assert clone.guarantee == mech.guarantee and clone.accounting_record == mech.accounting_record
+        got = clone.release_value(answer, rng=np.random.default_rng(SEED)).value
+        assert np.array_equal(got, mech.release_value(answer, rng=np.random.default_rng(SEED)).value)
+        assert_arrays_sealed(clone)
+        with pytest.raises(bp.errors.ImmutableError):
+            object.__setattr__(clone, "epsilon", 1e-6)

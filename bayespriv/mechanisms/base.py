@@ -20,7 +20,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_delta, check_epsilon, check_real, fail, sealed
+from .._validation import check_choice, check_delta, check_epsilon, check_real, fail, sealed, thaw
 from ..calibration import Calibration
 from ..calibration.persist import check_query
 from ..calibration.assumptions import (
@@ -283,6 +283,22 @@ class Mechanism(abc.ABC):
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.__dict__.get("_copied_on_read", ())))
+
+    # -- pickling: read-only mapping views do not pickle, and unpickled arrays are writable again --
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: thaw(value) for name, value in self.__dict__.items()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        own = self.__dict__
+        own.update(state)
+        copies = own.get("_copied_on_read")
+        if copies is not None:
+            own["_copied_on_read"] = MappingProxyType(dict(copies))
+        if own.get("_gaussian_cov") is not None:
+            own["_gaussian_cov"] = sealed(own["_gaussian_cov"], float)
+        if own.get("_laplace") is not None:
+            own["_laplace"] = tuple(sealed(a, float) for a in own["_laplace"])
+        _seal_public_state(own)
 
     def _finish_construction(self) -> None:
         """Last stage of construction: refuse unusable noise, plan the exact sampler, fix what is
