@@ -91,19 +91,82 @@ def test_anything_that_changes_the_posterior_misses(sample_calls):
     assert len(sample_calls) == 8
 
 
-def test_disk_round_trip_registers_the_posteriors(sample_calls, tmp_path, monkeypatch):
-    """Save, forget everything this process built (as a new process would), load, calibrate:
-    no pm.sample call and the same numbers."""
-    first = _calibrate(logit_model())
-    path = first.to_netcdf(tmp_path / "cal.nc")
+def _forget_runtimes(monkeypatch) -> None:
+    """Forget every model this process built (as a new process would)."""
     bp.clear_posterior_cache()
     monkeypatch.setattr(pymc_module, "_live_runtimes", weakref.WeakValueDictionary())
     monkeypatch.setattr(pymc_module, "_recent_runtimes", type(pymc_module._recent_runtimes)())
+
+
+def test_loading_a_file_puts_nothing_in_the_cache(sample_calls, tmp_path, monkeypatch):
+    """Save, forget everything, load: the cache stays empty and a later calibration runs its own MCMC,
+    with the same numbers."""
+    first = _calibrate(logit_model())
+    path = first.to_netcdf(tmp_path / "cal.nc")
+    _forget_runtimes(monkeypatch)
     bp.load_calibration(path, query=bp.mean("score"))
-    assert _posterior_cache.stats()["entries"] == 2
+    assert _posterior_cache.stats()["entries"] == 0
     again = _calibrate(logit_model())
+    assert len(sample_calls) == 4
+    np.testing.assert_array_equal(first.samples.values, again.samples.values)
+
+
+def test_reuse_of_a_loaded_calibration_skips_mcmc_bit_identically(sample_calls, tmp_path, monkeypatch):
+    """calibrate(..., reuse=loaded): no pm.sample call, the same numbers, nothing left in the cache; another
+    seed or setting is not served by the loaded runs."""
+    first = _calibrate(logit_model())
+    path = first.to_netcdf(tmp_path / "cal.nc")
+    _forget_runtimes(monkeypatch)
+    loaded = bp.load_calibration(path, query=bp.mean("score"))
+    again = bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=loaded)
     assert len(sample_calls) == 2
     np.testing.assert_array_equal(first.samples.values, again.samples.values)
+    assert _posterior_cache.stats()["entries"] == 0  # offered to that call only
+    bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=6, reuse=loaded)  # another seed
+    assert len(sample_calls) == 4
+    bp.calibrate(logit_model(draws=320), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=loaded)  # another setting
+    assert len(sample_calls) == 6
+
+
+def test_reuse_refuses_an_unverified_file(sample_calls, tmp_path):
+    from bayespriv.errors import UnverifiedCalibrationError
+
+    path = _calibrate(logit_model()).to_netcdf(tmp_path / "cal.nc", key=b"another owner's key, 32 bytes.." * 2)
+    foreign = bp.load_calibration(path, query=bp.mean("score"), trust="unverified")
+    with pytest.raises(UnverifiedCalibrationError, match="reuse must be a calibration .* verified file"):
+        bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=foreign)
+    with pytest.raises(bp.ParameterTypeError, match="reuse must be None or a bayespriv Calibration"):
+        bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=str(path))
+
+
+def test_a_cache_entry_of_the_wrong_type_is_a_miss_not_a_crash(sample_calls):
+    """Whatever sits under a key, a lookup hands out only what the caller can use: an MCMC run under a
+    quadrature key, or a table under an MCMC key, is a miss."""
+    import arviz as az
+
+    from bayespriv.datamodels._quadrature import QuadratureTable
+
+    model = logit_model(conjugate=True)
+    secret = SECRETS[0]
+    plan = model._plan(secret)
+    run = _calibrate(logit_model()).posteriors[secret.label]
+    seed = model._secret_seed(np.random.SeedSequence(5), secret)
+    quad_key = model._posterior_key(secret, plan, seed, route="quadrature")
+    _posterior_cache.put(quad_key, run)  # an InferenceData where a table is expected
+    assert _posterior_cache.get(quad_key, (QuadratureTable, str)) is None
+    assert model.route(secret) == "quadrature"
+    assert _posterior_cache.get(quad_key, az.InferenceData) is run
+    mcmc_key = logit_model()._posterior_key(secret, plan, seed)
+    _posterior_cache.put(mcmc_key, "not a run", 10)
+    assert _posterior_cache.get(mcmc_key, az.InferenceData) is None
+
+
+def test_keys_differ_by_route_and_seed():
+    model = logit_model(conjugate=True)
+    plan = model._plan(SECRETS[0])
+    keys = {model._posterior_key(SECRETS[0], plan, seed, route=route)
+            for route in ("mcmc", "quadrature") for seed in (None, 1, 2)}
+    assert len(keys) == 6
 
 
 def test_clear_posterior_cache_forces_new_runs(sample_calls):
