@@ -410,7 +410,11 @@ def _load_chain(ds: xr.Dataset, meta: dict[str, Any], query: Query | None, p: Pa
     states = tuple(_decode(meta["states"]))
     chains = []
     for p_arr, q_arr in zip(ds["transition"].values, ds["initial"].values):
-        MarkovChain(p_arr, q_arr, states)  # validates the stored numbers
+        try:
+            MarkovChain(p_arr, q_arr, states)  # validates the stored numbers
+        except ValidationError as exc:
+            raise consistency._refuse(f"the calibration file {str(p)!r}", f"a chain that is not a Markov chain ({exc})") \
+                from exc
         chain = object.__new__(MarkovChain)
         for name, value in (("transition", np.array(p_arr, dtype=np.float64)),
                             ("initial", np.array(q_arr, dtype=np.float64))):
@@ -692,11 +696,19 @@ def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
            provenance: FileProvenance | None = None) -> Calibration:
     m = node.meta
     theta = _decode(m["theta"])
-    return Calibration(
-        secrets=node.secrets, pairs=node.pairs, confidence=m["confidence"], z=m["z"], query=query,
-        n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples, component_names=node.component_names,
-        theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
-        query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance, **node.arrays)
+    try:
+        return Calibration(
+            secrets=node.secrets, pairs=node.pairs, confidence=m["confidence"], z=m["z"], query=query,
+            n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples,
+            component_names=node.component_names, theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
+            query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance, **node.arrays)
+    except ReleaseMismatchError:
+        raise
+    except ValidationError as exc:  # e.g. a z too small for the stated confidence, shapes that disagree
+        if not signing._ENABLED:
+            raise
+        raise consistency._refuse(f"the calibration file {provenance.path if provenance else ''!r}",
+                                  f"stored values that no calibration can hold ({exc})") from exc
 
 
 def _open_tree(p: Path) -> dict[str, xr.Dataset]:
