@@ -79,8 +79,8 @@ __all__ = ["RTOL", "check_calibration", "check_chain", "check_quilt"]
 #: Relative tolerance of a recomputed quantity, of its natural scale (see the module notes).
 RTOL = 1e-9
 
-_REMEDY = ("The file contradicts itself although its MAC verified: a bug in the program that wrote it, or a "
-           "forgery by someone holding the key. Do not release from it; re-run calibrate")
+_REMEDY = ("No calibration computes such a file: it comes from a bug in the program that wrote it or from an edit "
+           "(which, under a valid MAC, takes someone holding the key). Do not release from it; re-run calibrate")
 
 
 def _refuse(source: str, what: str) -> UnverifiedCalibrationError:

@@ -175,8 +175,9 @@ def unverified_gate(mechanism: Any, guarantee: Guarantee, accept_unverified: boo
     raise UnverifiedCalibrationError(
         f"{type(mechanism).__name__} cannot release: its calibration was loaded with trust='unverified' from {where}, "
         "whose MAC did not verify under your key, so nothing vouches for the noise it sets. Nothing was spent and no "
-        "noise was drawn. Re-run calibrate and save with your key, or pass accept_unverified=True to release anyway "
-        "(the Release and its guarantee then name the assumption unverified_calibration).")
+        "noise was drawn. Re-run calibrate and save with your key, or pass accept_unverified=True (command line: "
+        "--accept-unverified) to release anyway (the Release and its guarantee then name the assumption "
+        "unverified_calibration).")
 
 
 def _failed_details(mechanism: Any) -> str:
