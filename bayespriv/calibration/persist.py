@@ -282,11 +282,15 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
     SigningKeyError
         No usable key (malformed, readable by others, cannot be created).
         Nothing is written.
+    UnverifiedCalibrationError
+        A calibration loaded with ``trust="unverified"`` from a file that did
+        not verify: saving it would sign it as yours. Nothing is written.
     """
     from .quilts import ChainCalibration, QuiltCalibration
 
     p = _check_path(path, must_exist=False)
     seed_value = _checked_seed(seed)
+    _refuse_unverified(calibration, p)
     key = _signing_key(key)
     if isinstance(calibration, ChainCalibration):
         return _save_chain(calibration, p, seed_value, key)
@@ -306,6 +310,16 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
                  "dropped": enc.dropped})
     tree["/"] = _stamp(root, meta, seed_value)
     return _write(tree, p, key)
+
+
+def _refuse_unverified(calibration: Any, p: Path) -> None:
+    """Signing a calibration from a file that did not verify would vouch for numbers nothing vouches for."""
+    provenance = getattr(calibration, "provenance", None)
+    if provenance is not None and not provenance.verified:
+        raise UnverifiedCalibrationError(
+            f"calibration must be computed in this process or loaded from a verified file to be saved (signed with "
+            f"your key) as {str(p)!r}; got one loaded with trust='unverified' from {provenance.path!r}: signing it "
+            "would make a file nothing vouches for verify as yours. Re-run calibrate and save that")
 
 
 def _signing_key(key: Any) -> bytes | None:

@@ -362,6 +362,9 @@ def test_content_hash_is_stable_none_in_memory_and_none_when_unverified(tmp_path
     assert "signed with key" in f.provenance.reason and UNVERIFIED in f.assumptions
     assert "UNVERIFIED calibration file" in repr(f)
     assert all(UNVERIFIED in m.assumptions for m in f.members)
+    with pytest.raises(UnverifiedCalibrationError, match="would make a file nothing vouches for verify as yours"):
+        f.to_netcdf(tmp_path / "laundered.nc")  # no laundering: an unverified file is not re-signed as yours
+    assert not (tmp_path / "laundered.nc").exists()
 
 
 # -- releases from unverified calibrations -------------------------------------------------------------------------------
