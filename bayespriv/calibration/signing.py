@@ -171,7 +171,7 @@ def _parse_hex(text: str, where: str) -> bytes:
 
 def _read_key_file(path: Path) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         raise
     except OSError as exc:
