@@ -45,6 +45,7 @@ from .release_path import (
     check_mechanism_epsilon,
     check_release_rng,
     premise_gate,
+    unverified_gate,
     watch_seed,
 )
 
@@ -476,7 +477,7 @@ class Mechanism(abc.ABC):
         return getattr(self.calibration, "n_records", None) if n is None else int(n)
 
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
-                accept_failed_assumptions: bool = False) -> Release:
+                accept_failed_assumptions: bool = False, accept_unverified: bool = False) -> Release:
         """Compute the calibration's query on ``dataset`` and add the noise.
 
         Parameters
@@ -496,6 +497,11 @@ class Mechanism(abc.ABC):
             Release even though an assumption of the proof failed its check
             (see :meth:`check`); the Release and the ledger row then record
             the guarantee as NOT ESTABLISHED. Default False: refuse.
+        accept_unverified : bool
+            Release even though the calibration was loaded with
+            ``trust="unverified"`` from a file that did not verify (its
+            guarantee names ``unverified_calibration``). Default False: refuse
+            with :class:`~bayespriv.errors.UnverifiedCalibrationError`.
 
         Raises
         ------
@@ -521,10 +527,12 @@ class Mechanism(abc.ABC):
             check_query(query, fingerprint)
         bind_dataset(dataset, tuple(query.columns), self._calibrated_records())
         return self.release_value(query(dataset), rng=rng, ledger=ledger, n_records=len(dataset),
-                                  accept_failed_assumptions=accept_failed_assumptions)
+                                  accept_failed_assumptions=accept_failed_assumptions,
+                                  accept_unverified=accept_unverified)
 
     def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
-                      n_records: int | None = None, accept_failed_assumptions: bool = False) -> Release:
+                      n_records: int | None = None, accept_failed_assumptions: bool = False,
+                      accept_unverified: bool = False) -> Release:
         """Add the noise to an answer F(X) of shape ``(k,)`` computed elsewhere.
 
         The answer must come from the calibrated query on a dataset of the
@@ -537,6 +545,7 @@ class Mechanism(abc.ABC):
         value = bind_answer(answer, self.k, n_records=n_records, calibrated_n=self._calibrated_records())
         guarantee = self.guarantee
         premise_gate(self, guarantee, accept_failed_assumptions)
+        unverified_gate(self, guarantee, accept_unverified)
         watch_seed(self, rng)
         charge = ledger.charge(self, seeded=seeded) if ledger is not None else None  # raises before any noise
         try:
