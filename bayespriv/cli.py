@@ -17,6 +17,14 @@ Subcommands
     an optional ledger; prints JSON.
 ``bayespriv ledger budget.sqlite``
     Print a ledger's budgets: spent, remaining, releases, refusals.
+``bayespriv key [--rotate] [--show-secret]``
+    Show where the signing key of calibration files is and its fingerprint;
+    rotate it (old files stop verifying).
+
+Calibration files are signed with the data owner's key and verified on load;
+``inspect --trust-unverified`` shows a file that does not verify (with a
+banner), and ``release`` from one needs ``--trust-unverified`` and
+``--accept-unverified`` (the JSON then says ``"verified": false``).
 
 Exit codes: 0 success; 1 a refusal or an error of the library (budget
 exceeded, failed assumption, ...); 2 a wrong argument (the message names it).
@@ -466,6 +474,7 @@ def _add_workflow_parsers(sub: Any) -> None:
     _add_calibrate_parser(sub)
     _add_inspect_parser(sub)
     _add_release_parser(sub)
+    _add_key_parser(sub)
     led = sub.add_parser("ledger", help="print a ledger's budgets (spent, remaining, releases, refusals)",
                          description="Print Ledger.report() of an existing ledger file.")
     led.add_argument("ledger", type=Path, metavar="BUDGET.sqlite", help="an existing ledger file")
@@ -497,6 +506,7 @@ def _add_inspect_parser(sub: Any) -> None:
     ins.add_argument("calibration", type=Path, metavar="CAL.nc", help="a file written by `bayespriv calibrate`")
     ins.add_argument("--out", type=Path, default=None, metavar="DIR",
                      help="directory for plot_calibration PNGs (created if missing)")
+    _add_trust_arguments(ins, release=False)
     ins.set_defaults(func=_inspect_cmd)
 
 
@@ -525,6 +535,7 @@ def _add_release_parser(sub: Any) -> None:
                      help="set a budget in the ledger before releasing (repeatable; needs --ledger)")
     rel.add_argument("--accept-failed-assumptions", action="store_true",
                      help="release even if a checked assumption failed (recorded as NOT ESTABLISHED)")
+    _add_trust_arguments(rel, release=True)
     rel.set_defaults(func=_release_cmd)
 
 
@@ -602,8 +613,10 @@ def _inspect_cmd(args: argparse.Namespace) -> int:
     except BayesPrivError as exc:
         raise _ArgumentProblem("CAL.nc", str(exc)) from exc
     if meta.get("kind") in ("chain", "quilt"):
+        _print_file_trust(args.calibration, args.trust_unverified)
         return _inspect_without_query(args.calibration, meta)
-    cal = _load_calibration_arg(args.calibration, "CAL.nc")
+    cal = _load_trusting(args.calibration, "CAL.nc", None, args.trust_unverified)
+    _print_trust_banner(cal)
     lines = {
         "file": str(args.calibration), "query": meta.get("query_name"), "query columns": meta.get("query_columns"),
         "query fingerprint": meta.get("query_fingerprint"), "seed": meta.get("seed"),
@@ -703,12 +716,13 @@ def _release_cmd(args: argparse.Namespace) -> int:
     from bayespriv.errors import ReleaseMismatchError
 
     query = _script_query(_run_script(args.script, "--script"), args.script, "--script")
-    cal = _load_calibration_arg(args.calibration, "CAL.nc", query=query)
+    cal = _load_trusting(args.calibration, "CAL.nc", query, args.trust_unverified)
     data = _read_data(args.data)
     mech = _build_mechanism(cal, args)
     ledger = _open_ledger(args)
     try:
-        release = mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions)
+        release = mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions,
+                               **_unverified_opt_in(args))
     except ReleaseMismatchError as exc:
         raise _ArgumentProblem("--data", str(exc)) from exc
     g = release.guarantee
@@ -726,6 +740,7 @@ def _release_cmd(args: argparse.Namespace) -> int:
         "protected": list(release.protected),
         "ledger_id": release.ledger_id,
         "calibration": str(args.calibration),
+        "verified": bool(release.verified),
     }
     print(json.dumps(out, indent=2, ensure_ascii=False))
     return 0
@@ -745,6 +760,117 @@ def _ledger_cmd(args: argparse.Namespace) -> int:
     if note:
         print()
         print(note)
+    return 0
+
+
+# -- signed calibration files: trust flags and the key -----------------------------------------------------
+_CLI_TRUST_HINT = ("on the command line: --trust-unverified loads it for inspection; a release from it also needs "
+                   "--accept-unverified")
+
+
+def _add_trust_arguments(parser: argparse.ArgumentParser, *, release: bool) -> None:
+    """``--trust-unverified`` (and, for release, ``--accept-unverified``)."""
+    parser.add_argument("--trust-unverified", action="store_true",
+                        help="load a calibration file whose MAC does not verify under your key (another owner's, "
+                             "edited, or unsigned): " + ("the release also needs --accept-unverified and its JSON "
+                                                         "says \"verified\": false" if release else
+                                                         "shown with an UNVERIFIED banner"))
+    if release:
+        parser.add_argument("--accept-unverified", action="store_true",
+                            help="with --trust-unverified: release from an unverified calibration (recorded in the "
+                                 "guarantee as the assumption unverified_calibration)")
+
+
+def _unverified_opt_in(args: argparse.Namespace) -> dict[str, bool]:
+    """``accept_unverified=True`` for ``release`` only when both flags are given."""
+    return {"accept_unverified": bool(args.trust_unverified and args.accept_unverified)}
+
+
+def _load_trusting(path: Path, argument: str, query: Any, trust_unverified: bool) -> Any:
+    """load_calibration with the command's trust; a file that does not verify is a refusal (exit 1)."""
+    from bayespriv.calibration import load_calibration
+    from bayespriv.errors import ReleaseMismatchError, UnverifiedCalibrationError
+
+    try:
+        return load_calibration(path, query=query, trust="unverified" if trust_unverified else "verified")
+    except UnverifiedCalibrationError as exc:
+        hint = "" if trust_unverified else f" ({_CLI_TRUST_HINT})"
+        raise UnverifiedCalibrationError(f"{exc}{hint}") from exc
+    except ReleaseMismatchError as exc:
+        raise _ArgumentProblem("--script", str(exc)) from exc
+    except BayesPrivError as exc:
+        raise _ArgumentProblem(argument, str(exc)) from exc
+
+
+def _print_trust_banner(cal: Any) -> None:
+    """One line on top of ``inspect``: verified (key and content hash), or an UNVERIFIED banner with the reason."""
+    p = getattr(cal, "provenance", None)
+    if p is None:
+        return
+    if p.verified:
+        print(f"{'verified:':<20} signed with your key {p.key_fingerprint}; content hash {p.content_hash}")
+        return
+    print(f"*** UNVERIFIED calibration file: {p.reason} ***")
+    print("*** Shown for inspection only: a release from it needs --trust-unverified --accept-unverified. ***")
+
+
+def _print_file_trust(path: Path, trust_unverified: bool) -> None:
+    """The MAC of a chain or quilt file (shown without loading it, which needs its query)."""
+    from bayespriv.calibration import persist, signing
+    from bayespriv.errors import UnverifiedCalibrationError
+
+    nodes = persist._open_tree(path)
+    try:
+        digest = signing.verify(nodes, source=f"the calibration file {str(path)!r}")
+    except UnverifiedCalibrationError as exc:
+        if not trust_unverified:
+            raise UnverifiedCalibrationError(f"{exc} ({_CLI_TRUST_HINT})") from exc
+        print(f"*** UNVERIFIED calibration file: {exc} ***")
+        return
+    print(f"{'verified:':<20} signed with your key {signing.key_fingerprint()}; content hash {digest}")
+
+
+def _add_key_parser(sub: Any) -> None:
+    key = sub.add_parser(
+        "key", help="show (or rotate) the key that signs calibration files",
+        description="Show where the data owner's signing key is (BAYESPRIV_KEY, else BAYESPRIV_KEY_FILE, else "
+                    "~/.config/bayespriv/key) and its fingerprint, the short public name stored in every file it "
+                    "signs. The key itself is never printed unless --show-secret is given: anyone holding it can forge "
+                    "calibration files.")
+    key.add_argument("--rotate", action="store_true",
+                     help="replace the key with a new random one (keeps nothing of the old one: files signed with "
+                          "it no longer verify)")
+    key.add_argument("--show-secret", action="store_true",
+                     help="also print the key in hexadecimal (to copy it into BAYESPRIV_KEY elsewhere)")
+    key.set_defaults(func=_key_cmd)
+
+
+def _key_cmd(args: argparse.Namespace) -> int:
+    from bayespriv.calibration import signing
+
+    source = (f"environment variable {signing.ENV_KEY}" if os.environ.get(signing.ENV_KEY)
+              else f"key file {signing.key_path()}")
+    if args.rotate:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fingerprint = signing.rotate_key()
+        for w in caught:
+            print(f"warning: {w.message}", file=sys.stderr)
+        print(f"{'key:':<13} {source} (new key)")
+    else:
+        try:
+            fingerprint = signing.key_fingerprint()
+        except BayesPrivError:
+            if os.environ.get(signing.ENV_KEY):
+                raise
+            print(f"{'key:':<13} {source} (none yet: the first save of a calibration creates it, or run "
+                  "`bayespriv key --rotate` to create it now)")
+            return 0
+        print(f"{'key:':<13} {source}")
+    print(f"{'fingerprint:':<13} {fingerprint}")
+    if args.show_secret:
+        print("warning: anyone holding this key can forge calibration files that verify as yours", file=sys.stderr)
+        print(f"{'secret key:':<13} {signing.load_key().hex()}")
     return 0
 
 

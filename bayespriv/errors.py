@@ -22,6 +22,8 @@ __all__ = [
     "LedgerError",
     "ImmutableError",
     "ReleaseMismatchError",
+    "UnverifiedCalibrationError",
+    "SigningKeyError",
     "BayesPrivWarning",
     "PrivacyAssumptionWarning",
     "warn",
@@ -67,6 +69,22 @@ class ImmutableError(BayesPrivError, AttributeError):
 class ReleaseMismatchError(ValidationError):
     """The data given to ``release`` do not match what was calibrated (row
     count, columns, query); nothing was spent and no noise was drawn."""
+
+
+class UnverifiedCalibrationError(ValidationError):
+    """A calibration file cannot be trusted: it carries no MAC, was signed with
+    another key, its contents changed after signing, or they contradict
+    themselves (a stored moment that does not follow from the stored samples);
+    or a release was asked of a mechanism built on a calibration loaded with
+    ``trust="unverified"`` without the explicit opt-in. The message names the
+    file, what failed and what to do. Nothing was spent and no noise was drawn."""
+
+
+class SigningKeyError(BayesPrivError, OSError):
+    """The data owner's signing key cannot be used: no key where a reader
+    needs one (readers never create a key), a malformed ``BAYESPRIV_KEY``, a
+    key file readable by others, or one that cannot be written. The message
+    names the path or variable and what to do."""
 
 
 class LedgerError(BayesPrivError, OSError):

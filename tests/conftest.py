@@ -20,3 +20,19 @@ def adult_dir() -> Path:
     if not (ADULT_DIR / "adult.data").exists() or not (ADULT_DIR / "adult.test").exists():
         pytest.skip(f"UCI Adult data not found in {ADULT_DIR} (set BAYESPRIV_ADULT_DIR); it is never committed")
     return ADULT_DIR
+
+
+@pytest.fixture(scope="session", autouse=True)
+def signing_key_file(tmp_path_factory) -> Path:
+    """Every test signs and verifies calibration files with a key of its own session, never the user's.
+
+    ``BAYESPRIV_KEY_FILE`` points at a file in a per-session temporary directory (created with mode
+    0600 by the first save) and ``BAYESPRIV_KEY`` is cleared, so the suite never reads or writes
+    ``~/.config/bayespriv``; command-line tests run in subprocesses inherit both.
+    """
+    patch = pytest.MonkeyPatch()
+    path = tmp_path_factory.mktemp("bayespriv-key") / "key"
+    patch.setenv("BAYESPRIV_KEY_FILE", str(path))
+    patch.delenv("BAYESPRIV_KEY", raising=False)
+    yield path
+    patch.undo()

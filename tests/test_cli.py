@@ -231,3 +231,111 @@ def test_chain_calibration_through_the_command_line(tmp_path, capsys):
                  "--data", str(tmp_path / "chain.csv")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["mechanism"] == "MQM" and out["guarantee"]["delta"] == 0.0 and out["protected"] == ["s"]
+
+
+# -- signed calibration files on the command line ------------------------------------------------------------------
+def _edited_copy(workdir: Path, name: str) -> Path:
+    """The workdir's calibration with secret B's means set to secret A's and B's samples shifted to match
+    (h5py; consistent, but not re-signed)."""
+    import h5py
+
+    path = workdir / name
+    shutil.copy(workdir / "cal.nc", path)
+    with h5py.File(path, "r+") as f:
+        mean, samples = f["mean"][()], f["samples"][()]
+        samples[1] += mean[0] - mean[1]
+        f["samples"][...] = samples
+        f["mean"][...] = samples.mean(axis=1)
+    return path
+
+
+def _release_argv(workdir: Path, cal: Path) -> list[str]:
+    return ["release", str(cal), "--script", str(workdir / "script.py"), "--mechanism", "ExpM", "--epsilon", "1",
+            "--data", str(workdir / "payroll.csv")]
+
+
+def test_release_of_an_edited_file_exits_1_with_one_line(workdir):
+    """As a user types it, in a subprocess (which inherits the session's key): refused, one line on stderr,
+    nothing on stdout."""
+    edited = _edited_copy(workdir, "evil.nc")
+    exe = Path(sys.executable).with_name("bayespriv")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "bayespriv.cli"]
+    root = Path(__file__).resolve().parents[1]
+    env = {**__import__("os").environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(cmd + _release_argv(workdir, edited), capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("bayespriv: error: the calibration file") and str(edited) in lines[0]
+    assert "contents changed after signing" in lines[0] and "--trust-unverified" in lines[0]
+
+
+def test_unverified_release_needs_both_flags_and_says_verified_false(workdir, capsys):
+    edited = _edited_copy(workdir, "evil2.nc")
+    argv = _release_argv(workdir, edited)
+    assert main(argv + ["--accept-unverified"]) == 1  # the opt-in alone does not load it
+    assert "contents changed" in capsys.readouterr().err
+    assert main(argv + ["--trust-unverified"]) == 1  # loaded for inspection, but no release without the opt-in
+    err = capsys.readouterr().err
+    assert "cannot release" in err and "--accept-unverified" in err
+    assert main(argv + ["--trust-unverified", "--accept-unverified"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verified"] is False and "unverified_calibration" in out["guarantee"]["assumptions"]
+    assert main(_release_argv(workdir, workdir / "cal.nc")) == 0
+    assert json.loads(capsys.readouterr().out)["verified"] is True
+
+
+def test_inspect_shows_verified_or_an_unverified_banner(workdir, capsys):
+    assert main(["inspect", str(workdir / "cal.nc")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("verified:") and "content hash" in out
+    edited = _edited_copy(workdir, "evil3.nc")
+    assert main(["inspect", str(edited)]) == 1
+    assert "contents changed" in capsys.readouterr().err
+    assert main(["inspect", str(edited), "--trust-unverified"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("*** UNVERIFIED calibration file:") and "unverified_calibration" in out
+
+
+def test_key_command_shows_rotates_and_never_prints_the_secret_unasked(tmp_path, monkeypatch, capsys):
+    from bayespriv.calibration import signing
+
+    key_file = tmp_path / "keys" / "key"
+    monkeypatch.setenv("BAYESPRIV_KEY_FILE", str(key_file))
+    assert main(["key"]) == 0
+    assert "none yet" in capsys.readouterr().out and not key_file.exists()  # showing never creates a key
+    path = bp_calibration(tmp_path)
+    assert main(["key"]) == 0
+    out = capsys.readouterr().out
+    secret = key_file.read_text().strip()
+    assert str(key_file) in out and signing.key_fingerprint() in out and secret not in out
+    assert main(["key", "--show-secret"]) == 0
+    captured = capsys.readouterr()
+    assert secret in captured.out and "forge" in captured.err
+    old = signing.key_fingerprint()
+    assert main(["key", "--rotate"]) == 0
+    captured = capsys.readouterr()
+    assert "no longer verify" in captured.err and old in captured.err and secret not in captured.out
+    new = signing.key_fingerprint()
+    assert new != old and new in captured.out
+    assert main(["inspect", str(path)]) == 1
+    assert f"signed with key {old}…, yours is {new}…" in capsys.readouterr().err
+    monkeypatch.setenv("BAYESPRIV_KEY", "00" * 32)
+    assert main(["key", "--rotate"]) == 1
+    assert "BAYESPRIV_KEY" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["key"])
+def test_help_of_the_key_command(command, capsys):
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--rotate" in out and "--show-secret" in out and "fingerprint" in out
+
+
+def bp_calibration(folder: Path) -> Path:
+    """A small signed calibration file (the key of the current environment)."""
+    import bayespriv as bp
+
+    model = bp.GaussianDataModel([0.0, 1.0], [[1.0, 0.5], [0.5, 1.0]], ["x", "y"], 20)
+    pair = bp.SecretPair(bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 1.0))
+    return bp.calibrate(model, pair, bp.mean("y"), n_draws=100, rng=1).to_netcdf(folder / "small.nc")

@@ -20,14 +20,16 @@ from .._validation import fail
 from .._progress import ProgressBar
 from .._progress import progress as progress_bar
 from .._validation import check_confidence, check_memory, check_optional_positive_int, check_positive_int
+from ..datamodels import _posterior_cache
 from ..datamodels.base import DataModel
 from ..datamodels.family import DataModelFamily
-from ..errors import ParameterTypeError, ValidationError
+from ..errors import ParameterTypeError, UnverifiedCalibrationError, ValidationError
 from ..queries import Query
 from ..random import RNGLike, as_seed_sequence
 from ..secrets import Secret, SecretPair, as_pairs
 from .moments import bonferroni_z, sample_moments
 from .result import Calibration
+from .signing import UNVERIFIED
 
 __all__ = ["calibrate", "default_chunk_size", "draw_query_samples", "minimum_draws"]
 
@@ -282,6 +284,7 @@ def calibrate(
     executor: Any = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
+    reuse: Calibration | None = None,
 ) -> Calibration:
     """Estimate what the mechanisms need by sampling F(X) | secret.
 
@@ -330,10 +333,26 @@ def calibrate(
         stderr in terminals; :func:`bayespriv._progress.progress`). True: always; False:
         never; None (default): in a Jupyter kernel or when stderr is a terminal, unless the
         ``CI`` environment variable is set, and only once the work has lasted 0.5 s.
+    reuse : Calibration, optional
+        A calibration whose MCMC posteriors (:attr:`Calibration.posteriors`,
+        e.g. of one loaded with :func:`~bayespriv.load_calibration`) this call
+        may reuse instead of running :func:`pymc.sample` again. A posterior is
+        taken only where its saved key equals the key the model computes for
+        the run it needs — the model's graph and builder, ``n_records``, the
+        secret and its evidence, the MCMC settings, the seed derived from
+        ``rng`` and the library versions — so the result is what a fresh run
+        gives, bit for bit. Offered to this call only: nothing is added to the
+        process's posterior cache. A calibration loaded with
+        ``trust="unverified"`` from a file that did not verify is refused.
 
     Returns
     -------
     Calibration
+
+    Raises
+    ------
+    UnverifiedCalibrationError
+        ``reuse`` comes from a file that did not verify.
     """
     if not isinstance(model, (DataModel, DataModelFamily)):
         raise ParameterTypeError(f"model must be a bayespriv DataModel or DataModelFamily; got {type(model).__name__}")
@@ -359,10 +378,12 @@ def calibrate(
     for m in members:
         for s in secrets:
             m.check_secret(s)
+    offered = _offered_posteriors(reuse)
     root = as_seed_sequence(rng)
     # Seeds: a single model keeps root -> secret -> chunk; a family adds a θ level first.
     seeds = root.spawn(len(members)) if family else [root]
-    prepared = [m.prepare(secrets, np.random.default_rng(_prepare_seed(seed))) for m, seed in zip(members, seeds)]
+    with _posterior_cache.offered(offered):
+        prepared = [m.prepare(secrets, np.random.default_rng(_prepare_seed(seed))) for m, seed in zip(members, seeds)]
     tasks, per_secret = _plan(prepared, secrets, query, n_draws, seeds, chunk_size)
     label = f"calibrating {len(members)} models" if family else "calibrating"
     with progress_bar(len(tasks), label, progress) as bar:
@@ -387,6 +408,27 @@ def calibrate(
         "worst_theta": dict(cals[worst].theta or {}),
     }
     return replace(cals[worst], family=tuple(cals), diagnostics=diagnostics)
+
+
+def _offered_posteriors(reuse: Any) -> dict[str, Any]:
+    """Saved key -> MCMC run of every posterior of ``reuse`` (and of its family members)."""
+    if reuse is None:
+        return {}
+    if not isinstance(reuse, Calibration):
+        raise ParameterTypeError(f"reuse must be None or a bayespriv Calibration; got {type(reuse).__name__}")
+    if UNVERIFIED in reuse.assumptions:
+        where = reuse.provenance.path if reuse.provenance is not None else "a file"
+        raise UnverifiedCalibrationError(
+            f"reuse must be a calibration computed in this process or loaded from a verified file; got one loaded "
+            f"with trust='unverified' from {where!r}, whose MCMC posteriors nothing vouches for. Calibrate without "
+            "reuse (MCMC runs again), or re-create the file with your key")
+    out: dict[str, Any] = {}
+    for m in (reuse, *reuse.family):
+        for idata in m.posteriors.values():
+            key = _posterior_cache.key_of(idata)
+            if key is not None:
+                out[key] = idata
+    return out
 
 
 # -- the fewest draws the bounds need ------------------------------------------------------

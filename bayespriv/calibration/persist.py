@@ -83,10 +83,12 @@ import numpy as np
 import xarray as xr
 
 from .._validation import fail, thaw
-from ..errors import ParameterTypeError, ReleaseMismatchError, ValidationError
+from ..errors import ParameterTypeError, ReleaseMismatchError, UnverifiedCalibrationError, ValidationError
 from ..queries import Query
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair
+from . import consistency, signing
 from .result import Calibration
+from .signing import UNVERIFIED, FileProvenance
 
 __all__ = ["save_calibration", "load_calibration", "read_metadata", "check_query", "FORMAT", "FORMAT_VERSION", "ENGINE"]
 
@@ -240,8 +242,12 @@ def _check_path(path: Any, *, must_exist: bool) -> Path:
     return p
 
 
-def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = None) -> Path:
-    """Write ``calibration`` to ``path`` (netCDF-4, h5netcdf engine); overwrites.
+def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = None, key: bytes | None = None) -> Path:
+    """Write ``calibration`` to ``path`` (netCDF-4, h5netcdf engine), signed; overwrites.
+
+    The file carries an HMAC-SHA-256 of the canonical encoding of all its
+    contents under the data owner's key (:mod:`bayespriv.calibration.signing`),
+    which :func:`load_calibration` verifies before using anything in it.
 
     Parameters
     ----------
@@ -254,6 +260,11 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
     seed : int, sequence of int or None
         The seed the calibration was drawn with, when the caller knows it
         (the calibration does not keep it); recorded in the metadata.
+    key : bytes, optional
+        The signing key (32 bytes or more). Default: the data owner's key
+        (:func:`~bayespriv.calibration.signing.load_key` with
+        ``create=True``: ``BAYESPRIV_KEY``, else the key file, created with
+        mode 0600 on first use).
 
     Returns
     -------
@@ -268,15 +279,23 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
         plain data; a path in a missing directory.
     ParameterTypeError
         Not a Calibration; ``path`` not path-like; ``seed`` not integers.
+    SigningKeyError
+        No usable key (malformed, readable by others, cannot be created).
+        Nothing is written.
+    UnverifiedCalibrationError
+        A calibration loaded with ``trust="unverified"`` from a file that did
+        not verify: saving it would sign it as yours. Nothing is written.
     """
     from .quilts import ChainCalibration, QuiltCalibration
 
     p = _check_path(path, must_exist=False)
     seed_value = _checked_seed(seed)
+    _refuse_unverified(calibration, p)
+    key = _signing_key(key)
     if isinstance(calibration, ChainCalibration):
-        return _save_chain(calibration, p, seed_value)
+        return _save_chain(calibration, p, seed_value, key)
     if isinstance(calibration, QuiltCalibration):
-        return _save_quilt(calibration, p, seed_value)
+        return _save_quilt(calibration, p, seed_value, key)
     cal = _check_savable(calibration)
     enc = _Encoder()
     members = cal.family
@@ -290,7 +309,24 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
     meta.update({"kind": "calibration", "family_members": len(members), "samples_from_member": from_member,
                  "dropped": enc.dropped})
     tree["/"] = _stamp(root, meta, seed_value)
-    return _write(tree, p)
+    return _write(tree, p, key)
+
+
+def _refuse_unverified(calibration: Any, p: Path) -> None:
+    """Signing a calibration from a file that did not verify would vouch for numbers nothing vouches for."""
+    provenance = getattr(calibration, "provenance", None)
+    if provenance is not None and not provenance.verified:
+        raise UnverifiedCalibrationError(
+            f"calibration must be computed in this process or loaded from a verified file to be saved (signed with "
+            f"your key) as {str(p)!r}; got one loaded with trust='unverified' from {provenance.path!r}: signing it "
+            "would make a file nothing vouches for verify as yours. Re-run calibrate and save that")
+
+
+def _signing_key(key: Any) -> bytes | None:
+    """The key to sign with, resolved before anything is written (None only when signing is disabled)."""
+    if not signing._ENABLED:
+        return None
+    return signing.load_key(create=True) if key is None else signing._checked_key(key)
 
 
 #: Prefix of the dimensions of saved MCMC posteriors (see the module docstring).
@@ -326,10 +362,7 @@ def _read_posteriors(nodes: dict[str, xr.Dataset], base: str, labels: list[str],
             if parent == where:
                 groups[group] = ds.rename({d: str(d)[len(_MCMC_DIM):] for d in ds.dims if str(d).startswith(_MCMC_DIM)})
         out[label] = az.InferenceData(**groups)
-    from ..datamodels._posterior_cache import register_posteriors
-
-    register_posteriors(out)  # a new process calibrating the same model, secrets, settings and seed reuses them
-    return out
+    return out  # never put in the process's posterior cache: pass the calibration to calibrate(reuse=...) instead
 
 
 def _stamp(root: xr.Dataset, meta: dict[str, Any], seed: Any) -> xr.Dataset:
@@ -346,14 +379,17 @@ def _stamp(root: xr.Dataset, meta: dict[str, Any], seed: Any) -> xr.Dataset:
     return root
 
 
-def _write(tree: dict[str, xr.Dataset], p: Path) -> Path:
+def _write(tree: dict[str, xr.Dataset], p: Path, key: bytes | None) -> Path:
+    """Write the tree, its root carrying the signature of every group, variable and attribute under ``key``."""
     dt = xr.DataTree.from_dict(tree)
-    encoding = {node.path: _encoding(node.to_dataset()) for node in dt.subtree}
+    if key is not None:
+        dt.attrs.update(signing.sign(dt, key).attrs())
+    encoding = {node.path: _encoding(node.to_dataset(inherit=False)) for node in dt.subtree}
     dt.to_netcdf(p, engine=ENGINE, mode="w", encoding=encoding)
     return p
 
 
-def _save_chain(cal: Any, p: Path, seed: Any) -> Path:
+def _save_chain(cal: Any, p: Path, seed: Any, key: bytes | None) -> Path:
     """A ChainCalibration: chains, the max-influence table and the constants MQM reads."""
     enc = _Encoder()
     states = enc.encode(list(cal.chains[0].states), "chains.states")
@@ -374,10 +410,11 @@ def _save_chain(cal: Any, p: Path, seed: Any) -> Path:
             "query_name": q.name if q is not None else None,
             "query_columns": list(q.columns) if q is not None else None,
             "query_fingerprint": q.fingerprint if q is not None else None, "dropped": []}
-    return _write({"/": _stamp(ds, meta, seed)}, p)
+    return _write({"/": _stamp(ds, meta, seed)}, p, key)
 
 
-def _load_chain(ds: xr.Dataset, meta: dict[str, Any], query: Query | None, p: Path) -> Any:
+def _load_chain(ds: xr.Dataset, meta: dict[str, Any], query: Query | None, p: Path,
+                provenance: FileProvenance | None = None) -> Any:
     """The ChainCalibration of a file, its arrays set as stored (no re-normalisation, so bit for bit)."""
     from .quilts import ChainCalibration, MarkovChain
 
@@ -387,7 +424,11 @@ def _load_chain(ds: xr.Dataset, meta: dict[str, Any], query: Query | None, p: Pa
     states = tuple(_decode(meta["states"]))
     chains = []
     for p_arr, q_arr in zip(ds["transition"].values, ds["initial"].values):
-        MarkovChain(p_arr, q_arr, states)  # validates the stored numbers
+        try:
+            MarkovChain(p_arr, q_arr, states)  # validates the stored numbers
+        except ValidationError as exc:
+            raise consistency._refuse(f"the calibration file {str(p)!r}", f"a chain that is not a Markov chain ({exc})") \
+                from exc
         chain = object.__new__(MarkovChain)
         for name, value in (("transition", np.array(p_arr, dtype=np.float64)),
                             ("initial", np.array(q_arr, dtype=np.float64))):
@@ -404,7 +445,15 @@ def _load_chain(ds: xr.Dataset, meta: dict[str, Any], query: Query | None, p: Pa
     names = tuple(str(n) for n in ds["component_name"].values.tolist())
     return ChainCalibration(tuple(chains), int(meta["length"]), str(meta["column"]), query, float(meta["lipschitz"]),
                             int(meta["window"]), influence, int(meta["k"]), names, meta["confidence"],
-                            tuple(meta["assumptions"]), members)
+                            _assumptions(meta["assumptions"], provenance), members, provenance=provenance)
+
+
+def _assumptions(saved: Any, provenance: FileProvenance | None) -> tuple[str, ...]:
+    """The saved assumptions, plus ``unverified_calibration`` for a file that did not verify."""
+    out = tuple(str(a) for a in saved)
+    if provenance is not None and not provenance.verified and UNVERIFIED not in out:
+        out += (UNVERIFIED,)
+    return out
 
 
 # -- quilt calibrations (APMQM) of discrete parameter networks -----------------------------------------------------
@@ -495,7 +544,7 @@ def _quilt_root(cal: Any, nodes: list, index: Mapping[Any, int], enc: _Encoder) 
     return ds, influences
 
 
-def _save_quilt(cal: Any, p: Path, seed: Any) -> Path:
+def _save_quilt(cal: Any, p: Path, seed: Any, key: bytes | None) -> Path:
     """A QuiltCalibration of discrete parameter networks: the networks (structure + CPDs) and every scored quilt."""
     pnet = _check_quilt_savable(cal)
     enc = _Encoder()
@@ -517,7 +566,7 @@ def _save_quilt(cal: Any, p: Path, seed: Any) -> Path:
             "query_columns": list(q.columns) if q is not None else None,
             "query_fingerprint": q.fingerprint if q is not None else None, "dropped": []}
     tree["/"] = _stamp(root, meta, seed)
-    return _write(tree, p)
+    return _write(tree, p, key)
 
 
 def _rebuild_network(ds: xr.Dataset, nodes: list) -> Any:
@@ -563,7 +612,8 @@ def _rebuild_candidates(ds: xr.Dataset, meta: dict[str, Any], nodes: list, sensi
     return {v: tuple(c) for v, c in out.items()}
 
 
-def _load_quilt(tree: dict[str, xr.Dataset], meta: dict[str, Any], query: Query | None, p: Path) -> Any:
+def _load_quilt(tree: dict[str, xr.Dataset], meta: dict[str, Any], query: Query | None, p: Path,
+                provenance: FileProvenance | None = None) -> Any:
     """The QuiltCalibration of a file: networks rebuilt from their CPDs, scored quilts as stored."""
     from types import MappingProxyType
 
@@ -593,9 +643,9 @@ def _load_quilt(tree: dict[str, xr.Dataset], meta: dict[str, Any], query: Query 
         n_quilts=MappingProxyType(dict(zip(sensitive, meta["n_quilts"]))),
         skipped=MappingProxyType(dict(zip(sensitive, meta["skipped"]))), exhaustive=bool(meta["exhaustive"]),
         confidence=meta["confidence"], k=int(meta["k"]), component_names=names,
-        assumptions=tuple(meta["assumptions"]), engine=engine, parameter_network=pnet,
+        assumptions=_assumptions(meta["assumptions"], provenance), engine=engine, parameter_network=pnet,
         skip_reasons=MappingProxyType(dict(zip(sensitive, (tuple(r) for r in meta.get("skip_reasons")
-                                                           or [()] * len(sensitive))))))
+                                                           or [()] * len(sensitive))))), provenance=provenance)
 
 
 def _checked_seed(seed: Any) -> Any:
@@ -656,20 +706,30 @@ def _secret(kind: str, attribute: str, statistic: str, value: float, category: s
 
 
 def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
-           family: tuple[Calibration, ...] = (), posteriors: dict[str, Any] | None = None) -> Calibration:
+           family: tuple[Calibration, ...] = (), posteriors: dict[str, Any] | None = None,
+           provenance: FileProvenance | None = None) -> Calibration:
     m = node.meta
     theta = _decode(m["theta"])
-    return Calibration(
-        secrets=node.secrets, pairs=node.pairs, confidence=m["confidence"], z=m["z"], query=query,
-        n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples, component_names=node.component_names,
-        theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
-        query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, **node.arrays)
+    try:
+        return Calibration(
+            secrets=node.secrets, pairs=node.pairs, confidence=m["confidence"], z=m["z"], query=query,
+            n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples,
+            component_names=node.component_names, theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
+            query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance, **node.arrays)
+    except ReleaseMismatchError:
+        raise
+    except ValidationError as exc:  # e.g. a z too small for the stated confidence, shapes that disagree
+        if not signing._ENABLED:
+            raise
+        raise consistency._refuse(f"the calibration file {provenance.path if provenance else ''!r}",
+                                  f"stored values that no calibration can hold ({exc})") from exc
 
 
 def _open_tree(p: Path) -> dict[str, xr.Dataset]:
+    """Every group of the file, read into memory once: what is verified is what is then used."""
     try:
         with xr.open_datatree(p, engine=ENGINE) as tree:
-            return {node.path: node.to_dataset().load() for node in tree.subtree}
+            return {node.path: node.to_dataset(inherit=False).load() for node in tree.subtree}
     except (OSError, ValueError) as exc:
         raise ValidationError(f"path must be a netCDF-4 file written by Calibration.to_netcdf; got {str(p)!r}, which "
                               f"cannot be read as one ({type(exc).__name__}: {exc})") from exc
@@ -677,6 +737,9 @@ def _open_tree(p: Path) -> dict[str, xr.Dataset]:
 
 def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     """The root metadata of a saved calibration, without loading its arrays.
+
+    For display only: the MAC is not checked here (:func:`load_calibration`
+    checks it before using anything).
 
     Parameters
     ----------
@@ -752,8 +815,47 @@ def check_query(query: Any, fingerprint: str | None, *, source: str = "the calib
             "Python version changed its bytecode). Recalibrate with this query, or pass the original one.")
 
 
-def load_calibration(path: str | os.PathLike, *, query: Query | None = None) -> Any:
-    """Read a calibration written by :meth:`Calibration.to_netcdf`.
+#: Values of ``load_calibration(trust=...)``.
+TRUST = ("verified", "unverified")
+
+
+def _provenance(nodes: dict[str, xr.Dataset], p: Path, trust: str, key: bytes | None) -> FileProvenance | None:
+    """Verify the MAC of the tree as read, before anything in it is used (see :mod:`.signing`)."""
+    if not signing._ENABLED:
+        return None
+    source = f"the calibration file {str(p)!r}"
+    root = nodes.get("/")
+    claimed = None if root is None else root.attrs.get(signing.KEY_ID_ATTR)
+    claimed = claimed if isinstance(claimed, str) else None
+    try:
+        digest = signing.verify(nodes, key, source=source)
+    except UnverifiedCalibrationError as exc:
+        if trust == "verified":
+            raise
+        try:
+            digest = signing.content_digest(nodes)
+        except ValueError as err:
+            raise ValidationError(f"path must be a calibration file of numbers and strings; got {str(p)!r} ({err})") \
+                from err
+        return FileProvenance(str(p), digest, False, claimed, str(exc))
+    return FileProvenance(str(p), digest, True, claimed)
+
+
+def load_calibration(path: str | os.PathLike, *, query: Query | None = None, trust: str = "verified",
+                     key: bytes | None = None) -> Any:
+    """Read a calibration written by :meth:`Calibration.to_netcdf`, after verifying it.
+
+    Before anything in the file is used, its MAC (HMAC-SHA-256 of the
+    canonical encoding of every group, variable and attribute, see
+    :mod:`bayespriv.calibration.signing`) is checked under the data owner's
+    key; then everything a guarantee rests on that the file determines is
+    recomputed from it (moments and their standard errors from the samples,
+    max-influences from the stored chains and networks, see
+    :mod:`bayespriv.calibration.consistency`), and a file that contradicts
+    itself is refused even under a valid MAC. Loading changes no state of the
+    process: saved MCMC posteriors are *not* put in the posterior cache (pass
+    the calibration to :func:`~bayespriv.calibrate` as ``reuse=`` to reuse
+    them).
 
     Parameters
     ----------
@@ -764,6 +866,18 @@ def load_calibration(path: str | os.PathLike, *, query: Query | None = None) -> 
         calibration has ``query=None``: mechanisms build and report their
         noise and guarantee, and ``release_value`` works, but ``release``
         needs the query.
+    trust : {"verified", "unverified"}
+        ``"verified"`` (default): refuse a file whose MAC does not verify.
+        ``"unverified"``: load such a file anyway, to inspect a file from
+        someone else; the calibration then carries the assumption
+        ``"unverified_calibration"`` (so does every guarantee built on it),
+        its ``content_hash`` is None, and ``release`` / ``release_value``
+        refuse unless called with ``accept_unverified=True``. A file that
+        contradicts itself is refused in both modes.
+    key : bytes, optional
+        The key to verify with. Default: the owner's key
+        (:func:`~bayespriv.calibration.signing.load_key`; a reader never
+        creates one).
 
     Returns
     -------
@@ -771,48 +885,76 @@ def load_calibration(path: str | os.PathLike, *, query: Query | None = None) -> 
         Equal to the saved one bit for bit: every array (moments, standard
         errors, samples), z, confidence, secrets, pairs, θ, plain diagnostics,
         family members; a mechanism built from it has the same ``noise_cov``
-        and ``guarantee``. A chain calibration (for MQM) and a quilt
-        calibration (for APMQM) need ``query``.
+        and ``guarantee``. Its ``provenance`` names the file and its
+        ``content_hash`` is the verified SHA-256 content digest. A chain
+        calibration (for MQM) and a quilt calibration (for APMQM) need
+        ``query``.
 
     Raises
     ------
+    UnverifiedCalibrationError
+        The file has no MAC, was signed with another key (both fingerprints
+        are named), or changed since it was signed (with ``trust="verified"``);
+        there is no key on this machine; or its contents contradict themselves
+        (the message names the quantity and the node).
     ValidationError
         ``path`` missing, unreadable, not written by ``to_netcdf``, or of a
-        newer format version.
+        newer format version; ``trust`` not one of the two values.
     ReleaseMismatchError
         ``query`` does not have the saved fingerprint (the message names it).
 
     Examples
     --------
-    >>> import bayespriv as bp, tempfile, os
+    >>> import bayespriv as bp, os, tempfile
+    >>> from unittest import mock
     >>> sa, sb = bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 1.0)
     >>> cal = bp.Calibration.from_moments({sa: [0.0], sb: [1.0]}, {sa: [[1.0]], sb: [[1.0]]}, bp.SecretPair(sa, sb),
     ...                                   bp.mean("x"), n_records=10)
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = cal.to_netcdf(os.path.join(folder, "cal.nc"))
-    ...     bp.calibration.load_calibration(path, query=bp.mean("x")).sensitivity()
-    1.0
+    >>> with tempfile.TemporaryDirectory() as folder, mock.patch.dict(os.environ, {"BAYESPRIV_KEY_FILE": folder + "/key"}):
+    ...     path = cal.to_netcdf(os.path.join(folder, "cal.nc"))  # signed with the key, created on first use
+    ...     loaded = bp.calibration.load_calibration(path, query=bp.mean("x"))
+    >>> loaded.sensitivity(), len(loaded.content_hash)
+    (1.0, 64)
     """
     p = _check_path(path, must_exist=True)
+    if trust not in TRUST:
+        raise fail("trust", "'verified' or 'unverified'", trust)
     nodes = _open_tree(p)
+    provenance = _provenance(nodes, p, trust, key)
     meta = _root_meta(nodes, p)
     if query is not None:
         check_query(query, meta.get("query_fingerprint"), source=f"the calibration in {str(p)!r}")
+    check = signing._ENABLED
+    source = f"the calibration file {str(p)!r}"
     if meta.get("kind") == "chain":
-        return _load_chain(nodes["/"], meta, query, p)
+        cal = _load_chain(nodes["/"], meta, query, p, provenance)
+        if check:
+            consistency.check_chain(cal, source)
+        return cal
     if meta.get("kind") == "quilt":
-        return _load_quilt(nodes, meta, query, p)
+        cal = _load_quilt(nodes, meta, query, p, provenance)
+        if check:
+            consistency.check_quilt(cal, source)
+        return cal
     members = []
     for i in range(int(meta.get("family_members") or 0)):
         where = f"/member_{i:03d}"
         if where not in nodes:
             raise ValidationError(f"path must be a complete calibration file; got {str(p)!r} without the group {where}")
         node = _read_node(nodes[where], f"{p} group {where}")
+        if check and node.meta.get("has_samples") and node.samples is None:
+            raise consistency._refuse(source, f"no samples in {where}, whose metadata says it has them")
         posteriors = _read_posteriors(nodes, where, node.meta.get("posteriors", []), p)
-        members.append(_build(node, query=query, samples=node.samples, posteriors=posteriors))
+        members.append(_build(node, query=query, samples=node.samples, posteriors=posteriors, provenance=provenance))
     root = _read_node(nodes["/"], str(p))
     samples = root.samples
     if meta.get("samples_from_member") is not None:
         samples = members[int(meta["samples_from_member"])].sample_array
+    if check and root.meta.get("has_samples") and samples is None:
+        raise consistency._refuse(source, "no samples at the root, whose metadata says it has them")
     posteriors = _read_posteriors(nodes, "", root.meta.get("posteriors", []), p)
-    return _build(root, query=query, samples=samples, family=tuple(members), posteriors=posteriors)
+    cal = _build(root, query=query, samples=samples, family=tuple(members), posteriors=posteriors,
+                 provenance=provenance)
+    if check:
+        consistency.check_calibration(cal, source)
+    return cal

@@ -50,6 +50,7 @@ from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from .elimination import MAX_FACTOR
 from .quilt_search import GraphIndex, candidate_rows
+from .signing import FileProvenance
 from .influence import (
     InfluenceEngine,
     MaxInfluence,
@@ -369,6 +370,10 @@ class QuiltCalibration:
         The declared network over parameters, with its columns.
     skip_reasons : mapping
         Sensitive node -> the reason each skipped quilt was not scored.
+    provenance : FileProvenance or None
+        The file it was loaded from and whether it verified (None when
+        computed in this process); see :attr:`Calibration.provenance
+        <bayespriv.Calibration.provenance>`.
 
     Notes
     -----
@@ -396,6 +401,14 @@ class QuiltCalibration:
     engine: InfluenceEngine | None = field(default=None, repr=False)
     parameter_network: ParameterNetwork | None = field(default=None, repr=False)
     skip_reasons: Mapping[Hashable, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}), repr=False)
+    provenance: FileProvenance | None = field(default=None, repr=False)
+
+    @property
+    def content_hash(self) -> str | None:
+        """The verified SHA-256 content digest of the file this calibration was loaded from (see
+        :attr:`Calibration.content_hash <bayespriv.Calibration.content_hash>`); None otherwise."""
+        p = self.provenance
+        return p.content_hash if p is not None and p.verified else None
 
     @property
     def n_members(self) -> int:
@@ -447,8 +460,9 @@ class QuiltCalibration:
         engine = self.engine if self.engine is not None else InfluenceEngine(list(self.networks))
         return QuiltScore(full, float(sens), engine(node, q))
 
-    def to_netcdf(self, path: Any, *, seed: int | None = None) -> Any:
-        """Save to a netCDF file (:func:`~bayespriv.calibration.persist.save_calibration`).
+    def to_netcdf(self, path: Any, *, seed: int | None = None, key: bytes | None = None) -> Any:
+        """Save to a netCDF file, signed with ``key`` (default: the owner's key;
+        :func:`~bayespriv.calibration.persist.save_calibration`).
 
         Only calibrations of discrete parameter networks (pgmpy
         ``DiscreteBayesianNetwork``) can be saved: the file holds each
@@ -459,7 +473,7 @@ class QuiltCalibration:
         """
         from .persist import save_calibration
 
-        return save_calibration(self, path, seed=seed)
+        return save_calibration(self, path, seed=seed, key=key)
 
     def best(self, node: Hashable, epsilon: float, member: int | None = None) -> QuiltScore | None:
         """Algorithm 2's choice for ``node`` at ε: the least score among quilts with e < ε.
@@ -1060,6 +1074,9 @@ class ChainCalibration:
         ``nan`` where a node falls outside the chain): the max over chains.
     member_influence : ndarray (chains, T, window + 1, window + 1) or None
         e_θ of every chain θ (None: a single chain, equal to ``influence``).
+    provenance : FileProvenance or None
+        The file it was loaded from and whether it verified (None when
+        computed in this process).
     """
 
     chains: tuple[MarkovChain, ...]
@@ -1074,6 +1091,14 @@ class ChainCalibration:
     confidence: float = 1.0
     assumptions: tuple[str, ...] = ("markov_chain",)
     member_influence: np.ndarray | None = field(default=None, repr=False)
+    provenance: FileProvenance | None = field(default=None, repr=False)
+
+    @property
+    def content_hash(self) -> str | None:
+        """The verified SHA-256 content digest of the file this calibration was loaded from (see
+        :attr:`Calibration.content_hash <bayespriv.Calibration.content_hash>`); None otherwise."""
+        p = self.provenance
+        return p.content_hash if p is not None and p.verified else None
 
     @property
     def n_members(self) -> int:
@@ -1093,11 +1118,12 @@ class ChainCalibration:
             s = self.nearby_counts()[None] / (epsilon - e)
         return np.where(np.isfinite(e) & (e < epsilon), s, np.inf)
 
-    def to_netcdf(self, path: Any, *, seed: int | None = None) -> Any:
-        """Save to a netCDF file (:func:`~bayespriv.calibration.persist.save_calibration`)."""
+    def to_netcdf(self, path: Any, *, seed: int | None = None, key: bytes | None = None) -> Any:
+        """Save to a netCDF file, signed with ``key`` (default: the owner's key;
+        :func:`~bayespriv.calibration.persist.save_calibration`)."""
         from .persist import save_calibration
 
-        return save_calibration(self, path, seed=seed)
+        return save_calibration(self, path, seed=seed, key=key)
 
     def nearby_counts(self) -> np.ndarray:
         """card(N) for every (i, a, b): the entries strictly between the quilt nodes."""

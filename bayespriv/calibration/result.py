@@ -31,6 +31,7 @@ from ..queries import Query
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair, as_pairs
 from .constraints import PairConstraints
 from .moments import bonferroni_z, loewner_lower
+from .signing import UNVERIFIED, FileProvenance
 
 __all__ = ["Calibration"]
 
@@ -236,6 +237,14 @@ class Calibration:
         (:func:`~bayespriv.load_calibration`) keeps the saved one even without
         its query. Given together with a query, it must match (else
         :class:`~bayespriv.errors.ReleaseMismatchError`).
+    provenance : FileProvenance or None
+        For a calibration read by :func:`~bayespriv.load_calibration`: the
+        file, its content digest and whether it verified
+        (:class:`~bayespriv.calibration.signing.FileProvenance`); None for a
+        calibration computed in this process. A calibration loaded with
+        ``trust="unverified"`` from a file that did not verify carries the
+        assumption ``"unverified_calibration"`` (:attr:`assumptions`), and so
+        does every guarantee built on it.
     """
 
     secrets: tuple[Secret, ...]
@@ -257,6 +266,7 @@ class Calibration:
     family: tuple["Calibration", ...] = field(default=(), repr=False)
     query_fingerprint: str | None = field(default=None, repr=False)
     posteriors: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    provenance: FileProvenance | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         secrets, pairs = _checked_secrets(self.secrets, self.pairs)
@@ -271,6 +281,24 @@ class Calibration:
         object.__setattr__(self, "diagnostics", freeze(self.diagnostics))
         object.__setattr__(self, "query_fingerprint", _checked_fingerprint(self.query, self.query_fingerprint))
         object.__setattr__(self, "posteriors", _checked_posteriors(self.posteriors))
+        if self.provenance is not None and not isinstance(self.provenance, FileProvenance):
+            raise ParameterTypeError(f"provenance must be None or a FileProvenance; got {type(self.provenance).__name__}")
+
+    @property
+    def content_hash(self) -> str | None:
+        """The verified SHA-256 content digest of the file this calibration was loaded from.
+
+        :func:`~bayespriv.calibration.signing.content_digest` of the file as
+        read, once its MAC verified under the owner's key and its contents
+        agreed with themselves; a ledger records it to name the exact file
+        behind a release. None for a calibration computed in this process (a
+        file's digest covers what only saving adds — versions, the seed — so an
+        in-memory calibration has no digest of its own) and for one loaded
+        with ``trust="unverified"`` from a file that did not verify (its
+        unverified digest is ``provenance.content_hash``).
+        """
+        p = self.provenance
+        return p.content_hash if p is not None and p.verified else None
 
     def _check_labels(self) -> None:
         """query, sizes, names, θ, diagnostics and family members: right types."""
@@ -377,10 +405,11 @@ class Calibration:
         return az.InferenceData(posterior=xr.Dataset(data, coords=coords, attrs=attrs))
 
     # -- persistence ---------------------------------------------------------------------
-    def to_netcdf(self, path: Any, *, seed: Any = None) -> Path:
-        """Save to a netCDF-4 file; :func:`~bayespriv.load_calibration` reads it back bit-identical.
+    def to_netcdf(self, path: Any, *, seed: Any = None, key: bytes | None = None) -> Path:
+        """Save to a netCDF-4 file, signed; :func:`~bayespriv.load_calibration` reads it back bit-identical.
 
-        The file layout is described in :mod:`bayespriv.calibration.persist`.
+        The file layout is described in :mod:`bayespriv.calibration.persist`,
+        the signature in :mod:`bayespriv.calibration.signing`.
 
         Parameters
         ----------
@@ -389,6 +418,9 @@ class Calibration:
         seed : int, sequence of int, SeedSequence or None
             The seed the calibration was drawn with, when known (a calibration
             does not keep it); recorded in the file's metadata.
+        key : bytes, optional
+            The signing key; default: the data owner's key (created with mode
+            0600 on first use, see :func:`~bayespriv.calibration.signing.load_key`).
 
         Returns
         -------
@@ -397,7 +429,7 @@ class Calibration:
         """
         from .persist import save_calibration
 
-        return save_calibration(self, path, seed=seed)
+        return save_calibration(self, path, seed=seed, key=key)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -506,6 +538,9 @@ class Calibration:
         * ``"tabulated_posterior"``: some secret's posterior was tabulated
           (route ``"quadrature"``): within the recorded total-variation bound if
           it is log-concave, which is checked on the grid, not proven.
+        * ``"unverified_calibration"``: loaded with ``trust="unverified"`` from
+          a file whose MAC did not verify under the owner's key: nothing
+          vouches for its numbers, so a release needs ``accept_unverified=True``.
         """
         out: tuple[str, ...] = ()
         if self.plug_in:
@@ -519,6 +554,8 @@ class Calibration:
         routes = {d.get("route") for m in self.members for d in _per_secret_diagnostics(m)}
         out += tuple(name for route, name in (("mcmc", "mcmc_posterior"), ("quadrature", "tabulated_posterior"))
                      if route in routes)
+        if self.provenance is not None and not self.provenance.verified:
+            out += (UNVERIFIED,)
         return out
 
     # -- bounds ------------------------------------------------------------------------------
@@ -749,7 +786,8 @@ class Calibration:
                 f"(s.e. {self.sensitivity_se(2):.2g}, bound {self.sensitivity(2, bound=True):.4g}), "
                 f"smallest variance={float(np.min(self.variance())):.4g} "
                 f"(s.e. {float(self.variance_se()[int(np.argmin(self.variance()))]):.2g}, "
-                f"bound {float(np.min(self.variance(bound=True))):.4g}){fam})")
+                f"bound {float(np.min(self.variance(bound=True))):.4g}){fam}"
+                f"{', UNVERIFIED calibration file' if UNVERIFIED in self.assumptions else ''})")
 
     def _repr_html_(self) -> str:
         head = html.escape(repr(self))

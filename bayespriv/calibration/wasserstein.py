@@ -182,6 +182,7 @@ from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query, _Clipped, _Indicator
 from ..secrets import SecretPair
 from .result import Calibration
+from .signing import UNVERIFIED
 
 __all__ = [
     "PairWasserstein",
@@ -880,6 +881,8 @@ def wasserstein_bounds(
         assumptions: tuple[str, ...] = ("estimated_moments",)
     else:
         assumptions = ("monte_carlo_clt",) if method == "mean_deviation" else ()
+    if UNVERIFIED in calibration.assumptions:  # draws from a file that did not verify: nothing vouches for them
+        assumptions += (UNVERIFIED,)
     diameter = float(np.sum(hi - lo))
 
     per_member = []  # list over members of {pair index: (estimate, bound, mean_term, dev_term)}

@@ -357,19 +357,23 @@ class PyMCDataModel(DataModel):
     standard errors treat the resampled posterior draws as exact draws: the
     ESS threshold keeps the neglected MCMC error small relative to them.
 
-    **Posterior cache.** MCMC runs are kept in a process-wide cache (64 runs,
-    512 MiB, least recently used dropped) keyed by a hash of the built
-    model's graph (variables, distributions, constants, ``pm.Data`` values,
-    transforms), of the builder's code and closure, ``n_records``, the secret
-    and its evidence, ``draws``, ``tune``, ``chains``, ``target_accept``, the
-    seed derived for the secret and the PyMC / PyTensor versions: a repeated
+    **Posterior cache.** MCMC runs and quadrature tables are kept in a
+    process-wide cache (64 entries, 512 MiB, least recently used dropped)
+    keyed by a hash of the built model's graph (variables, distributions,
+    constants, ``pm.Data`` values, transforms), of the builder's code and
+    closure, ``n_records``, the secret and its evidence, the route, ``draws``,
+    ``tune``, ``chains``, ``target_accept`` (MCMC), the seed derived for the
+    secret (every route) and the PyMC / PyTensor versions: a repeated
     :func:`~bayespriv.calibrate` with the same seed (even with a new
     instance of the model) skips :func:`pymc.sample` and gives the same
     numbers bit for bit, while a changed prior, data, setting or seed runs
-    MCMC again. The key travels in the saved posteriors
-    (``Calibration.to_netcdf``) and :func:`~bayespriv.load_calibration` puts
-    them back in the cache, so a new process reuses them too. Convergence is
-    checked on every use. :func:`~bayespriv.clear_posterior_cache` empties it.
+    MCMC again. Only this process's own runs enter the cache; a lookup of the
+    wrong type is a miss. The key travels in the saved posteriors
+    (``Calibration.to_netcdf``), but :func:`~bayespriv.load_calibration`
+    does not put them in the cache: a new process reuses them only when told
+    to, ``calibrate(..., reuse=loaded)`` (a verified file), and then only a
+    run whose key is the one this model computes. Convergence is checked on
+    every use. :func:`~bayespriv.clear_posterior_cache` empties it.
 
     **Public (auxiliary) data.** Put what the adversary already knows into the
     model as observed variables sharing the hyperparameters, e.g.
@@ -877,10 +881,13 @@ class PyMCDataModel(DataModel):
                 rt.fingerprint = hashlib.sha256(f"{graph}\n{builder}".encode()).hexdigest()
             return rt.fingerprint
 
-    def _posterior_key(self, secret: Secret | None, plan: _Plan, seed: int | None) -> str:
-        """The posterior cache key of one MCMC run: model, secret and its evidence, settings, seed, versions.
+    def _posterior_key(self, secret: Secret | None, plan: _Plan, seed: int | None, route: str = "mcmc") -> str:
+        """The posterior cache key of one exact posterior: model, secret and its evidence, route, settings, seed,
+        versions.
 
-        ``seed=None`` keys the quadrature table of the secret instead (no MCMC settings, no seed).
+        ``route="mcmc"`` keys an MCMC run (with its settings); ``"quadrature"`` keys the quadrature table of
+        the secret (with the tabulation tolerance). The seed is part of every key (``None``, for a table built
+        outside :meth:`prepare`, is a seed of its own), so no entry of one route or seed answers another.
         """
         import hashlib
 
@@ -890,28 +897,46 @@ class PyMCDataModel(DataModel):
 
         token = _Writer().token
         evidence = {name: np.asarray(value) for name, value in plan.observe.items()}
+        if route not in ("mcmc", "quadrature"):
+            raise ValueError(f"route must be 'mcmc' or 'quadrature'; got {route!r}")
         parts = [
-            "bayespriv-posterior-1", self._model_fingerprint(), f"n_records={self.n_records}",
+            "bayespriv-posterior-2", f"cached={route}", self._model_fingerprint(), f"n_records={self.n_records}",
             f"secret={type(secret).__name__}:{secret!r}", f"route={plan.route}", f"pool={plan.pool!r}",
             f"keep={plan.keep!r}", f"observe={token(evidence)}", f"mean={plan.mean!r}", f"interval={plan.interval!r}",
             f"element={plan.element!r}", f"pymc={_pm().__version__}", f"pytensor={pytensor.__version__}",
+            f"seed={'none' if seed is None else int(seed)}",
         ]
-        if seed is None:
+        if route == "quadrature":
             from ._quadrature import TV_TOLERANCE
 
             parts.append(f"quadrature tv<={TV_TOLERANCE!r}")
         else:
             parts += [f"draws={self.draws}", f"tune={self.tune}", f"chains={self.chains}",
-                      f"target_accept={self.target_accept!r}", f"seed={int(seed)}"]
+                      f"target_accept={self.target_accept!r}"]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def _usable_run(self, idata: Any, key: str, plan: _Plan) -> bool:
+        """An MCMC run found under ``key`` is used only if it says it is that run and holds what is read from it."""
+        from . import _posterior_cache
+
+        try:
+            post = idata.posterior
+            if _posterior_cache.key_of(idata) != key or "sample_stats" not in idata.groups():
+                return False
+            json.loads(post.attrs[_FREE_ATTR])
+            return all(name in post and tuple(post[name].shape[:2]) == (self.chains, self.draws) for name in plan.pool)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return False
 
     def _sample_posterior(self, secret: Secret | None, plan: _Plan, seed: int) -> Any:
         """The InferenceData of :func:`pymc.sample` for ``secret``: from the posterior cache, or run and cached."""
+        import arviz as az
+
         from . import _posterior_cache
 
         key = self._posterior_key(secret, plan, seed)
-        idata = _posterior_cache.get(key)
-        if idata is not None:
+        idata = _posterior_cache.get(key, az.InferenceData)
+        if idata is not None and self._usable_run(idata, key, plan):
             return idata
         pm = _pm()
         m = self._mcmc_model(plan)
@@ -1017,29 +1042,30 @@ class PyMCDataModel(DataModel):
         return int(seq.generate_state(1, np.uint32)[0])
 
     # -- quadrature (exact 1-D posteriors) ----------------------------------------------------
-    def _quadrature(self, secret: Secret | None, plan: _Plan):
+    def _quadrature(self, secret: Secret | None, plan: _Plan, seed: int | None = None):
         """The quadrature table of ``secret``'s posterior (:mod:`._quadrature`), or the reason there is none.
 
-        Memoised per process. Only for an ``"mcmc"`` plan whose MCMC model has a
-        single free random variable, scalar and continuous, with a value
-        transform inverted in NumPy, no interval, and ``conjugate=True``.
+        Memoised per process, per secret and seed (``None`` outside :meth:`prepare`). Only for an
+        ``"mcmc"`` plan whose MCMC model has a single free random variable, scalar and continuous,
+        with a value transform inverted in NumPy, no interval, and ``conjugate=True``.
         """
         rt = self._runtime()
         with rt.lock:
-            hit = rt.tables.get(secret)
+            hit = rt.tables.get((secret, seed))
             if hit is None:
-                hit = self._cached_quadrature(secret, plan)
-                rt.tables[secret] = hit
+                hit = self._cached_quadrature(secret, plan, seed)
+                rt.tables[(secret, seed)] = hit
             return hit
 
-    def _cached_quadrature(self, secret: Secret | None, plan: _Plan):
+    def _cached_quadrature(self, secret: Secret | None, plan: _Plan, seed: int | None = None):
         """:meth:`_build_quadrature` through the process's posterior cache (other instances of the same model)."""
         from . import _posterior_cache
+        from ._quadrature import QuadratureTable
 
         if not self.conjugate:
             return "exact posteriors disabled (conjugate=False)"
-        key = self._posterior_key(secret, plan, None)
-        hit = _posterior_cache.get(key)
+        key = self._posterior_key(secret, plan, seed, route="quadrature")
+        hit = _posterior_cache.get(key, (QuadratureTable, str))
         if hit is None:
             hit = self._build_quadrature(plan)
             size = 256 if isinstance(hit, str) else hit.cumulative.nbytes + hit.rise.nbytes
@@ -1101,7 +1127,8 @@ class PyMCDataModel(DataModel):
             self.check_secret(secret)
             plan = self._plan(secret)
             label = "no secret" if secret is None else secret.label
-            table = self._quadrature(secret, plan) if plan.route == "mcmc" else None
+            seed = self._secret_seed(root, secret)
+            table = self._quadrature(secret, plan, seed) if plan.route == "mcmc" else None
             if table is not None and not isinstance(table, str):
                 new._tables[secret] = table
                 per_secret[label] = {
@@ -1111,7 +1138,7 @@ class PyMCDataModel(DataModel):
                             f"(log-concave; total-variation distance <= {table.tv_bound:.2g}), no MCMC",
                 }
             elif plan.route == "mcmc":
-                pool, diag, idata = self._run_mcmc(secret, plan, self._secret_seed(root, secret))
+                pool, diag, idata = self._run_mcmc(secret, plan, seed)
                 if isinstance(table, str) and self.conjugate:
                     diag["note"] = f"{diag.get('note', 'MCMC')} (no quadrature: {table})"
                 new._pools[secret] = pool

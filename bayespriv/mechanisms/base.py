@@ -35,7 +35,8 @@ from ..calibration.assumptions import (
 )
 from ..errors import ImmutableError, ParameterTypeError, ValidationError
 from ..random import RNGLike
-from .exact_noise import BitSource, discretization_reserve, plan_gaussian, plan_laplace
+from .exact_noise import (BitSource, DEFAULT_GRID_BITS, discretization_grid_bits, discretization_reserve, plan_gaussian,
+                          plan_laplace)
 from .guarantee import AccountingRecord, Guarantee, Release
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius, sample_gaussian, sample_laplace
 from .release_path import (
@@ -46,6 +47,7 @@ from .release_path import (
     check_mechanism_epsilon,
     check_release_rng,
     premise_gate,
+    unverified_gate,
     watch_seed,
 )
 
@@ -197,11 +199,15 @@ class Mechanism(abc.ABC):
       so ε is unchanged.
     * Gaussian proofs (APGM, EigM, DauM, OptimalGaussian, ExpM(G), DirM(G),
       GroupDP(G)) are about the laws of F + N; the grid release is within total
-      variation τ (< 2e-19 per coordinate) of a post-processing of that mechanism,
-      so it is (ε, δ + (1 + e^ε)τ)-private
-      (:func:`~bayespriv.mechanisms.exact_noise.delta_with_discretization`). The
-      noise is calibrated at δ minus a reserve ≥ (1 + e^ε)τ (checked at
-      construction), so the stated δ is exactly the one asked for.
+      variation τ of a post-processing of that mechanism, so it is
+      (ε, δ + (1 + e^ε)τ)-private
+      (:func:`~bayespriv.mechanisms.exact_noise.delta_with_discretization`). The grid
+      has b = min(1000, max(60, ⌈log2(200·(1 + e^ε)·k/δ)⌉)) bits (every noise
+      coordinate is at least 2^b grid steps, τ ≤ 0.2·2^-b per coordinate), and the
+      noise is calibrated at δ minus the reserve 1.001·(1 + e^ε)·k·τ(2^b) ≤ δ/1000
+      (:func:`~bayespriv.mechanisms.exact_noise.discretization_grid_bits`; the
+      plan's (1 + e^ε)τ is checked against it at construction), so the stated δ
+      is exactly the one asked for. b = 60 for every ε ≤ 5, δ ≥ 1e-9.
 
     Immutability. When construction ends the mechanism is frozen: assignment and
     deletion raise :class:`~bayespriv.errors.ImmutableError`, and so does
@@ -236,12 +242,17 @@ class Mechanism(abc.ABC):
         self.delta = check_delta(delta, allow_zero=True)
         self._gaussian_cov: np.ndarray | None = None
         self._laplace: tuple[np.ndarray, np.ndarray] | None = None
-        #: δ at which Gaussian noise is calibrated: δ less the exact sampler's reserve, so that the
-        #: grid release is (ε, δ)-private with the δ asked for (:meth:`_discretized`).
-        self._noise_reserve = discretization_reserve(self.epsilon, self.k) if self.delta > 0 else 0.0
+        #: δ at which Gaussian noise is calibrated: δ less the exact sampler's reserve (≤ δ/1000, on a
+        #: grid of b bits fine enough for it), so that the grid release is (ε, δ)-private with the δ
+        #: asked for (:meth:`_discretized`).
+        self._noise_grid_bits = (discretization_grid_bits(self.epsilon, self.delta, self.k) if self.delta > 0
+                                 else DEFAULT_GRID_BITS)
+        self._noise_reserve = (discretization_reserve(self.epsilon, self.k, grid_bits=self._noise_grid_bits)
+                               if self.delta > 0 else 0.0)
         self._noise_delta = _below(self.delta, self._noise_reserve)
         if self.delta > 0 and not self._noise_delta > 0:
-            raise fail("delta", f"larger than the exact sampler's reserve {self._noise_reserve:.3g}", delta)
+            raise fail("delta", f"larger than the exact sampler's reserve {self._noise_reserve:.3g} (grid of "
+                       f"{self._noise_grid_bits} bits at epsilon={self.epsilon:g})", delta)
 
     # -- immutability ----------------------------------------------------------------------
     calibration = _Fixed("the calibration the noise was computed from")
@@ -344,7 +355,7 @@ class Mechanism(abc.ABC):
             return plan_laplace(scale, basis) if np.any(scale > 0) else None
         if self._gaussian_cov is None or not np.any(self._gaussian_cov):
             return None
-        return plan_gaussian(self._gaussian_cov)
+        return plan_gaussian(self._gaussian_cov, grid_bits=self._noise_grid_bits)
 
     def _discretized(self, g: Guarantee) -> Guarantee:
         """The guarantee of the grid release (:mod:`~bayespriv.mechanisms.exact_noise`).
@@ -646,7 +657,7 @@ class Mechanism(abc.ABC):
         return self._fixed_state().records
 
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
-                accept_failed_assumptions: bool = False) -> Release:
+                accept_failed_assumptions: bool = False, accept_unverified: bool = False) -> Release:
         """Compute the calibration's query on ``dataset`` and add the noise.
 
         Parameters
@@ -666,6 +677,11 @@ class Mechanism(abc.ABC):
             Release even though an assumption of the proof failed its check
             (see :meth:`check`); the Release and the ledger row then record
             the guarantee as NOT ESTABLISHED. Default False: refuse.
+        accept_unverified : bool
+            Release even though the calibration was loaded with
+            ``trust="unverified"`` from a file that did not verify (its
+            guarantee names ``unverified_calibration``). Default False: refuse
+            with :class:`~bayespriv.errors.UnverifiedCalibrationError`.
 
         Raises
         ------
@@ -692,10 +708,12 @@ class Mechanism(abc.ABC):
             check_query(query, fingerprint)
         bind_dataset(dataset, tuple(query.columns), self._calibrated_records())
         return self.release_value(query(dataset), rng=rng, ledger=ledger, n_records=len(dataset),
-                                  accept_failed_assumptions=accept_failed_assumptions)
+                                  accept_failed_assumptions=accept_failed_assumptions,
+                                  accept_unverified=accept_unverified)
 
     def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
-                      n_records: int | None = None, accept_failed_assumptions: bool = False) -> Release:
+                      n_records: int | None = None, accept_failed_assumptions: bool = False,
+                      accept_unverified: bool = False) -> Release:
         """Add the noise to an answer F(X) of shape ``(k,)`` computed elsewhere.
 
         The answer must come from the calibrated query on a dataset of the
@@ -708,6 +726,7 @@ class Mechanism(abc.ABC):
         value = bind_answer(answer, self.k, n_records=n_records, calibrated_n=self._calibrated_records())
         guarantee = self.guarantee
         premise_gate(self, guarantee, accept_failed_assumptions)
+        unverified_gate(self, guarantee, accept_unverified)
         watch_seed(self, rng)
         charge = ledger.charge(self, seeded=seeded) if ledger is not None else None  # raises before any noise
         try:

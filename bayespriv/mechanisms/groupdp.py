@@ -66,4 +66,6 @@ class GroupDP(Mechanism):
     def guarantee(self) -> Guarantee:
         delta = 0.0 if self.noise_kind == "laplace" else self.delta
         theorem = f"group DP, group of {self.group_size} of {self.n_records} records (Dwork & Roth 2014)"
-        return Guarantee(self.epsilon, delta, 1.0, (), theorem)
+        # Only n_records and the query come from the calibration; a file that did not verify still says so.
+        unverified = tuple(a for a in self.calibration.assumptions if a == "unverified_calibration")
+        return Guarantee(self.epsilon, delta, 1.0, unverified, theorem)

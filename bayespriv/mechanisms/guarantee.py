@@ -31,6 +31,9 @@ from .._validation import fail, seal_fields, sealed
 
 __all__ = ["Guarantee", "Release", "AccountingRecord"]
 
+#: The assumption naming a calibration loaded from a file that did not verify.
+_UNVERIFIED = "unverified_calibration"
+
 
 def _names(value: object, name: str) -> tuple[str, ...]:
     if isinstance(value, str) or not all(isinstance(v, str) for v in value):  # type: ignore[union-attr]
@@ -209,6 +212,13 @@ class Release:
         """False when the release was made despite a failed assumption check."""
         return self.guarantee.established
 
+    @property
+    def verified(self) -> bool:
+        """False when the calibration behind the release came from a file that did not verify
+        (loaded with ``trust="unverified"``, released with ``accept_unverified=True``): its guarantee
+        names the assumption ``unverified_calibration``."""
+        return _UNVERIFIED not in self.guarantee.assumptions
+
     def to_series(self) -> pd.Series:
         """The released value as a pandas Series indexed by component name, named after the query."""
         return pd.Series(self.value, index=list(self.component_names) or None, name=self.query)
@@ -217,6 +227,7 @@ class Release:
         values = ", ".join(f"{n}={v:.6g}" for n, v in zip(self.component_names, self.value)) if self.component_names \
             else np.array2string(self.value, precision=6)
         status = "" if self.established else " NOT ESTABLISHED"
+        status += "" if self.verified else " UNVERIFIED calibration"
         seeded = " seeded" if self.seeded else ""
         return f"Release({self.mechanism}{seeded}{status}: {values}; {self.guarantee})"
 
@@ -225,6 +236,9 @@ class Release:
         warn = ("" if self.established else
                 "<p style='color:#b00'><b>Guarantee NOT ESTABLISHED</b>: released with a failed assumption check "
                 f"({html.escape(', '.join(self.guarantee.failed_assumptions))}).</p>")
+        if not self.verified:
+            warn += ("<p style='color:#b00'><b>UNVERIFIED calibration</b>: the calibration file did not verify under "
+                     "the owner's key (loaded with trust='unverified'); nothing vouches for the noise.</p>")
         seeded = "<p><i>Seeded noise: for testing only.</i></p>" if self.seeded else ""
         return (f"<div><p><b>Release</b> by {html.escape(self.mechanism)}</p>{warn}{seeded}{table}"
                 f"{self.guarantee._repr_html_()}</div>")

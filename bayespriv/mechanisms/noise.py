@@ -9,8 +9,10 @@ exactly when ``r ≤ r*(ε, δ)``. :func:`gaussian_radius` computes r* once.
   of the pair is ``δ(r) = Φ(r/2 − ε/r) − e^ε Φ(−r/2 − ε/r)``, increasing in r;
   r* solves δ(r) = δ. We evaluate it in log space (``log_ndtr``), bisect on an
   upper bound of it that allows for rounding, and return the *lower* end of the
-  final bracket, so δ(r*) ≤ δ always (checked against 50-digit mpmath). Valid
-  for every ε > 0.
+  final bracket, so δ(r*) ≤ δ always (checked against 60-digit mpmath). Valid
+  for every ε > 0; over ε ∈ [0.01, 50], δ ∈ [1e-15, 0.1] r* is within 1e-9
+  relative of the exact root (measured: 7.5e-11 at worst), i.e. σ = Δ/r* is
+  never more than 1e-9 above the least noise that meets δ.
 * ``"classic"`` (Dwork & Roth 2014, Theorem A.1): r* = ε / c with
   c = sqrt(2 ln(1.25/δ)); its proof needs ε < 1, so ε ≥ 1 warns
   (:class:`~bayespriv.errors.PrivacyAssumptionWarning`). It reproduces the

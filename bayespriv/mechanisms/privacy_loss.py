@@ -91,6 +91,7 @@ __all__ = [
     "PairBox",
     "box_delta",
     "privacy_curve",
+    "one_direction_delta",
 ]
 
 #: Eigenvalues below this fraction of the largest are exact zeros (support decisions).
@@ -543,6 +544,16 @@ def gaussian_delta_bounds(epsilons, diff, cov_a, cov_b, *, max_nodes: int | None
     lo_f, up_f = _hockey(c, eps, max_nodes)
     lo_r, up_r = _hockey(c.reverse(), eps, max_nodes)
     return np.maximum(lo_f, lo_r), np.maximum(up_f, up_r)
+
+
+def one_direction_delta(epsilon: float, diff, cov_a, cov_b, *, max_nodes: int | None = None) -> float:
+    """H_ε(P_a‖P_b) for P_a = N(diff, cov_a), P_b = N(0, cov_b): one direction of :func:`gaussian_delta`.
+
+    An upper bound of the exact value, with the numerical error of the module docstring.
+    """
+    eps = check_epsilon(epsilon)
+    d, a, b = _check_pair(diff, cov_a, cov_b)
+    return float(_hockey(_canonical(d, a, b), np.array([eps]), max_nodes)[1][0])
 
 
 def gaussian_privacy_curve(epsilons, diff, cov_a, cov_b, *, max_nodes: int | None = None) -> np.ndarray:

