@@ -19,7 +19,7 @@ from bayespriv.accounting import ledger as ledger_module
 from bayespriv.errors import LedgerError
 
 HERE = Path(__file__).resolve().parent
-MAIN_V2 = HERE / "data" / "ledger_v2_main.sqlite"  # written by bayespriv before budget_events (schema version 2)
+MAIN_V2 = HERE / "data" / "ledger_v2_main.db"  # written by bayespriv before budget_events (schema version 2)
 sys.path.insert(0, str(HERE))
 import _ledger_workers as workers  # noqa: E402
 
