@@ -559,7 +559,7 @@ class Ledger:
                            "check the disk and the file's permissions")
 
     # -- budgets -----------------------------------------------------------------------------------
-    def set_budget(self, name: str, epsilon: float, delta: float = 0.0, *, reason: str | None = None) -> None:
+    def set_budget(self, name: str, epsilon: float, delta: float | None = 0.0, *, reason: str | None = None) -> None:
         """Create budget ``name`` or change its total (ε, δ), on purpose: the explicit way to raise or lower it.
 
         Every creation and change is recorded in :meth:`budget_events` (old and new totals, what was
@@ -577,8 +577,9 @@ class Ledger:
         epsilon : float
             Total ε, finite, >= 0 and at most :data:`MAX_BUDGET_EPSILON` (the ledger counts integer
             nano-ε in SQLite's 64-bit integers; rounded down to a whole nano-ε).
-        delta : float
-            Total δ in [0, 1) (rounded down to a whole atto-δ).
+        delta : float or None
+            Total δ in [0, 1) (rounded down to a whole atto-δ). ``None`` keeps the budget's current
+            δ (0 for a new budget): raising ε alone then leaves δ as it is.
         reason : str, optional
             Why, kept in the event row (e.g. "approved by the data owner, ticket 12").
         """
@@ -588,9 +589,10 @@ class Ledger:
             row = con.execute("SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets WHERE name = ?",
                               (name,)).fetchone()
             if row is None:
-                self._insert_budget(con, name, e_units, d_units, note)
+                self._insert_budget(con, name, e_units, 0 if d_units is None else d_units, note)
                 return
             et, dt, es, ds = row
+            d_units = dt if d_units is None else d_units
             if (et, dt) == (e_units, d_units):
                 return
             if e_units >= et and d_units >= dt:
@@ -609,16 +611,18 @@ class Ledger:
             warn(f"budget {name!r} of {str(self.path)!r} set to ε={_eps(e_units)}, δ={_dlt(d_units)}, below what is "
                  f"already spent (ε={_eps(es)}, δ={_dlt(ds)}): every further release on it is refused")
 
-    def create_budget(self, name: str, epsilon: float, delta: float = 0.0, *, reason: str | None = None) -> bool:
+    def create_budget(self, name: str, epsilon: float, delta: float | None = None, *,
+                      reason: str | None = None) -> bool:
         """Create budget ``name`` if it does not exist; never change an existing one.
 
         Returns True when it created the budget (recorded in :meth:`budget_events`), False when the
-        budget already has exactly this (ε, δ) (after rounding to whole nano-ε / atto-δ; nothing is
-        written). A budget that exists with another value is refused — a script or a command run again
-        with another number must not silently raise a spent budget — and the error (a
-        :class:`~bayespriv.ValidationError`) names the budget, its current value and the call that
-        changes it on purpose (:meth:`set_budget`); it carries ``budget``, ``current`` and ``requested``
-        attributes (name, (ε, δ), (ε, δ)). Arguments as :meth:`set_budget`.
+        budget already has this ε and δ (after rounding to whole nano-ε / atto-δ; nothing is
+        written). ``delta=None`` (the default) creates with δ = 0 and, for an existing budget, leaves
+        δ out of the comparison. A budget that exists with another value is refused — a script or a
+        command run again with another number must not silently raise a spent budget — and the error
+        (a :class:`~bayespriv.ValidationError`) names the budget, its current value and the call that
+        changes it on purpose (:meth:`set_budget`); it carries ``budget``, ``current`` and
+        ``requested`` attributes (name, (ε, δ), (ε, δ)). Other arguments as :meth:`set_budget`.
         """
         name, e_units, d_units = self._budget_args(name, epsilon, delta)
         note = _reason(reason)
@@ -626,9 +630,10 @@ class Ledger:
             row = con.execute("SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets WHERE name = ?",
                               (name,)).fetchone()
             if row is None:
-                self._insert_budget(con, name, e_units, d_units, note)
+                self._insert_budget(con, name, e_units, 0 if d_units is None else d_units, note)
                 return True
         et, dt, es, ds = row
+        d_units = dt if d_units is None else d_units
         if (et, dt) == (e_units, d_units):
             return False
         current = (_from_units(et, EPSILON_UNIT), _from_units(dt, DELTA_UNIT))
@@ -641,17 +646,20 @@ class Ledger:
         exc.budget, exc.current, exc.requested = name, current, requested  # type: ignore[attr-defined]
         raise exc
 
-    def _budget_args(self, name: Any, epsilon: Any, delta: Any) -> tuple[str, int, int]:
+    def _budget_args(self, name: Any, epsilon: Any, delta: Any) -> tuple[str, int, int | None]:
         name = _budget_name(name)
         eps = check_real("epsilon", epsilon)
         if not (math.isfinite(eps) and eps >= 0):
             raise fail("epsilon", "a finite number >= 0", epsilon)
         if eps > MAX_BUDGET_EPSILON:
             raise fail("epsilon", f"at most {MAX_BUDGET_EPSILON!r} (the ledger counts integer nano-ε in 64 bits)", epsilon)
+        e_units = _units(eps, EPSILON_UNIT, ROUND_FLOOR)
+        if delta is None:
+            return name, e_units, None
         d = check_real("delta", delta)
         if not 0.0 <= d < 1.0:
             raise fail("delta", "in [0, 1)", delta)
-        return name, _units(eps, EPSILON_UNIT, ROUND_FLOOR), _units(d, DELTA_UNIT, ROUND_FLOOR)
+        return name, e_units, _units(d, DELTA_UNIT, ROUND_FLOOR)
 
     @staticmethod
     def _insert_budget(con: sqlite3.Connection, name: str, e_units: int, d_units: int, note: str | None) -> None:
