@@ -52,7 +52,8 @@ tables, indexes, triggers, views, by name and (normalised) SQL text — is exact
 creates for the schema version the file states; anything else raises
 :class:`~bayespriv.errors.LedgerError` naming the object and the file. It then checks the cheap
 invariants of :meth:`Ledger.verify` (spent = the charges of releases not voided, totals = the last
-budget event, ...; about 11 ms in all for 10,000 releases, against 5 ms before these checks).
+budget event, ...): opening a ledger of 10,000 releases takes about 6 ms instead of 4 ms without
+these checks (100,000 releases: 52 ms instead of 39 ms; SQLite's ``quick_check`` is most of both).
 Files of schema versions 1 and 2 (earlier bayespriv) are accepted exactly as those versions and
 migrated in one transaction; each later operation re-checks the schema when SQLite's schema cookie
 moved.
@@ -229,6 +230,10 @@ _V3_STEPS = (
     reason TEXT,
     pid INTEGER NOT NULL
 )""",
+    # The open-time check sums the charges per budget and reads the voided releases: both stay a
+    # streaming pass (no sort of the charges, no scan of the releases) with these two indexes.
+    "CREATE INDEX charges_by_budget ON charges(budget, epsilon_units, delta_units)",
+    "CREATE INDEX releases_voided ON releases(id) WHERE voided != 0",
 )
 
 #: ``budget_events.action`` of the row recorded, at migration, for a budget of a version-1/2 ledger
@@ -1169,17 +1174,18 @@ def _dlt(units: int) -> str:
 def _invariant_problem(con: sqlite3.Connection, *, thorough: bool = False) -> str | None:
     """The first broken invariant of the ledger's rows, or None.
 
-    Always (at every open, so a few sequential passes — about 5 ms for 10,000 releases here):
+    Always (at every open, so one streaming pass over the index of the charges per budget, one over
+    the voided releases, and a few small queries — about 2 ms for 10,000 releases here):
 
     * ``meta`` holds only ``schema_version`` and ``ledger_id``;
     * every budget's spent (ε, δ) equals the sum of its charges minus those of voided releases, and
-      every charge names a budget;
-    * the releases protect, in all, as many budgets as there are charges, and a voided release says why;
+      every charge names a budget; a voided release says why;
     * every budget's totals are those of its last ``budget_events`` row, and spent exceeds total only
       when that row lowered the budget below what was spent and nothing was spent since.
 
-    With ``thorough`` (:meth:`Ledger.verify`), also: every charge belongs to a release, and every
-    release charged exactly the budgets it protects, each with its own (ε, δ) units.
+    With ``thorough`` (:meth:`Ledger.verify`), also: the releases protect, in all, as many budgets as
+    there are charges; every charge belongs to a release; every release charged exactly the budgets
+    it protects, each with its own (ε, δ) units.
     """
     extra = con.execute("SELECT key FROM meta WHERE key NOT IN ('schema_version', 'ledger_id') LIMIT 1").fetchone()
     if extra is not None:
@@ -1188,10 +1194,15 @@ def _invariant_problem(con: sqlite3.Connection, *, thorough: bool = False) -> st
         "SELECT name, epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets")}
     charged = {b: [e, d] for b, e, d in con.execute(
         "SELECT budget, SUM(epsilon_units), SUM(delta_units) FROM charges GROUP BY budget")}
-    for b, e, d in con.execute("SELECT c.budget, SUM(c.epsilon_units), SUM(c.delta_units) FROM releases r "
-                               "JOIN charges c ON c.release_id = r.id WHERE r.voided != 0 GROUP BY c.budget"):
-        charged[b][0] -= e
-        charged[b][1] -= d
+    unexplained = None
+    for rid, why, b, e, d in con.execute(  # one pass over the releases: the voided ones and their charges
+            "SELECT r.id, r.void_reason, c.budget, c.epsilon_units, c.delta_units FROM releases r "
+            "LEFT JOIN charges c ON c.release_id = r.id WHERE r.voided != 0"):
+        if not (why or "").strip() and unexplained is None:
+            unexplained = rid
+        if b is not None:
+            charged[b][0] -= e
+            charged[b][1] -= d
     for b in charged.keys() - budgets.keys():
         return f"charges name {b!r}, which is not a budget"
     for name, (_, _, es, ds) in budgets.items():
@@ -1199,15 +1210,8 @@ def _invariant_problem(con: sqlite3.Connection, *, thorough: bool = False) -> st
         if (es, ds) != (ce, cd):
             return (f"budget {name!r} records ε={_eps(es)}, δ={_dlt(ds)} spent, but the charges of its releases not "
                     f"voided add up to ε={_eps(ce)}, δ={_dlt(cd)}")
-    n_protected, n_unexplained = con.execute(
-        "SELECT COALESCE(SUM(CASE WHEN json_valid(protected) THEN json_array_length(protected) ELSE -1e18 END), 0), "
-        "COALESCE(SUM(voided != 0 AND (void_reason IS NULL OR trim(void_reason) = '')), 0) FROM releases").fetchone()
-    n_charges = con.execute("SELECT COUNT(*) FROM charges").fetchone()[0]
-    if n_protected != n_charges:
-        return (f"the releases protect {n_protected:g} budgets in all (or a protected list is not JSON), but there are "
-                f"{n_charges} charges")
-    if n_unexplained:
-        return f"{n_unexplained} voided release(s) do not say why (no void_reason)"
+    if unexplained is not None:
+        return f"voided release {unexplained} does not say why (no void_reason)"
     for name, et, dt, es, ds, eid, ne, nd, se, sd in con.execute(
             "SELECT b.name, b.epsilon_total, b.delta_total, b.epsilon_spent, b.delta_spent, e.id, e.new_epsilon_units, "
             "e.new_delta_units, e.epsilon_spent_units, e.delta_spent_units FROM budgets b LEFT JOIN budget_events e "
@@ -1225,6 +1229,12 @@ def _invariant_problem(con: sqlite3.Connection, *, thorough: bool = False) -> st
         return f"a budget event names {row[0]!r}, which is not a budget"
     if not thorough:
         return None
+    n_protected = con.execute("SELECT COALESCE(SUM(CASE WHEN json_valid(protected) THEN json_array_length(protected) "
+                              "ELSE -1e18 END), 0) FROM releases").fetchone()[0]
+    n_charges = con.execute("SELECT COUNT(*) FROM charges").fetchone()[0]
+    if n_protected != n_charges:
+        return (f"the releases protect {n_protected:g} budgets in all (or a protected list is not JSON), but there are "
+                f"{n_charges} charges")
     row = con.execute("SELECT c.release_id, c.budget FROM charges c WHERE NOT EXISTS "
                       "(SELECT 1 FROM releases r WHERE r.id = c.release_id) LIMIT 1").fetchone()
     if row is not None:

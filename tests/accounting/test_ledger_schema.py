@@ -165,7 +165,7 @@ def test_whitespace_case_and_quotes_do_not_matter(ledger):
     ("UPDATE releases SET voided = 1", ["records ε=0.5, δ=0 spent, but the charges"]),
     ("INSERT INTO meta VALUES ('owner', 'me')", ["its meta table holds the unknown key 'owner'"]),
     ("DELETE FROM budget_events", ["budget 'income' has no budget_events row"]),
-    ("UPDATE releases SET protected = '[\"income\", \"sex\"]'", ["the releases protect 2 budgets in all"]),
+    ("UPDATE releases SET voided = 1, void_reason = NULL", ["records ε=0.5, δ=0 spent, but the charges"]),
 ])
 def test_rows_that_break_an_invariant_are_refused_at_open(ledger, statement, words):
     workers.make_mechanism(0.5).release_value(workers.ANSWER, ledger=ledger)
@@ -185,6 +185,20 @@ def test_verify_checks_what_open_skips(ledger):
     Ledger(ledger.path)
     with pytest.raises(bp.ValidationError, match="release 1 did not charge exactly each budget it protects"):
         ledger.verify()
+    _sql(ledger.path, "UPDATE charges SET budget = CASE budget WHEN 'income' THEN 'sex' ELSE 'income' END",
+         "UPDATE budgets SET epsilon_spent = CASE name WHEN 'income' THEN 500000000 ELSE 250000000 END")
+    ledger.verify()
+    _sql(ledger.path, "UPDATE releases SET protected = '[\"income\", \"sex\"]' WHERE id = 1")
+    Ledger(ledger.path)
+    with pytest.raises(bp.ValidationError, match="the releases protect 3 budgets in all .* but there are 2 charges"):
+        ledger.verify()
+
+
+def test_a_voided_release_must_say_why(ledger):
+    charge = ledger.charge(FakeMech(FakeGuarantee(0.5)))
+    ledger.void(charge.release_id, "failed after the spend")
+    _sql(ledger.path, "UPDATE releases SET void_reason = ' '")
+    _refused(ledger.path, "voided release 1 does not say why")
 
 
 # -- migration ------------------------------------------------------------------------------------------------------
