@@ -574,7 +574,8 @@ def _add_workflow_parsers(sub: Any) -> None:
     _add_ledger_parser(sub)
 
 
-#: The actions of ``bayespriv ledger``; any other word after it is a ledger file (``ledger FILE`` = ``ledger report FILE``).
+#: The actions of ``bayespriv ledger``; any other word after it is a ledger file
+#: (``bayespriv ledger FILE`` is ``bayespriv ledger report FILE``).
 _LEDGER_ACTIONS = ("report", "set-budget")
 
 
@@ -594,13 +595,14 @@ def _add_ledger_parser(sub: Any) -> None:
     rep.set_defaults(func=_ledger_cmd)
     setb = actions.add_parser(
         "set-budget", help="create a budget or change it on purpose (recorded in the ledger)",
-        description="Set budget NAME of an existing ledger to EPS[,DELTA] (δ 0 when omitted): create it, raise it "
-                    "or lower it. The change is recorded in the ledger (Ledger.budget_events, shown by `bayespriv "
-                    "ledger`). Lowering below what is already spent is allowed and stated: every further release "
+        description="Set budget NAME of an existing ledger to EPS[,DELTA]: create it, raise it or lower it (DELTA "
+                    "omitted: the budget keeps its δ; a new one gets δ = 0). The change is recorded in the ledger "
+                    "(Ledger.budget_events, shown by `bayespriv ledger`). Lowering below what is already spent is allowed and stated: every further release "
                     "on the budget is then refused.")
     setb.add_argument("ledger", type=Path, metavar="BUDGET.sqlite", help="an existing ledger file")
     setb.add_argument("name", metavar="NAME", help="the budget (the protected attribute it is charged for)")
-    setb.add_argument("amount", type=_budget_amount, metavar="EPS[,DELTA]", help="the new total ε (and δ; omitted: δ unchanged, 0 for a new budget)")
+    setb.add_argument("amount", type=_budget_amount, metavar="EPS[,DELTA]",
+                      help="the new total ε (and δ; omitted: δ unchanged, 0 for a new budget)")
     setb.add_argument("--reason", default=None, metavar="TEXT", help="why, kept with the change in the ledger")
     setb.set_defaults(func=_set_budget_cmd)
 

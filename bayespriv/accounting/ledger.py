@@ -386,14 +386,19 @@ class Ledger:
     ParameterTypeError
         ``path`` is not a str or path-like.
     LedgerError
-        The file cannot be used as a ledger (see the module docstring); the message names the path
-        and what to do.
+        The file cannot be used as a ledger (see the module docstring), or its schema is not exactly
+        the library's (an added trigger, view, index or a changed table), or its rows break an
+        invariant; the message names the path, the object or the row, and what to do.
 
     Notes
     -----
     Sums of (ε, δ) over releases are sequential composition: a theorem for DP and for privacy on
     a subset of variables, an *assumption* (``"sequential_composition"`` on the release row) for
     Pufferfish mechanisms — see the module docstring.
+
+    Budgets: :meth:`create_budget` creates and never changes (what a script run again should call);
+    :meth:`set_budget` creates or changes on purpose; both record the change in
+    :meth:`budget_events`.
 
     Examples
     --------
@@ -406,13 +411,19 @@ class Ledger:
     >>> mech = bp.mechanisms.APGM(cal, epsilon=0.5, delta=1e-6)
     >>> folder = tempfile.TemporaryDirectory()
     >>> ledger = Ledger(pathlib.Path(folder.name) / "budget.sqlite")
-    >>> ledger.set_budget("income", epsilon=1.0, delta=1e-5)
+    >>> ledger.create_budget("income", epsilon=1.0, delta=1e-5)    # created
+    True
+    >>> ledger.create_budget("income", epsilon=1.0, delta=1e-5)    # run again: nothing to do
+    False
     >>> df = pd.DataFrame({"income": [39.0, 40.0, 42.0]})
     >>> release = mech.release(df, ledger=ledger)   # checks, spends, then draws
     >>> ledger.spent("income")
     (0.5, 1e-06)
     >>> ledger.remaining("income")
     (0.5, 9e-06)
+    >>> ledger.set_budget("income", epsilon=2.0, delta=None, reason="approved")  # on purpose (δ kept)
+    >>> ledger.budget_events()[["action", "new epsilon", "reason"]].values.tolist()
+    [['created', 1.0, None], ['raised', 2.0, 'approved']]
     >>> folder.cleanup()
     """
 

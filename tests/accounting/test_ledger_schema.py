@@ -117,7 +117,8 @@ def test_a_trigger_resetting_the_spend_is_refused_at_open(ledger):
     ("CREATE TABLE notes (x)", ["table 'notes'"]),
     ("CREATE TRIGGER no_refusals BEFORE INSERT ON refusals BEGIN SELECT RAISE(IGNORE); END",
      ["trigger 'no_refusals' on table 'refusals'"]),
-    ("ALTER TABLE releases ADD COLUMN extra TEXT", ["table 'releases' defined otherwise", "calibration_content_hash text,extra text)", "(expected:"]),
+    ("ALTER TABLE releases ADD COLUMN extra TEXT",
+     ["table 'releases' defined otherwise", "calibration_content_hash text,extra text)", "(expected:"]),
     ("DROP TABLE refusals", ["lacks the table 'refusals'"]),
     ("ANALYZE", ["table 'sqlite_stat1'"]),
 ])
