@@ -15,8 +15,13 @@ Subcommands
 ``bayespriv release cal.nc --script SCRIPT.py --mechanism NAME --epsilon E --data data.csv``
     Build a mechanism on a saved calibration and release on a CSV file, with
     an optional ledger; prints JSON.
-``bayespriv ledger budget.sqlite``
-    Print a ledger's budgets: spent, remaining, releases, refusals.
+``bayespriv ledger budget.sqlite`` (short for ``bayespriv ledger report budget.sqlite``)
+    Print a ledger's budgets: spent, remaining, releases, refusals, and every
+    creation or change of a budget.
+``bayespriv ledger set-budget budget.sqlite NAME EPS[,DELTA] [--reason TEXT]``
+    Create a budget or change it on purpose (recorded in the ledger).
+    ``release --budget NAME=EPS[,DELTA]`` only creates a budget: it is a no-op
+    when the budget already has that value and refuses to change it.
 ``bayespriv key [--rotate] [--show-secret]``
     Show where the signing key of calibration files is and its fingerprint;
     rotate it (old files stop verifying).
@@ -25,6 +30,14 @@ Calibration files are signed with the data owner's key and verified on load;
 ``inspect --trust-unverified`` shows a file that does not verify (with a
 banner), and ``release`` from one needs ``--trust-unverified`` and
 ``--accept-unverified`` (the JSON then says ``"verified": false``).
+
+Errors
+------
+Every failure prints one line on stderr,
+``bayespriv: error: <what> (<argument>): <what to do>``, and no traceback
+(``--debug`` re-raises instead). Output files are never written through a
+symbolic link or over a directory or device, and are written atomically (a
+temporary file in the same directory, fsync, then rename).
 
 Exit codes: 0 success; 1 a refusal or an error of the library (budget
 exceeded, failed assumption, ...); 2 a wrong argument (the message names it).
@@ -35,17 +48,20 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
+import shlex
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import numpy as np
 import pandas as pd
 
 import bayespriv as bp
-from bayespriv.errors import BayesPrivError, PrivacyAssumptionWarning
+from bayespriv.errors import BayesPrivError, BayesPrivWarning, PrivacyAssumptionWarning
 from bayespriv.mechanisms import APGM, gaussian_radius
 
 __all__ = ["main"]
@@ -99,8 +115,45 @@ def _float_in(low: float, high: float, *, name: str):
     return parse
 
 
+def _line(what: str, argument: str, todo: str) -> str:
+    """The one-line error: ``bayespriv: error: <what> (<argument>): <what to do>``."""
+    flat = lambda text: " ".join(str(text).split())  # noqa: E731 - library messages may span lines
+    return f"bayespriv: error: {flat(what)} ({flat(argument)}): {flat(todo)}"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line in the command's error format (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        found = re.match(r"argument (\S+?): (.*)$", message, re.S)
+        if found:
+            argument, what = found.group(1), found.group(2)
+        elif ": " in message and message.startswith("the following arguments are required"):
+            argument, what = message.split(": ", 1)[1], "a required argument is missing"
+        elif ": " in message and message.startswith("unrecognized arguments"):
+            argument, what = message.split(": ", 1)[1], "unrecognized argument"
+        else:
+            argument, what = self.prog, message
+        self.exit(2, _line(what, argument, f"see `{self.prog} --help`") + "\n")
+
+
+def _add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = True, seen: set | None = None) -> None:
+    """``--debug`` on the command and every subcommand (``bayespriv --debug release ...`` or
+    ``bayespriv release ... --debug``): a failure re-raises with its traceback."""
+    seen = set() if seen is None else seen
+    if id(parser) in seen:
+        return
+    seen.add(id(parser))
+    parser.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="on a failure, show the Python traceback instead of the one-line error")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_debug_flag(child, top=False, seen=seen)
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bayespriv",
         description="Release statistics while hiding global properties of a dataset (attribute / distribution privacy).",
     )
@@ -125,30 +178,69 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quiet", action="store_true", help="print only the table, the guarantee and the figure path")
     demo.set_defaults(func=_demo)
     _add_workflow_parsers(sub)
+    _add_debug_flag(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``bayespriv`` command; returns the exit code."""
+    """Run the ``bayespriv`` command; returns the exit code.
+
+    Every failure is one line on stderr (:func:`_line`) and a non-zero exit code; with ``--debug``
+    the exception is re-raised with its traceback.
+    """
+    argv = _ledger_shorthand(list(sys.argv[1:] if argv is None else argv))
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already printed by argparse
+    except SystemExit as exc:  # --help, or a usage error already printed
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     if args.command is None:
         parser.print_help()
         return 2
+    debug = bool(getattr(args, "debug", False))
     try:
-        return int(args.func(args))
-    except _ArgumentProblem as exc:  # a wrong argument found after parsing: same shape and code as argparse's
-        print(f"bayespriv {args.command}: error: argument {exc.argument}: {exc.message}", file=sys.stderr)
-        return 2
-    except BayesPrivError as exc:
-        print(f"bayespriv: error: {exc}", file=sys.stderr)
-        return 1
+        with warnings.catch_warnings():
+            # h5netcdf's note on HDF5 files without dimension scales (a crafted or foreign .nc): not ours to print
+            warnings.filterwarnings("ignore", message="The 'phony_dims' kwarg", category=UserWarning)
+            return int(args.func(args))
     except BrokenPipeError:  # e.g. `bayespriv demo | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush silent
         return 1
+    except _ArgumentProblem as exc:  # a wrong argument, or a refusal, found after parsing
+        if debug:
+            raise
+        print(_line(exc.message, exc.argument, exc.todo or f"see `bayespriv {args.command} --help`"),
+              file=sys.stderr)
+        return exc.code
+    except BayesPrivError as exc:
+        if debug:
+            raise
+        print(_line(str(exc), args.command, "fix what the message names and run again (--debug shows the traceback)"),
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(_line("interrupted", args.command, "run the command again"), file=sys.stderr)
+        return 130
+    except Exception as exc:  # a failure nobody anticipated: still one line, the traceback on request
+        if debug:
+            raise
+        print(_line(f"unexpected {type(exc).__name__}: {exc}", args.command,
+                    "run the command again with --debug for the traceback, and report it"), file=sys.stderr)
+        return 1
+
+
+def _ledger_shorthand(argv: list[str]) -> list[str]:
+    """``bayespriv ledger FILE`` is ``bayespriv ledger report FILE`` (the form the README shows)."""
+    i = next((k for k, a in enumerate(argv) if not a.startswith("-")), None)
+    if i is None or argv[i] != "ledger":
+        return argv
+    rest = argv[i + 1:]
+    j = next((k for k, a in enumerate(rest) if not a.startswith("-")), None)
+    if j is None or rest[j] in _LEDGER_ACTIONS:
+        return argv
+    return argv[:i + 1] + ["report"] + rest
 
 
 # -- the demo ------------------------------------------------------------------------------------
@@ -170,6 +262,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     eps, delta, n_draws, quiet = args.epsilon, args.delta, args.draws, args.quiet
+    out_dir = _out_dir(Path(args.out), "--out")  # before the calibration: a wrong --out fails at once
 
     def say(text: str = "") -> None:
         if not quiet:
@@ -341,8 +434,6 @@ def _demo(args: argparse.Namespace) -> int:
     progress(f"calibrated the PyMC family in {time.perf_counter() - t0:.2f} s")
     print()
 
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / FIGURE_NAME
     _figure(calibrations, path, n_draws=n_draws, n_records=n)
     print(f"figure: {path}")
@@ -391,7 +482,7 @@ def _figure(calibrations: dict[str, bp.Calibration], path: Path, *, n_draws: int
         f"{n_draws} simulated hospitals of {n_records} patients per secret (histograms) and Gaussian fits (curves)",
         fontsize="medium",
     )
-    fig.savefig(path, dpi=110)
+    _write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"), "--out")
 
 
 # -- calibrate once, release later: calibrate / inspect / release / ledger -------------------------
@@ -420,12 +511,17 @@ _NOT_FROM_CALIBRATION = frozenset({"WithExtraLaplace", "APMQM"})
 
 
 class _ArgumentProblem(Exception):
-    """A command-line argument found wrong after parsing (exit code 2, message names it)."""
+    """A failure found after parsing, printed as ``bayespriv: error: <message> (<argument>): <todo>``.
 
-    def __init__(self, argument: str, message: str) -> None:
-        super().__init__(f"argument {argument}: {message}")
+    Exit code 2 (a wrong argument) unless ``code`` says otherwise (1: a refusal of the library).
+    """
+
+    def __init__(self, argument: str, message: str, todo: str | None = None, *, code: int = 2) -> None:
+        super().__init__(f"{message} ({argument})")
         self.argument = argument
         self.message = message
+        self.todo = todo
+        self.code = code
 
 
 def _cli_mechanisms() -> dict[str, type]:
@@ -440,20 +536,29 @@ def _cli_mechanisms() -> dict[str, type]:
     return out
 
 
-def _budget_spec(text: str) -> tuple[str, float, float]:
-    """``NAME=EPS[,DELTA]`` -> (name, ε, δ)."""
+def _budget_spec(text: str) -> tuple[str, float, float | None, str]:
+    """``NAME=EPS[,DELTA]`` -> (name, ε, δ or None when omitted, "EPS[,DELTA]" as typed)."""
     name, sep, rest = text.partition("=")
-    parts = rest.split(",")
-    if not sep or not name or len(parts) > 2:
+    if not sep or not name:
         raise argparse.ArgumentTypeError(f"must be NAME=EPSILON or NAME=EPSILON,DELTA; got {text!r}")
+    eps, delta, _ = _budget_amount(rest, whole=text)
+    return name, eps, delta, rest
+
+
+def _budget_amount(text: str, *, whole: str | None = None) -> tuple[float, float | None, str]:
+    """``EPS[,DELTA]`` -> (ε, δ or None when omitted, text)."""
+    parts = text.split(",")
+    shown = whole if whole is not None else text
+    if len(parts) > 2:
+        raise argparse.ArgumentTypeError(f"must be EPSILON or EPSILON,DELTA; got {shown!r}")
     try:
         eps = float(parts[0])
-        delta = float(parts[1]) if len(parts) == 2 else 0.0
+        delta = float(parts[1]) if len(parts) == 2 else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be NAME=EPSILON[,DELTA] with numbers; got {text!r}") from None
-    if not (math.isfinite(eps) and eps >= 0 and 0 <= delta < 1):
-        raise argparse.ArgumentTypeError(f"must have EPSILON >= 0 and DELTA in [0, 1); got {text!r}")
-    return name, eps, delta
+        raise argparse.ArgumentTypeError(f"must be EPSILON[,DELTA] with numbers; got {shown!r}") from None
+    if not (math.isfinite(eps) and eps >= 0 and (delta is None or 0 <= delta < 1)):
+        raise argparse.ArgumentTypeError(f"must have EPSILON >= 0 and DELTA in [0, 1); got {shown!r}")
+    return eps, delta, text
 
 
 def _confidence(text: str) -> float | str:
@@ -475,10 +580,45 @@ def _add_workflow_parsers(sub: Any) -> None:
     _add_inspect_parser(sub)
     _add_release_parser(sub)
     _add_key_parser(sub)
-    led = sub.add_parser("ledger", help="print a ledger's budgets (spent, remaining, releases, refusals)",
-                         description="Print Ledger.report() of an existing ledger file.")
-    led.add_argument("ledger", type=Path, metavar="BUDGET.sqlite", help="an existing ledger file")
-    led.set_defaults(func=_ledger_cmd)
+    _add_ledger_parser(sub)
+
+
+#: The actions of ``bayespriv ledger``; any other word after it is a ledger file
+#: (``bayespriv ledger FILE`` is ``bayespriv ledger report FILE``).
+_LEDGER_ACTIONS = ("report", "set-budget")
+
+
+def _add_ledger_parser(sub: Any) -> None:
+    led = sub.add_parser(
+        "ledger", help="print a ledger's budgets, or change a budget on purpose",
+        description="`bayespriv ledger BUDGET.sqlite` (short for `bayespriv ledger report BUDGET.sqlite`) prints "
+                    "the budgets: spent, remaining, releases, refusals and every creation or change of a budget. "
+                    "`bayespriv ledger set-budget BUDGET.sqlite NAME EPS[,DELTA]` creates or changes a budget on "
+                    "purpose (`release --budget` never changes one).")
+    actions = led.add_subparsers(dest="ledger_action", metavar="ACTION")
+    led.set_defaults(func=lambda args: _no_ledger_action(led))
+    rep = actions.add_parser("report", help="print Ledger.report() of an existing ledger file",
+                             description="Print Ledger.report() of an existing ledger file, then its budget "
+                                         "creations and changes.")
+    rep.add_argument("ledger", type=Path, metavar="BUDGET.sqlite", help="an existing ledger file")
+    rep.set_defaults(func=_ledger_cmd)
+    setb = actions.add_parser(
+        "set-budget", help="create a budget or change it on purpose (recorded in the ledger)",
+        description="Set budget NAME of an existing ledger to EPS[,DELTA]: create it, raise it or lower it (DELTA "
+                    "omitted: the budget keeps its δ; a new one gets δ = 0). The change is recorded in the ledger "
+                    "(Ledger.budget_events, shown by `bayespriv ledger`). Lowering below what is already spent is allowed and stated: every further release "
+                    "on the budget is then refused.")
+    setb.add_argument("ledger", type=Path, metavar="BUDGET.sqlite", help="an existing ledger file")
+    setb.add_argument("name", metavar="NAME", help="the budget (the protected attribute it is charged for)")
+    setb.add_argument("amount", type=_budget_amount, metavar="EPS[,DELTA]",
+                      help="the new total ε (and δ; omitted: δ unchanged, 0 for a new budget)")
+    setb.add_argument("--reason", default=None, metavar="TEXT", help="why, kept with the change in the ledger")
+    setb.set_defaults(func=_set_budget_cmd)
+
+
+def _no_ledger_action(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
 
 
 def _add_calibrate_parser(sub: Any) -> None:
@@ -532,7 +672,10 @@ def _add_release_parser(sub: Any) -> None:
     rel.add_argument("--ledger", type=Path, default=None, metavar="BUDGET.sqlite",
                      help="privacy-budget ledger (created if missing)")
     rel.add_argument("--budget", type=_budget_spec, action="append", default=[], metavar="NAME=EPS[,DELTA]",
-                     help="set a budget in the ledger before releasing (repeatable; needs --ledger)")
+                     help="create this budget in the ledger if it does not exist (repeatable; needs --ledger). "
+                          "A budget that exists with another value is refused, never changed: change it on purpose "
+                          "with `bayespriv ledger set-budget`. DELTA omitted: 0 for a new budget, not compared for "
+                          "an existing one")
     rel.add_argument("--accept-failed-assumptions", action="store_true",
                      help="release even if a checked assumption failed (recorded as NOT ESTABLISHED)")
     _add_trust_arguments(rel, release=True)
@@ -543,22 +686,25 @@ def _run_script(path: Path, argument: str) -> dict[str, Any]:
     """Execute a calibration script; its module-level names."""
     import runpy
 
-    if not path.is_file():
-        raise _ArgumentProblem(argument, f"must be an existing Python file; got {str(path)!r}")
+    _check_in_file(path, argument, "calibration script")
+    todo = "fix the script (run it with python to see the traceback, or pass --debug)"
     try:
         return runpy.run_path(str(path), run_name="bayespriv_script")
     except Exception as exc:  # the user's code: report, do not trace back through the command
-        raise _ArgumentProblem(argument, f"the script {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+        raise _ArgumentProblem(argument, f"the script {str(path)!r} failed: {type(exc).__name__}: {exc}",
+                               todo) from exc
+    except SystemExit as exc:  # sys.exit() in the script would end the command silently
+        raise _ArgumentProblem(argument, f"the script {str(path)!r} called sys.exit({exc.code!r})", todo) from exc
 
 
 def _script_name(scope: dict[str, Any], name: str, kinds: tuple[type, ...], what: str, path: Path,
                  argument: str) -> Any:
+    todo = "see `bayespriv calibrate --help` and examples/calibration_template.py"
     if name not in scope:
-        raise _ArgumentProblem(argument, f"the script {str(path)!r} must define {name!r} ({what}); it does not "
-                                         "(see `bayespriv calibrate --help`)")
+        raise _ArgumentProblem(argument, f"the script {str(path)!r} must define {name!r} ({what}); it does not", todo)
     value = scope[name]
     if not isinstance(value, kinds):
-        raise _ArgumentProblem(argument, f"{name!r} in {str(path)!r} must be {what}; got {type(value).__name__}")
+        raise _ArgumentProblem(argument, f"{name!r} in {str(path)!r} must be {what}; got {type(value).__name__}", todo)
     return value
 
 
@@ -569,8 +715,7 @@ def _script_query(scope: dict[str, Any], path: Path, argument: str) -> bp.Query:
 def _calibrate_cmd(args: argparse.Namespace) -> int:
     from bayespriv.datamodels.base import DataModel
 
-    if not args.out.parent.is_dir():
-        raise _ArgumentProblem("--out", f"must be in an existing directory; got {str(args.out)!r}")
+    _check_out_file(args.out, "--out")  # before the script and the calibration run
     scope = _run_script(args.script, "SCRIPT.py")
     model = _script_name(scope, "model", (DataModel, bp.DataModelFamily), "a bayespriv DataModel or DataModelFamily",
                          args.script, "SCRIPT.py")
@@ -584,34 +729,49 @@ def _calibrate_cmd(args: argparse.Namespace) -> int:
     try:
         cal = bp.calibrate(model, pairs, query, n_draws=n_draws, rng=seed, confidence=confidence)
     except BayesPrivError as exc:
-        raise _ArgumentProblem("SCRIPT.py", f"calibrate refused the script's inputs (n_draws is --draws): {exc}") from exc
-    path = cal.to_netcdf(args.out, seed=seed)
+        raise _ArgumentProblem("SCRIPT.py", f"calibrate refused the script's inputs (n_draws is --draws): {exc}",
+                               "fix the script's model, pairs or query, or pass more --draws") from exc
+    _write_atomically(args.out, lambda tmp: cal.to_netcdf(tmp, seed=seed), "--out")
     print(f"calibrated {query.name!r}: {len(cal.secrets)} secrets × {cal.n_draws} draws"
           f"{f' × {len(cal.family)} models' if cal.is_family else ''} in {time.perf_counter() - t0:.2f} s, seed {seed}")
     print(repr(cal))
-    print(f"saved: {path}")
+    print(f"saved: {args.out}")
     return 0
+
+
+_CAL_TODO = ("pass a file written by `bayespriv calibrate` (Calibration.to_netcdf); if it was, it is damaged or "
+             "was changed: calibrate again")
+
+
+def _read_calibration_file(read: Callable[[], Any], path: Path, argument: str) -> Any:
+    """``read()`` a calibration file; anything a crafted or damaged file makes the readers raise is one line."""
+    from bayespriv.errors import ReleaseMismatchError
+
+    _check_in_file(path, argument, "calibration file")
+    try:
+        return read()
+    except ReleaseMismatchError as exc:
+        raise _ArgumentProblem("--script", str(exc), "pass the script the calibration was made with, or calibrate "
+                                                     "again with this one") from exc
+    except BayesPrivError as exc:
+        raise _ArgumentProblem(argument, str(exc), _CAL_TODO) from exc
+    except Exception as exc:  # h5py / xarray / the loader on an HDF5 file without the expected content
+        raise _ArgumentProblem(argument, f"{str(path)!r} cannot be read as a calibration file "
+                                         f"({type(exc).__name__}: {exc})", _CAL_TODO) from exc
 
 
 def _load_calibration_arg(path: Path, argument: str, query: Any = None) -> bp.Calibration:
     from bayespriv.calibration import load_calibration
-    from bayespriv.errors import ReleaseMismatchError
 
-    try:
-        return load_calibration(path, query=query)
-    except ReleaseMismatchError as exc:
-        raise _ArgumentProblem("--script", str(exc)) from exc
-    except BayesPrivError as exc:
-        raise _ArgumentProblem(argument, str(exc)) from exc
+    return _read_calibration_file(lambda: load_calibration(path, query=query), path, argument)
 
 
 def _inspect_cmd(args: argparse.Namespace) -> int:
     from bayespriv.calibration import read_metadata
 
-    try:
-        meta = read_metadata(args.calibration)
-    except BayesPrivError as exc:
-        raise _ArgumentProblem("CAL.nc", str(exc)) from exc
+    if args.out is not None:
+        _check_out_dir(args.out, "--out")  # before reading: a wrong --out fails at once
+    meta = _read_calibration_file(lambda: read_metadata(args.calibration), args.calibration, "CAL.nc")
     if meta.get("kind") in ("chain", "quilt"):
         _print_file_trust(args.calibration, args.trust_unverified)
         return _inspect_without_query(args.calibration, meta)
@@ -658,73 +818,135 @@ def _inspect_plots(cal: bp.Calibration, out: Path) -> None:
     if cal.sample_array is None:
         print("no plots: the calibration has no samples (moments given exactly)")
         return
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise _ArgumentProblem("--out", f"must be a directory that can be created; got {str(out)!r} ({exc})") from exc
+    out = _out_dir(out, "--out")
     for c, name in enumerate(cal.component_names):
         fig = Figure(figsize=(6.4, 4.6), layout="constrained")
         plot_calibration(cal, component=c, ax=fig.subplots())
         path = out / f"calibration-{c}.png"
-        fig.savefig(path, dpi=100)
+        _write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"), "--out")
         print(f"figure ({name}): {path}")
 
 
 def _read_data(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise _ArgumentProblem("--data", f"must be an existing CSV file; got {str(path)!r}")
+    """The CSV file with its header as written: duplicate names are refused, never renamed.
+
+    pandas renames a repeated header (``a``, ``a.1``), which would let a dataset with two ``salary``
+    columns pass the release's duplicate-column check; so the header row is read first as data
+    (``header=None``: no renaming), then the file is read with that header and must keep it.
+    """
+    _check_in_file(path, "--data", "CSV file")
+    todo = "pass a CSV file with one header row naming each column once (as the README's payroll.csv)"
     try:
-        return pd.read_csv(path)
+        head = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+        if head.empty:
+            raise _ArgumentProblem("--data", f"the CSV file {str(path)!r} is empty", todo)
+        names = ["" if v is None else str(v) for v in head.iloc[0].tolist()]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise _ArgumentProblem("--data", f"the CSV file {str(path)!r} names the column(s) {repeated!r} more than "
+                                             "once in its header row", "give every column a distinct name (the "
+                                             "release would read one of them and ignore the other)")
+        data = pd.read_csv(path)
+    except pd.errors.EmptyDataError as exc:
+        raise _ArgumentProblem("--data", f"the CSV file {str(path)!r} is empty", todo) from exc
     except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise _ArgumentProblem("--data", f"must be a readable CSV file with a header row; got {str(path)!r} "
-                                         f"({type(exc).__name__}: {exc})") from exc
+        raise _ArgumentProblem("--data", f"{str(path)!r} cannot be read as a CSV file with a header row "
+                                         f"({type(exc).__name__}: {exc})", todo) from exc
+    expected = [n if n else f"Unnamed: {i}" for i, n in enumerate(names)]  # pandas' name for an empty header cell
+    if [str(c) for c in data.columns] != expected:
+        raise _ArgumentProblem("--data", f"the header of {str(path)!r} was read as {list(map(str, data.columns))!r}, "
+                                         f"not as written ({names!r})", todo)
+    return data
 
 
 def _build_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
     known = _cli_mechanisms()
     cls = known.get(args.mechanism)
     if cls is None:
-        raise _ArgumentProblem("--mechanism", f"must be one of {', '.join(known)}; got {args.mechanism!r}")
+        raise _ArgumentProblem("--mechanism", f"there is no mechanism {args.mechanism!r}",
+                               f"pass one of {', '.join(known)}")
     kwargs = {"epsilon": args.epsilon} if args.delta is None else {"epsilon": args.epsilon, "delta": args.delta}
     try:
         return cls(cal, **kwargs)
     except (BayesPrivError, TypeError) as exc:
         raise _ArgumentProblem("--mechanism/--epsilon/--delta",
-                               f"{args.mechanism} cannot be built on this calibration with {kwargs}: {exc}") from exc
+                               f"{args.mechanism} cannot be built on this calibration with {kwargs}: {exc}",
+                               "choose another mechanism, ε or δ (see `bayespriv release --help`)") from exc
 
 
-def _open_ledger(args: argparse.Namespace) -> Any:
+def _open_ledger(args: argparse.Namespace, mech: Any) -> Any:
+    """The ledger of ``--ledger`` (created if missing) with the budgets of ``--budget`` created.
+
+    ``--budget`` creates a budget that does not exist yet and does nothing when it already has that
+    value; it never changes one (a command run again with another number must not lift a spent
+    budget): that is refused here, before anything is released or spent. Changing a budget is
+    ``bayespriv ledger set-budget``.
+    """
     if args.ledger is None:
         if args.budget:
-            raise _ArgumentProblem("--budget", "needs --ledger (the file that keeps the budgets)")
+            raise _ArgumentProblem("--budget", "--budget was given without --ledger",
+                                   "add --ledger BUDGET.sqlite (the file that keeps the budgets)")
         return None
     try:
         ledger = bp.Ledger(args.ledger)
     except BayesPrivError as exc:
-        raise _ArgumentProblem("--ledger", str(exc)) from exc
-    for name, eps, delta in args.budget:
+        raise _ArgumentProblem("--ledger", str(exc), "fix or restore the ledger file, or pass another path; "
+                                                     "nothing was released") from exc
+    where = shlex.quote(str(args.ledger))
+    given: dict[str, tuple[float, float]] = {}
+    for name, eps, delta, text in args.budget:
+        if given.setdefault(name, (eps, delta)) != (eps, delta):
+            raise _ArgumentProblem("--budget", f"budget {name!r} is given twice with different values",
+                                   "give each budget once")
+    for name, eps, delta, text in args.budget:
         try:
-            ledger.set_budget(name, eps, delta)
+            created = ledger.create_budget(name, eps, delta, reason="bayespriv release --budget")
         except BayesPrivError as exc:
-            raise _ArgumentProblem("--budget", f"{name}={eps:g},{delta:g}: {exc}") from exc
+            current = getattr(exc, "current", None)
+            if current is None:
+                raise _ArgumentProblem("--budget", f"{name}={text}: {exc}", "pass NAME=EPS[,DELTA] with a budget the "
+                                                                          "ledger can hold") from exc
+            raise _ArgumentProblem(
+                "--budget", f"budget {name!r} in {str(args.ledger)!r} is ε={current[0]:g}, δ={current[1]:g}, and "
+                            f"--budget {name}={text} would change it; nothing was released or spent",
+                f"--budget only creates a budget; to change it on purpose run `bayespriv ledger set-budget {where} "
+                f"{shlex.quote(name)} {shlex.quote(text)}`") from exc
+        if created:
+            print(f"bayespriv: created budget {name!r} in {str(args.ledger)!r}: ε={eps:g}, δ={delta or 0:g}",
+                  file=sys.stderr)
+    missing = [name for name in dict.fromkeys(getattr(mech, "protected", ()) or ()) if name not in ledger.budgets()]
+    if missing:
+        raise _ArgumentProblem("--budget", f"the ledger {str(args.ledger)!r} has no budget for {missing!r}, which "
+                                           f"{args.mechanism} protects; nothing was released or spent",
+                               f"create it with --budget {missing[0]}=EPS[,DELTA]")
     return ledger
 
 
 def _release_cmd(args: argparse.Namespace) -> int:
     import json
 
-    from bayespriv.errors import ReleaseMismatchError
+    from bayespriv.errors import AssumptionFailedError, BudgetExceededError, ReleaseMismatchError
 
     query = _script_query(_run_script(args.script, "--script"), args.script, "--script")
     cal = _load_trusting(args.calibration, "CAL.nc", query, args.trust_unverified)
     data = _read_data(args.data)
     mech = _build_mechanism(cal, args)
-    ledger = _open_ledger(args)
+    ledger = _open_ledger(args, mech)
     try:
         release = mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions,
                                **_unverified_opt_in(args))
     except ReleaseMismatchError as exc:
-        raise _ArgumentProblem("--data", str(exc)) from exc
+        raise _ArgumentProblem("--data", str(exc), "pass the dataset the calibration was made for (rows, columns "
+                                                   "and query as calibrated)") from exc
+    except BudgetExceededError as exc:
+        protected = tuple(getattr(mech, "protected", ()) or ())
+        name = shlex.quote(protected[0]) if len(protected) == 1 else "NAME"
+        raise _ArgumentProblem("--ledger", str(exc), "release with a smaller --epsilon/--delta, or raise the budget "
+                               f"on purpose: bayespriv ledger set-budget {shlex.quote(str(args.ledger))} {name} "
+                               "EPS[,DELTA]", code=1) from exc
+    except AssumptionFailedError as exc:
+        raise _ArgumentProblem("--mechanism", str(exc), "follow a remedy above, or pass --accept-failed-assumptions "
+                               "to release with the guarantee recorded as NOT ESTABLISHED", code=1) from exc
     g = release.guarantee
     out = {
         "value": [float(v) for v in release.value],
@@ -746,16 +968,30 @@ def _release_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ledger_cmd(args: argparse.Namespace) -> int:
-    if not args.ledger.is_file():
-        raise _ArgumentProblem("BUDGET.sqlite", f"must be an existing ledger file; got {str(args.ledger)!r}")
+def _existing_ledger(path: Path) -> Any:
+    """``Ledger(path, create=False)``: the ledger commands never create a file."""
+    if not path.exists():
+        raise _ArgumentProblem("BUDGET.sqlite", f"there is no ledger file {str(path)!r}",
+                               "pass the path of an existing ledger (`bayespriv release --ledger` creates one)")
     try:
-        ledger = bp.Ledger(args.ledger, create=False)
-        report = ledger.report()
+        return bp.Ledger(path, create=False)
     except BayesPrivError as exc:
-        raise _ArgumentProblem("BUDGET.sqlite", str(exc)) from exc
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        raise _ArgumentProblem("BUDGET.sqlite", str(exc), "fix or restore the ledger file, or pass another path") from exc
+
+
+def _ledger_cmd(args: argparse.Namespace) -> int:
+    ledger = _existing_ledger(args.ledger)
+    report = ledger.report()
+    with pd.option_context("display.width", 100_000, "display.max_columns", None, "display.max_colwidth", 200):
         print(report.to_string() if len(report) else "no budgets")
+        events = report.attrs.get("budget_events")
+        if events is not None and len(events):
+            shown = events.drop(columns=["pid"]).copy()
+            shown["time_utc"] = shown["time_utc"].dt.strftime("%Y-%m-%d %H:%M:%S")
+            shown["reason"] = shown["reason"].fillna("")
+            print()
+            print("Budget creations and changes:")
+            print(shown.to_string(na_rep="-"))
     note = report.attrs.get("composition")
     if note:
         print()
@@ -872,6 +1108,138 @@ def _key_cmd(args: argparse.Namespace) -> int:
         print("warning: anyone holding this key can forge calibration files that verify as yours", file=sys.stderr)
         print(f"{'secret key:':<13} {signing.load_key().hex()}")
     return 0
+
+
+def _set_budget_cmd(args: argparse.Namespace) -> int:
+    ledger = _existing_ledger(args.ledger)
+    eps, delta, text = args.amount
+    name = args.name
+    before = ledger.budget(name) if name in ledger.budgets() else None
+    events = ledger.budget_events()
+    last = int(events.index.max()) if len(events) else 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", BayesPrivWarning)
+        try:
+            ledger.set_budget(name, eps, delta, reason=args.reason)
+        except BayesPrivError as exc:
+            argument = {"name": "NAME", "reason": "--reason"}.get(str(exc).split(" ", 1)[0], "EPS[,DELTA]")
+            raise _ArgumentProblem(argument, str(exc), "see `bayespriv ledger set-budget --help`") from exc
+    events = ledger.budget_events()
+    new = events[(events.index > last) & (events["budget"] == name)]
+    e, d = ledger.budget(name)
+    spent_e, spent_d = ledger.spent(name)
+    where = str(args.ledger)
+    if new.empty:
+        print(f"budget {name!r} in {where!r} already is ε={e:g}, δ={d:g}: nothing changed")
+    elif before is None:
+        print(f"created budget {name!r} in {where!r}: ε={e:g}, δ={d:g} (budget event #{new.index[-1]})")
+    else:
+        print(f"budget {name!r} in {where!r}: ε={before[0]:g}, δ={before[1]:g} -> ε={e:g}, δ={d:g} "
+              f"({new['action'].iloc[-1]}; spent ε={spent_e:g}, δ={spent_d:g}; budget event #{new.index[-1]})")
+    for w in caught:
+        if issubclass(w.category, BayesPrivWarning):
+            print(f"bayespriv: note: {w.message}", file=sys.stderr)
+        else:  # not ours to swallow
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return 0
+
+
+# -- files the command reads and writes -------------------------------------------------------------------
+def _check_in_file(path: Path, argument: str, what: str) -> None:
+    """An existing, regular, readable file (a FIFO or device would block or never end)."""
+    if not path.exists():
+        raise _ArgumentProblem(argument, f"the {what} {str(path)!r} does not exist", "check the path")
+    if path.is_dir():
+        raise _ArgumentProblem(argument, f"{str(path)!r} is a directory, not a {what}", f"pass the path of a {what}")
+    if not path.is_file():
+        raise _ArgumentProblem(argument, f"{str(path)!r} is not a regular file (a device, FIFO or socket)",
+                               f"pass the path of a {what}")
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except OSError as exc:
+        raise _ArgumentProblem(argument, f"the {what} {str(path)!r} cannot be read ({exc.strerror or exc})",
+                               "give this user read access to it, or pass another file") from exc
+
+
+def _check_out_file(path: Path, argument: str) -> None:
+    """A path the command may write: not a symbolic link, not an existing directory or special file, in a
+    writable directory. (The file itself is then replaced atomically, see :func:`_write_atomically`.)"""
+    if path.is_symlink():
+        raise _ArgumentProblem(argument, f"{str(path)!r} is a symbolic link (to {os.readlink(path)!r}); bayespriv "
+                                         "does not write through links", "pass the real path, or remove the link")
+    if path.exists() and path.is_dir():
+        raise _ArgumentProblem(argument, f"{str(path)!r} is a directory", "pass the path of a file to write")
+    if path.exists() and not path.is_file():
+        raise _ArgumentProblem(argument, f"{str(path)!r} is not a regular file (a device, FIFO or socket)",
+                               "pass the path of a regular file to write")
+    parent = path.parent
+    if not parent.is_dir():
+        raise _ArgumentProblem(argument, f"the directory of {str(path)!r} does not exist",
+                               "create it first (mkdir -p) or pass another path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise _ArgumentProblem(argument, f"the directory {str(parent)!r} is not writable by this user",
+                               "pass a path in a directory you can write")
+
+
+def _check_out_dir(path: Path, argument: str) -> None:
+    if path.exists() and not path.is_dir():
+        raise _ArgumentProblem(argument, f"{str(path)!r} exists and is not a directory",
+                               "pass a directory (it is created when missing)")
+
+
+def _out_dir(path: Path, argument: str) -> Path:
+    """An output directory, created when missing (its files are checked one by one)."""
+    _check_out_dir(path, argument)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _ArgumentProblem(argument, f"the directory {str(path)!r} cannot be created ({exc.strerror or exc})",
+                               "pass a directory you can write") from exc
+    return path
+
+
+def _write_atomically(path: Path, write: Callable[[Path], Any], argument: str) -> Path:
+    """``write(tmp)`` to a temporary file beside ``path``, fsync it, then rename it over ``path``.
+
+    A reader never sees a half-written file and a crash leaves the old one; a symbolic link at
+    ``path`` is refused, never followed (``os.replace`` would replace the link, not its target, but
+    a link there is a sign of a mistake or an attack), and so are directories and special files.
+    """
+    _check_out_file(path, argument)
+    parent = path.parent
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
+    except OSError as exc:
+        raise _ArgumentProblem(argument, f"cannot create a file in {str(parent)!r} ({exc.strerror or exc})",
+                               "pass a path in a directory you can write") from exc
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        mode = path.stat().st_mode & 0o777 if path.is_file() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)  # as an ordinary write would leave it (mkstemp makes 0600)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        _check_out_file(path, argument)  # still not a link or a directory (it could have changed meanwhile)
+        os.replace(tmp, path)
+        dfd = os.open(parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)  # the rename itself is durable
+        finally:
+            os.close(dfd)
+    except OSError as exc:
+        raise _ArgumentProblem(argument, f"cannot write {str(path)!r} ({exc.strerror or exc})",
+                               "pass a path on a writable file system with free space") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 if __name__ == "__main__":  # pragma: no cover

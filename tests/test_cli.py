@@ -51,6 +51,7 @@ def test_no_command_prints_help(capsys):
 
 # -- calibrate once, release later: calibrate -> inspect -> release -> ledger ----------------------
 import json  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -114,7 +115,7 @@ def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, caps
     assert main(["ledger", "budget.sqlite"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("salary"))
-    assert row.split()[1:4] == ["1.5", "1.0", "0.5"] and row.split()[-1] == "1"  # spent 1, remaining 0.5, 1 refusal
+    assert row.split()[1:4] == ["1.5", "1.0", "0.5"] and row.split()[11] == "1"  # spent 1, remaining 0.5, 1 refusal
 
 
 def test_release_refuses_a_changed_query(workdir, capsys):
@@ -123,7 +124,8 @@ def test_release_refuses_a_changed_query(workdir, capsys):
     assert main(["release", str(workdir / "cal.nc"), "--script", str(changed), "--mechanism", "APGM",
                  "--epsilon", "1", "--delta", "1e-3", "--data", str(workdir / "payroll.csv")]) == 2
     err = capsys.readouterr().err
-    assert "argument --script" in err and "got query 'stack(mean(years), mean(score))' with fingerprint" in err
+    _one_line_error(err, "(--script): pass the script the calibration was made with",
+                    "got query 'stack(mean(years), mean(score))' with fingerprint")
 
 
 def _bad_cases(d: Path) -> list[tuple[list[str], str]]:
@@ -135,40 +137,54 @@ def _bad_cases(d: Path) -> list[tuple[list[str], str]]:
     (d / "junk.nc").write_text("junk")
     pd.DataFrame({"salary": [1.0], "years": [1.0], "score": [1.0]}).to_csv(d / "short.csv", index=False)
     return [
-        (["calibrate", str(d / "missing.py"), "--out", str(d / "x.nc")], "argument SCRIPT.py: must be an existing"),
+        (["calibrate", str(d / "missing.py"), "--out", str(d / "x.nc")],
+         "the calibration script '%s' does not exist (SCRIPT.py): check the path" % (d / "missing.py")),
         (["calibrate", str(d / "no_query.py"), "--out", str(d / "x.nc")], "must define 'model'"),
         (["calibrate", str(d / "bad_model.py"), "--out", str(d / "x.nc")], "'model' in"),
-        (["calibrate", str(d / "broken.py"), "--out", str(d / "x.nc")], "RuntimeError: boom"),
-        (["calibrate", script, "--out", str(d / "nowhere" / "x.nc")], "argument --out: must be in an existing directory"),
-        (["calibrate", script, "--out", str(d / "x.nc"), "--draws", "1"], "argument --draws"),
-        (["calibrate", script, "--out", str(d / "x.nc"), "--draws", "5"], "argument SCRIPT.py: calibrate refused"),
-        (["calibrate", script, "--out", str(d / "x.nc"), "--confidence", "2"], "argument --confidence"),
-        (["calibrate", script], "--out"),
-        (["inspect", str(d / "missing.nc")], "argument CAL.nc: path must be an existing file"),
-        (["inspect", str(d / "junk.nc")], "argument CAL.nc: path must be a netCDF-4 file"),
-        (rel[:5] + ["Nope"] + rel[6:], "argument --mechanism: must be one of APGM"),
-        (rel[:-1] + [str(d / "missing.csv")], "argument --data: must be an existing CSV file"),
-        (rel[:-1] + [str(d / "short.csv")], "argument --data: dataset must have 40 rows"),
-        (rel[:-2], "--data"),
-        (rel + ["--budget", "salary"], "argument --budget: must be NAME=EPSILON"),
-        (rel + ["--budget", "salary=1"], "argument --budget: needs --ledger"),
-        (rel[:7] + ["-1"] + rel[8:], "argument --epsilon"),
-        (rel + ["--delta", "2"], "argument --delta"),
-        (rel[:1] + [str(d / "junk.nc")] + rel[2:], "argument CAL.nc"),
+        (["calibrate", str(d / "broken.py"), "--out", str(d / "x.nc")], "RuntimeError: boom (SCRIPT.py): fix the script"),
+        (["calibrate", script, "--out", str(d / "nowhere" / "x.nc")], "does not exist (--out): create it first"),
+        (["calibrate", script, "--out", str(d / "x.nc"), "--draws", "1"], "got 1 (--draws): see `bayespriv calibrate"),
+        (["calibrate", script, "--out", str(d / "x.nc"), "--draws", "5"], "(SCRIPT.py): fix the script's model"),
+        (["calibrate", script, "--out", str(d / "x.nc"), "--confidence", "2"], "(--confidence)"),
+        (["calibrate", script], "a required argument is missing (--out)"),
+        (["inspect", str(d / "missing.nc")], "the calibration file '%s' does not exist (CAL.nc)" % (d / "missing.nc")),
+        (["inspect", str(d / "junk.nc")], "path must be a netCDF-4 file written by Calibration.to_netcdf"),
+        (rel[:5] + ["Nope"] + rel[6:], "there is no mechanism 'Nope' (--mechanism): pass one of APGM"),
+        (rel[:-1] + [str(d / "missing.csv")], "does not exist (--data)"),
+        (rel[:-1] + [str(d / "short.csv")], "dataset must have 40 rows, as calibrated"),
+        (rel[:-2], "a required argument is missing (--data)"),
+        (rel + ["--budget", "salary"], "must be NAME=EPSILON or NAME=EPSILON,DELTA; got 'salary' (--budget)"),
+        (rel + ["--budget", "salary=1"], "--budget was given without --ledger (--budget): add --ledger"),
+        (rel[:7] + ["-1"] + rel[8:], "(--epsilon)"),
+        (rel + ["--delta", "2"], "(--delta)"),
+        (rel[:1] + [str(d / "junk.nc")] + rel[2:], "(CAL.nc): pass a file written by `bayespriv calibrate`"),
         (["release", cal, "--script", str(d / "no_query.py"), "--mechanism", "APGM", "--epsilon", "1", "--data", data],
          "must define 'query'"),
         (["release", cal, "--script", str(d / "broken.py"), "--mechanism", "APGM", "--epsilon", "1", "--data", data],
-         "argument --script: the script"),
-        (["ledger", str(d / "missing.sqlite")], "argument BUDGET.sqlite: must be an existing ledger file"),
-        (["ledger", str(d / "junk.nc")], "argument BUDGET.sqlite"),
+         "RuntimeError: boom (--script)"),
+        (["ledger", str(d / "missing.sqlite")], "there is no ledger file '%s' (BUDGET.sqlite)" % (d / "missing.sqlite")),
+        (["ledger", str(d / "junk.nc")], "is corrupt or truncated"),
+        (["ledger", "set-budget", str(d / "missing.sqlite"), "salary", "1"], "there is no ledger file"),
+        (["ledger", "set-budget", str(d / "x.sqlite"), "salary", "1,2"], "(EPS[,DELTA])"),
+        (["nope"], "invalid choice: 'nope'"),
+        (rel + ["--frobnicate"], "unrecognized argument (--frobnicate)"),
     ]
+
+
+def _one_line_error(err: str, *expected: str) -> None:
+    """One line, in the command's error format, no traceback."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("bayespriv: error: "), err
+    assert "Traceback" not in err
+    assert re.match(r"bayespriv: error: .+ \(.+\): .+", lines[0]), err
+    for text in expected:
+        assert text in err, (text, err)
 
 
 def test_every_wrong_argument_exits_2_naming_it(workdir, capsys):
     for argv, expected in _bad_cases(workdir):
         assert main(argv) == 2, argv
-        err = capsys.readouterr().err
-        assert expected in err, (argv, err)
+        _one_line_error(capsys.readouterr().err, expected)
 
 
 @pytest.mark.parametrize("command", ["calibrate", "inspect", "release", "ledger", "demo"])

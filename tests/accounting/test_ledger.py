@@ -152,10 +152,17 @@ def test_report_and_html(ledger):
 
 def test_set_budget_rules(ledger):
     workers.make_mechanism(0.5).release_value(workers.ANSWER, ledger=ledger)
-    with pytest.raises(bp.ValidationError, match="at least what is already spent"):
+    # Lowering below what is spent is allowed, and stated: a warning, and every further release is refused.
+    with pytest.warns(bp.BayesPrivWarning, match=r"'income' .* set to ε=0.4, δ=0, below what is already spent "
+                                                 r"\(ε=0.5, δ=0\): every further release on it is refused"):
         ledger.set_budget("income", 0.4)
+    assert ledger.budget("income") == (0.4, 0.0) and ledger.remaining("income") == (0.0, 0.0)
+    with pytest.raises(bp.BudgetExceededError, match="spent ε=0.5, δ=0 of ε=0.4"):
+        workers.make_mechanism(1e-9).release_value(workers.ANSWER, ledger=ledger)
+    ledger.verify()  # spent > total is consistent: the last budget event lowered it
     ledger.set_budget("income", 2.0)
     assert ledger.remaining("income") == (1.5, 0.0)
+    assert ledger.budget_events()["action"].tolist() == ["created", "lowered below spent", "raised"]
     with pytest.raises(bp.ValidationError, match="epsilon must be a finite number >= 0; got -1"):
         ledger.set_budget("x", -1)
     with pytest.raises(bp.ValidationError, match="delta must be in"):

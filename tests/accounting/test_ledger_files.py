@@ -286,7 +286,7 @@ def test_old_schema_is_migrated_in_place(tmp_path):
     _old_ledger(path)
     led = Ledger(path)
     with sqlite3.connect(path) as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
         cols = {r[1] for r in con.execute("PRAGMA table_info(releases)")}
     assert {"failed_assumptions", "unchecked_assumptions", "established", "voided", "void_reason"} <= cols
     old = led.releases().loc[1]
