@@ -410,6 +410,9 @@ def test_validation_messages(gauss_cal):
     with pytest.raises(bp.ValidationError, match="shape \\(n, 1\\)"):
         likelihood_ratio_attack(mech, GAUSS, n_trials=10,
                                 reference_draws={s: np.zeros((5, 2)) for s in GAUSS_PAIR.secrets})
+    other_query = bp.calibrate(GAUSS, [GAUSS_PAIR], bp.mean("x"), n_draws=100, rng=1)
+    with pytest.raises(bp.ValidationError, match="calibration of the mechanism's query 'mean\\(y\\)'"):
+        likelihood_ratio_attack(mech, GAUSS, n_trials=10, reference_draws=other_query)
     with pytest.raises(bp.ParameterTypeError, match="reference_draws must be None"):
         likelihood_ratio_attack(mech, GAUSS, n_trials=10, reference_draws=[1, 2])
     with pytest.raises(bp.ValidationError, match="alpha must be in"):
