@@ -1,7 +1,15 @@
-"""Audits: property-inference attacks on mechanisms and empirical lower bounds on ε."""
+"""Audits: property-inference and likelihood-ratio attacks on mechanisms, empirical lower bounds on ε."""
 
 from .attack import AttackResult, default_classifier, noise_sampler, property_inference_attack
 from .empirical import EmpiricalEpsilon, clopper_pearson, empirical_epsilon, epsilon_lower_bound
+from .likelihood import (
+    LikelihoodRatioResult,
+    accuracy_bound,
+    direct_accuracy,
+    likelihood_ratio_attack,
+    log_likelihood_ratio,
+    n_leaked,
+)
 
 __all__ = [
     "AttackResult",
@@ -12,4 +20,10 @@ __all__ = [
     "empirical_epsilon",
     "epsilon_lower_bound",
     "clopper_pearson",
+    "LikelihoodRatioResult",
+    "likelihood_ratio_attack",
+    "log_likelihood_ratio",
+    "accuracy_bound",
+    "direct_accuracy",
+    "n_leaked",
 ]
