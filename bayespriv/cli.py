@@ -750,6 +750,8 @@ def _read_calibration_file(read: Callable[[], Any], path: Path, argument: str) -
     _check_in_file(path, argument, "calibration file")
     try:
         return read()
+    except _ArgumentProblem:
+        raise
     except ReleaseMismatchError as exc:
         raise _ArgumentProblem("--script", str(exc), "pass the script the calibration was made with, or calibrate "
                                                      "again with this one") from exc
@@ -1023,19 +1025,18 @@ def _unverified_opt_in(args: argparse.Namespace) -> dict[str, bool]:
 
 
 def _load_trusting(path: Path, argument: str, query: Any, trust_unverified: bool) -> Any:
-    """load_calibration with the command's trust; a file that does not verify is a refusal (exit 1)."""
+    """load_calibration with the command's trust: a file that does not verify is a refusal (exit 1) naming the
+    file argument; anything else a crafted or damaged file raises is one line (:func:`_read_calibration_file`)."""
     from bayespriv.calibration import load_calibration
-    from bayespriv.errors import ReleaseMismatchError, UnverifiedCalibrationError
+    from bayespriv.errors import UnverifiedCalibrationError
 
-    try:
-        return load_calibration(path, query=query, trust="unverified" if trust_unverified else "verified")
-    except UnverifiedCalibrationError as exc:
-        hint = "" if trust_unverified else f" ({_CLI_TRUST_HINT})"
-        raise UnverifiedCalibrationError(f"{exc}{hint}") from exc
-    except ReleaseMismatchError as exc:
-        raise _ArgumentProblem("--script", str(exc)) from exc
-    except BayesPrivError as exc:
-        raise _ArgumentProblem(argument, str(exc)) from exc
+    def read() -> Any:
+        try:
+            return load_calibration(path, query=query, trust="unverified" if trust_unverified else "verified")
+        except UnverifiedCalibrationError as exc:
+            raise _ArgumentProblem(argument, str(exc), None if trust_unverified else _CLI_TRUST_HINT, code=1) from exc
+
+    return _read_calibration_file(read, path, argument)
 
 
 def _print_trust_banner(cal: Any) -> None:
