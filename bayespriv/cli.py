@@ -46,6 +46,7 @@ exceeded, failed assumption, ...); 2 a wrong argument (the message names it).
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import os
 import re
@@ -676,6 +677,10 @@ def _add_release_parser(sub: Any) -> None:
                           "A budget that exists with another value is refused, never changed: change it on purpose "
                           "with `bayespriv ledger set-budget`. DELTA omitted: 0 for a new budget, not compared for "
                           "an existing one")
+    rel.add_argument("--accountant", choices=("auto", "gaussian"), default="auto",
+                     help="auto (default): the noise is scaled until the accounted privacy curve of the law actually "
+                          "released meets (ε, δ); gaussian: the papers' route, F taken as Gaussian (its check then "
+                          "gates the release)")
     rel.add_argument("--accept-failed-assumptions", action="store_true",
                      help="release even if a checked assumption failed (recorded as NOT ESTABLISHED)")
     _add_trust_arguments(rel, release=True)
@@ -868,6 +873,11 @@ def _build_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
         raise _ArgumentProblem("--mechanism", f"there is no mechanism {args.mechanism!r}",
                                f"pass one of {', '.join(known)}")
     kwargs = {"epsilon": args.epsilon} if args.delta is None else {"epsilon": args.epsilon, "delta": args.delta}
+    if args.accountant != "auto":
+        if "accountant" not in inspect.signature(cls.__init__).parameters:
+            raise _ArgumentProblem("--accountant", f"{args.mechanism} rests on its own theorem and takes no accountant",
+                                   "drop --accountant, or choose an additive-noise mechanism (APGM, EigM, DauM, ...)")
+        kwargs["accountant"] = args.accountant
     try:
         return cls(cal, **kwargs)
     except (BayesPrivError, TypeError) as exc:

@@ -83,9 +83,9 @@ def paper_mechanisms(cal: bp.Calibration, eps: float) -> dict[str, M.Mechanism]:
         warnings.simplefilter("ignore", bp.PrivacyAssumptionWarning)
         kw = dict(epsilon=eps, delta=DELTA, gaussian_calibration="classic")
         return {
-            "ExpM(G)": M.ExpM(cal, **kw),
-            "EigM(G)": M.EigM(cal, **kw, **EQUAL),
-            "DauM(G)": M.DauM(cal, **kw, **EQUAL),
+            "ExpM(G)": M.ExpM(cal, **kw, accountant="gaussian"),
+            "EigM(G)": M.EigM(cal, **kw, **EQUAL, accountant="gaussian"),
+            "DauM(G)": M.DauM(cal, **kw, **EQUAL, accountant="gaussian"),
             "GroupDP(G)": M.GroupDP(cal, **kw),
         }
 
@@ -121,8 +121,9 @@ def honest_table(calibrations: dict[str, bp.Calibration], rng: np.random.Generat
             row = {"calibration": label, "mechanism": name}
             for mode in ("equal", "auto"):
                 key = "equal covariances (assumed)" if mode == "equal" else "honest (unequal covariances)"
+                route = {"accountant": "gaussian"} if mode == "equal" else {}
                 try:
-                    mech = cls(cal, epsilon=eps, delta=DELTA, covariance=mode)
+                    mech = cls(cal, epsilon=eps, delta=DELTA, covariance=mode, **route)
                 except bp.ValidationError as err:
                     row[key], row[key + ": guarantee"] = np.nan, f"refused: {str(err).split(';')[0]}"
                     continue

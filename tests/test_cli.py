@@ -206,8 +206,9 @@ def test_console_script_help_in_a_real_subprocess():
 
 
 def test_failed_assumption_refuses_unless_accepted(workdir, capsys):
-    """exp(mean(years)) is log-normal (σ ≈ 0.6 in the log), far from Gaussian: APGM's gaussian_query check fails
-    on 300 draws (the check's p-value is below 1e-10 here), so the release refuses (exit 1, nothing spent) unless
+    """exp(mean(years)) is log-normal (σ ≈ 0.6 in the log), far from Gaussian. By default APGM accounts the law
+    actually released and is established; on the papers' route (--accountant gaussian) its gaussian_query check
+    fails on 300 draws (p-value below 1e-10 here), so the release refuses (exit 1, nothing spent) unless
     --accept-failed-assumptions, and then says established: false."""
     script = workdir / "skewed.py"
     script.write_text(TEMPLATE.read_text().replace(
@@ -218,6 +219,10 @@ def test_failed_assumption_refuses_unless_accepted(workdir, capsys):
             "--delta", "1e-3", "--data", str(workdir / "payroll.csv"), "--ledger", str(workdir / "skewed.sqlite"),
             "--budget", "salary=5,0.1"]
     capsys.readouterr()
+    assert main(argv[:-4]) == 0  # the default accountant: established, no ledger
+    accounted = json.loads(capsys.readouterr().out)
+    assert accounted["established"] is True and "sampled_law" in accounted["guarantee"]["assumptions"]
+    argv += ["--accountant", "gaussian"]
     assert main(argv) == 1
     assert "gaussian_query" in capsys.readouterr().err
     assert main(argv + ["--accept-failed-assumptions"]) == 0

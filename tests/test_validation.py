@@ -761,7 +761,7 @@ _M = bp.mechanisms
 MECHANISM_BUILDERS = {
     "APGM": (lambda e: _M.APGM(calibration(), epsilon=e, delta=1e-3), [150.0], None),
     "APGMnG": (lambda e: _M.APGMnG(_sampled(), epsilon=e, delta=1e-3, eta=1e-4, lambda_eta=0.05), [0.5], None),
-    "WithExtraLaplace": (lambda e: _M.WithExtraLaplace(_M.APGM(_sampled(), epsilon=e, delta=1e-3), 0.1, eta=1e-4,
+    "WithExtraLaplace": (lambda e: _M.WithExtraLaplace(_M.APGM(_sampled(), epsilon=e, delta=1e-3, accountant="gaussian"), 0.1, eta=1e-4,
                                                         w_infinity=0.1), [0.5], None),
     "ExpM": (lambda e, **kw: _M.ExpM(calibration(), epsilon=e, delta=1e-3, **kw), [150.0], "noise"),
     "DirM": (lambda e, **kw: _M.DirM(calibration(), epsilon=e, **kw), [150.0], "noise"),

@@ -7,12 +7,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from .._validation import check_delta, fail
+from .._validation import check_delta
 from ..calibration import Calibration
-from ..calibration.assumptions import RelaxationEstimate, default_eta, estimate_lambda_eta
+from ..calibration.assumptions import RelaxationEstimate, estimate_lambda_eta
 from ..errors import ValidationError
 from .base import Guarantee, Mechanism, check_gaussian_params, check_nonnegative, relaxed_parameters
+from .noise import gaussian_radius
 from .expected_value import choose_covariance_mode, unequal_covariance_boxes, unequal_noise
+from .accounted import accounted_theorem, uses_real_law
 from .privacy_loss import PairBox, box_assumptions, privacy_curve
 
 __all__ = ["APGM", "APGMnG"]
@@ -111,13 +113,27 @@ class APGM(Mechanism):
     proof_assumptions = ("gaussian_query", "equal_covariance")
 
     def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic",
-                 covariance: str = "auto") -> None:
+                 covariance: str = "auto", accountant: str = "auto") -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
         self._set_apgm_noise(calibration, gaussian_calibration)
-        self.covariance_mode = choose_covariance_mode(self, covariance)
         self.noise_scale_factor = 1.0
+        self.accountant = accountant
+        if uses_real_law(calibration, accountant):
+            self._set_accounted_noise()
+            return
+        self.covariance_mode = choose_covariance_mode(self, covariance)
         if self.covariance_mode == "unequal":
             self._set_unequal_noise()
+
+    def _set_accounted_noise(self) -> None:
+        """Stage 2 (real law): keep the shape σ²I, scale it by the accountant of the released law."""
+        self.covariance_mode = "accounted"
+        cov = self._account_gaussian(np.eye(self.k) * max(self.sigma2, 0.0) if self.sigma2 > 0 else np.zeros((self.k, self.k)))
+        acc = self._accounted
+        self.noise_scale_factor = acc.factor**2
+        self.sigma2 = float(np.trace(cov)) / self.k
+        self.theorem = accounted_theorem(APGM.theorem, acc)
+        self._set_gaussian(cov)
 
     def _set_unequal_noise(self) -> None:
         """Stage 2 (unequal covariances): scale the shape I by the exact privacy curve."""
@@ -143,12 +159,16 @@ class APGM(Mechanism):
         N(μ_b, Σ_b + S) with this mechanism's noise S, covariances *not*
         assumed equal (:func:`~bayespriv.mechanisms.privacy_loss.privacy_curve`;
         F | secret assumed Gaussian)."""
+        if self.accounting is not None:
+            return self._accounted_curve(epsilons)
         return privacy_curve(epsilons, self._boxes(), self.noise_cov)
 
-    def _set_apgm_noise(self, calibration: Calibration, gaussian_calibration: str) -> None:
-        """Algorithm 1's σ² (per pair, conservative), shared with :class:`APGMnG`."""
+    def _set_apgm_noise(self, calibration: Calibration, gaussian_calibration: str, radius: float | None = None) -> None:
+        """Algorithm 1's σ² (per pair, conservative), shared with :class:`APGMnG` (which passes its inner radius)."""
         self.gaussian_calibration = gaussian_calibration
         self.radius = check_gaussian_params(self, gaussian_calibration)
+        if radius is not None:
+            self.radius = radius
         cons = calibration.pair_constraints()
         delta_ab = np.linalg.norm(cons.upper, axis=1)
         lam = np.minimum(np.linalg.eigvalsh(cons.cov_a)[:, 0], np.linalg.eigvalsh(cons.cov_b)[:, 0])
@@ -168,14 +188,19 @@ class APGMnG(APGM):
     """Attribute-Private Gaussian Mechanism for non-Gaussian data (Algorithm 2 of
     Zhang, Ohrimenko, Yang & Cummings, *Attribute Privacy*, arXiv version).
 
-    The noise is APGM's (:class:`APGM`, identical numbers); only the guarantee
-    differs: it no longer assumes F | secret Gaussian (nor equal covariances),
-    and pays for the approximation with λ_η. The Gaussian approximations
-    (Algorithm 2: "choose a Gaussian approximation for each secret ... with
-    constant variance") are, for each pair, f̃_a = N(μ̂_a, C_ab) and
-    f̃_b = N(μ̂_b, C_ab) with C_ab = (Σ̂_a + Σ̂_b)/2 — chosen per pair rather
-    than per attribute, which the proof allows because privacy is a per-pair
-    condition.
+    The noise has APGM's shape (:class:`APGM`), calibrated at an inner
+    (ε₀, δ₀) chosen so that the relaxed guarantee is exactly the (ε, δ) asked
+    for: with λ = λ_η the η-approximate max-divergence between the laws of F
+    and their Gaussian approximations,
+
+        ε₀ = ε − 2λ,   δ₀ = (δ − (1 + e^{ε₀+λ}) η) / e^λ,
+
+    and the mechanism refuses when ε₀ ≤ 0 or δ₀ ≤ 0 (saying how many draws the
+    default η would need). The Gaussian approximations (Algorithm 2: "choose a
+    Gaussian approximation for each secret ... with constant variance") are,
+    for each pair, f̃_a = N(μ̂_a, C_ab) and f̃_b = N(μ̂_b, C_ab) with
+    C_ab = (Σ̂_a + Σ̂_b)/2 — chosen per pair rather than per attribute, which
+    the proof allows because privacy is a per-pair condition.
 
     Parameters
     ----------
@@ -183,10 +208,12 @@ class APGMnG(APGM):
         With samples (built by :func:`~bayespriv.calibrate`), unless
         ``lambda_eta`` is given.
     epsilon, delta : float
-        (ε, δ) for the approximations; the guarantee is relaxed from them.
+        The guarantee asked for.
     eta : float in (0, 1), optional
-        η of the η-approximate max-divergence. Default
-        :func:`~bayespriv.calibration.assumptions.default_eta` (max(δ, 500/n)).
+        η of the η-approximate max-divergence. Default: a quarter of the δ
+        budget, ``δ / (4(1 + e^ε))``, which the estimator of λ_η can support
+        only with about ``500/η`` draws (otherwise the mechanism refuses and
+        says how many).
     lambda_eta : float ≥ 0, optional
         A bound on the divergence you vouch for; otherwise estimated.
     divergence_confidence : float
@@ -195,7 +222,7 @@ class APGMnG(APGM):
 
     Privacy
     -------
-    Definition: (ε', δ')-dataset (or distributional) attribute privacy, i.e.
+    Definition: (ε, δ)-dataset (or distributional) attribute privacy, i.e.
     Pufferfish privacy for the calibration's pairs and Θ.
 
     Theorem 3 (arXiv version): if 𝒟^η(f_s, f̃_s) = max(D^η(f_s ‖ f̃_s),
@@ -208,9 +235,10 @@ class APGMnG(APGM):
     P(output ∈ R | b) = 0, so δ' ≥ 2η > η (checked in the tests). We use the
     proven chain of Chen & Ohrimenko (AISTATS 2023, Theorem 4.6):
 
-        ε' = ε + 2λ_η,   δ' = e^{λ_η} δ + (1 + e^{ε+λ_η}) η.
+        ε' = ε₀ + 2λ_η,   δ' = e^{λ_η} δ₀ + (1 + e^{ε₀+λ_η}) η,
 
-    APGM's noise makes the approximations (ε, δ)-indistinguishable
+    with (ε₀, δ₀) chosen so that (ε', δ') is the request. APGM's noise at
+    (ε₀, δ₀) makes the approximations (ε₀, δ₀)-indistinguishable
     deterministically: ‖μ̂_a − μ̂_b‖ is at most the calibration's sensitivity
     bound and λ_min(C_ab) ≥ the variance APGM credits.
 
@@ -221,6 +249,8 @@ class APGMnG(APGM):
     draws, so it is not a bound). With ``lambda_eta=`` it is replaced by
     ``divergence_bound_given``. The calibration's own assumptions are
     inherited. No Gaussian-query or equal-covariance assumption remains.
+    Most calibrations are better served by :class:`APGM`, whose default
+    accountant needs no Gaussian approximation at all.
     """
 
     theorem = "APGMnG: Zhang et al. (arXiv), Algorithm 2 / Theorem 3, δ' per Chen & Ohrimenko 2023 Theorem 4.6"
@@ -243,43 +273,73 @@ class APGMnG(APGM):
                 "calibration must carry samples (built by calibrate) for APGMnG to estimate λ_η; got one without "
                 "samples (from_moments). Pass lambda_eta= (a bound on the η-approximate max-divergence you vouch for)."
             )
-        self._set_apgm_noise(calibration, gaussian_calibration)
-        self.eta = default_eta(calibration, self.delta) if eta is None else check_delta(eta, "eta")
+        self.eta = self._default_eta() if eta is None else check_delta(eta, "eta")
         self.divergence_confidence = float(divergence_confidence)
         #: The λ_η estimate (None when ``lambda_eta`` was given).
         self.lambda_estimate: RelaxationEstimate | None = None
         if lambda_eta is None:
+            self._check_draws_for_eta(calibration)
             self.lambda_estimate = estimate_lambda_eta(calibration, self.eta, confidence=divergence_confidence)
-            if not math.isfinite(self.lambda_estimate.value):
-                n = min(int(m.sample_array.shape[1]) for m in calibration.members)
-                raise fail("eta", f"large enough for the {n} draws to estimate λ_η (about 500/n_draws = {500 / n:.3g} "
-                           "or more; or draw more)", self.eta)
             self.lambda_eta = float(self.lambda_estimate.value)
             self._divergence_label = "estimated_divergence"
         else:
             self.lambda_eta = check_nonnegative(lambda_eta, "lambda_eta")
             self._divergence_label = "divergence_bound_given"
+        #: The inner (ε₀, δ₀) at which APGM's noise is calibrated.
+        self.inner_epsilon, self.inner_delta = self._inner_parameters()
+        self._set_apgm_noise(calibration, gaussian_calibration,
+                             radius=gaussian_radius(self.inner_epsilon, self.inner_delta, gaussian_calibration))
+
+    def _default_eta(self) -> float:
+        """A quarter of the δ budget: η = δ/(4(1 + e^ε))."""
+        return self._noise_delta / (4.0 * (1.0 + math.exp(min(self.epsilon, 700.0))))
+
+    def _check_draws_for_eta(self, calibration: Calibration) -> None:
+        n = min(int(m.sample_array.shape[1]) for m in calibration.members)
+        need = int(math.ceil(500.0 / self.eta))
+        if n < need:
+            raise ValidationError(
+                f"APGMnG cannot meet (epsilon={self.epsilon:g}, delta={self.delta:g}) from {n} draws: estimating λ_η at "
+                f"eta={self.eta:.3g} needs about 500/eta = {need} draws per secret (got {n}). Draw more, pass a larger "
+                "eta= with a larger delta, give lambda_eta= you can vouch for, or use APGM (its accountant needs no "
+                "Gaussian approximation)")
+
+    def _inner_parameters(self) -> tuple[float, float]:
+        """(ε₀, δ₀) with ε₀ + 2λ = ε and e^λ δ₀ + (1 + e^{ε₀+λ}) η = δ (less the sampler's reserve); refuse when impossible."""
+        lam, eta = self.lambda_eta, self.eta
+        eps0 = self.epsilon - 2.0 * lam
+        if not eps0 > 0:
+            raise ValidationError(f"APGMnG cannot meet epsilon={self.epsilon:g}: the estimated λ_η = {lam:.4g} at "
+                                  f"eta={eta:.3g} already costs 2λ = {2 * lam:.4g}. Draw more (λ_η shrinks) or ask a "
+                                  "larger epsilon")
+        delta0 = (self._noise_delta - (1.0 + math.exp(min(eps0 + lam, 700.0))) * eta) / math.exp(lam)
+        if not delta0 > 0:
+            raise ValidationError(f"APGMnG cannot meet delta={self.delta:g}: eta={eta:.3g} alone costs "
+                                  f"(1 + e^(ε₀+λ))·η = {(1.0 + math.exp(eps0 + lam)) * eta:.3g}. Use a smaller eta "
+                                  "(with more draws) or ask a larger delta")
+        return eps0, min(delta0, 0.5)
 
     @property
     def guarantee(self) -> Guarantee:
-        eps, delta = relaxed_parameters(self.epsilon, self.delta, self.lambda_eta, self.eta)
         cal = self.calibration
         assumptions = tuple(dict.fromkeys((self._divergence_label,) + cal.assumptions))
-        return Guarantee(eps, delta, cal.confidence, assumptions,
-                         f"{self.theorem} (η={self.eta:g}, λ_η={self.lambda_eta:.4g})")
+        return Guarantee(self.epsilon, self.delta, cal.confidence, assumptions,
+                         f"{self.theorem} (η={self.eta:.3g}, λ_η={self.lambda_eta:.4g}, inner ε₀={self.inner_epsilon:.4g}, "
+                         f"δ₀={self.inner_delta:.3g})")
 
     def relaxed(self, eta: float | None = None, *, lambda_eta: float | None = None, confidence: float | None = None) -> Guarantee:
-        """The guarantee at another η (λ_η re-estimated) or with a given λ_η."""
+        """The guarantee of the same noise at another η (λ_η re-estimated) or with a given λ_η:
+        (ε₀ + 2λ, e^λ δ₀ + (1 + e^{ε₀+λ})η) — explicitly weaker or stronger than the one asked for."""
         if eta is None and lambda_eta is None:
             return self.guarantee
         eta = self.eta if eta is None else check_delta(eta, "eta")
         conf = self.divergence_confidence if confidence is None else confidence
         lam, label = self._divergence(eta, lambda_eta, conf)
-        eps, delta = relaxed_parameters(self.epsilon, self.delta, lam, eta)
+        eps, delta = relaxed_parameters(self.inner_epsilon, self.inner_delta, lam, eta)
         cal = self.calibration
         return Guarantee(eps, delta, cal.confidence, tuple(dict.fromkeys((label,) + cal.assumptions)),
                          f"{self.theorem} (η={eta:g}, λ_η={lam:.4g})")
 
     def __repr__(self) -> str:
-        return (f"APGMnG(epsilon={self.epsilon:g}, delta={self.delta:g}, eta={self.eta:g}, "
+        return (f"APGMnG(epsilon={self.epsilon:g}, delta={self.delta:g}, eta={self.eta:.3g}, "
                 f"lambda_eta={self.lambda_eta:.4g}, sigma2={self.sigma2:.4g}, k={self.k})")

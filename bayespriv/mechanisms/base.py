@@ -241,6 +241,7 @@ class Mechanism(abc.ABC):
         check_mechanism_epsilon(self.epsilon)
         self.delta = check_delta(delta, allow_zero=True)
         self._gaussian_cov: np.ndarray | None = None
+        self._accounted: Any = None
         self._laplace: tuple[np.ndarray, np.ndarray] | None = None
         #: δ at which Gaussian noise is calibrated: δ less the exact sampler's reserve (≤ δ/1000, on a
         #: grid of b bits fine enough for it), so that the grid release is (ε, δ)-private with the δ
@@ -494,11 +495,63 @@ class Mechanism(abc.ABC):
     # -- guarantee ---------------------------------------------------------------------
     def _guarantee(self, delta: float | None = None, extra: tuple[str, ...] = ()) -> "Guarantee":
         cal = self.calibration
+        accounted = self.__dict__.get("_accounted")
+        if accounted is not None:  # the released law's profile meets (ε, δ): no structural premise to check
+            assumptions = tuple(dict.fromkeys(accounted.account.assumptions + extra + cal.assumptions))
+            return Guarantee(self.epsilon, self.delta if delta is None else delta, accounted.account.confidence,
+                             assumptions, self.theorem)
         proof = getattr(self, "_proof_assumptions", self.proof_assumptions)
         assumptions = tuple(dict.fromkeys(tuple(proof) + extra + cal.assumptions))
         failed, unchecked = self._check_outcome(assumptions)
         return Guarantee(self.epsilon, self.delta if delta is None else delta, cal.confidence, assumptions, self.theorem,
                          failed, unchecked)
+
+    # -- the accountant of the released law -------------------------------------------------
+    def _account_gaussian(self, shape: np.ndarray) -> np.ndarray:
+        """Scale (and floor) a Gaussian noise shape by the accountant (:mod:`~bayespriv.mechanisms.accounted`);
+        returns the noise covariance and records the account."""
+        from .accounted import account_gaussian_shape
+
+        acc = account_gaussian_shape(self, shape)
+        self._accounted = acc
+        return np.array(acc.noise.cov)
+
+    @property
+    def requested(self) -> tuple[float, float]:
+        """The (ε, δ) the caller asked for. The guarantee states exactly this (δ may read 0 where a
+        pure-ε theorem gives more), or construction refused."""
+        return (self.epsilon, self.delta)
+
+    @property
+    def accounting(self) -> Any:
+        """The accountant's calibration of this mechanism's noise
+        (:class:`~bayespriv.mechanisms.accounted.Accounted`: factor, floor and the
+        :class:`~bayespriv.mechanisms.accountant.PrivacyAccount` at (ε, δ)), or None
+        when the noise rests on its theorem's premises instead."""
+        return self.__dict__.get("_accounted")
+
+    def privacy_curve(self, epsilons: Any) -> np.ndarray:
+        """δ(ε) of the released law for each ε (upper bounds), by the accountant that calibrated the noise.
+
+        Mechanisms whose noise rests on a theorem's premise instead (pure-ε Laplace, GroupDP,
+        Wasserstein, quilt mechanisms) have no such curve here; the Gaussian mechanisms compute
+        theirs exactly for Gaussian laws (``accountant="gaussian"``).
+        """
+        if self.accounting is None:
+            raise ValidationError(f"privacy_curve needs noise calibrated by the accountant of the released law; "
+                                  f"{type(self).__name__}'s guarantee rests on {self.guarantee.theorem.split(';')[0]!r}")
+        return self._accounted_curve(epsilons)
+
+    def _accounted_curve(self, epsilons: Any) -> np.ndarray:
+        """δ(ε) of the released law for each ε, by the accountant (upper bounds)."""
+        from ..calibration.laws import conditions_of
+        from .accountant import account
+        from .privacy_loss import _check_epsilons
+
+        conds = conditions_of(self.calibration)
+        noise = self._accounted.noise
+        return np.array([account(conds, noise, float(e), confidence=self.calibration.confidence).delta
+                         for e in _check_epsilons(epsilons)])
 
     def _check_outcome(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(failed, unchecked) among the checkable ``names``."""
@@ -526,6 +579,8 @@ class Mechanism(abc.ABC):
 
     # -- assumptions and relaxed guarantees ------------------------------------------------
     def _checked_names(self) -> tuple[str, ...]:
+        if self.__dict__.get("_accounted") is not None:  # diagnostics: the premises the noise shape came from
+            return tuple(n for n in self.proof_assumptions if n in CHECKABLE)
         named = self.guarantee.assumptions
         proof = tuple(getattr(self, "_proof_assumptions", self.proof_assumptions))
         return tuple(dict.fromkeys(proof + tuple(n for n in named if n in CHECKABLE)))
@@ -937,6 +992,11 @@ class WithExtraLaplace(Mechanism):
         self.theorem = f"Chen & Ohrimenko 2023, Theorem 4.7 (η-trimmed, η={self.eta:g}, W={self.w_infinity:.4g}) on {nominal.theorem}"
         meaningful_relaxation(*relaxed_parameters(nominal.epsilon, nominal.delta, self.lam, self.eta), eta=self.eta,
                               lam=self.lam)
+
+    @property
+    def requested(self) -> tuple[float, float]:
+        """What the caller asked for by relaxing the base with λ (Theorem 4.7): its relaxed (ε', δ')."""
+        return relaxed_parameters(self._nominal.epsilon, self._nominal.delta, self.lam, self.eta)
 
     @property
     def noise(self) -> str:

@@ -38,6 +38,7 @@ when it had no power).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,7 @@ from ..calibration.constraints import MAX_CORNER_DIMS, white_box_max
 from ..errors import ParameterTypeError, ValidationError
 from ..calibration.assumptions import check_assumptions
 from ..calibration.moments import shrink_factor
+from .accounted import accounted_theorem, uses_real_law
 from .base import Guarantee, Mechanism, check_gaussian_params, check_noise
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius
 from .privacy_loss import PairBox, box_assumptions, box_delta, gaussian_delta, privacy_curve, scale_for_delta
@@ -119,6 +121,7 @@ class ExpM(Mechanism):
         delta: float = 0.0,
         noise: str | None = None,
         gaussian_calibration: str = "analytic",
+        accountant: str = "auto",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
         self._set_isotropic(
@@ -128,10 +131,37 @@ class ExpM(Mechanism):
             "laplace": "ExpM(L): Chen & Ohrimenko 2023, Theorem 4.1",
             "gaussian": "ExpM(G): Chen & Ohrimenko 2023, Theorem 4.2",
         }[self.noise_kind]
+        self.accountant = accountant
+        if self.delta > 0 and uses_real_law(calibration, accountant):
+            account_noise(self)
 
     @property
     def guarantee(self):
-        return self._guarantee(delta=0.0 if self.noise_kind == "laplace" else None)
+        laplace_theorem = self.noise_kind == "laplace" and self.accounting is None
+        return self._guarantee(delta=0.0 if laplace_theorem else None)
+
+
+def account_noise(mech: Mechanism) -> None:
+    """Rescale a mechanism's noise (Gaussian, or full-rank Laplace) by the accountant of the released law.
+
+    Laplace noise is accounted only for δ > 0 and along k independent directions: a pure-ε
+    claim (δ = 0) cannot be estimated from draws and keeps resting on its theorem's premise.
+    """
+    from .accounted import account_laplace_shape
+
+    if mech.noise == "gaussian":
+        mech._set_gaussian(mech._account_gaussian(mech._gaussian_cov))
+    else:
+        scale, basis = mech._laplace
+        if basis.shape[1] != mech.k:
+            return
+        acc = account_laplace_shape(mech, scale, basis)
+        mech._accounted = acc
+        mech._set_laplace(acc.noise.scale, acc.noise.basis)
+    acc = mech._accounted
+    mech.theorem = accounted_theorem(mech.theorem, acc)
+    if hasattr(mech, "sigma"):
+        mech.sigma = float(math.sqrt(np.trace(acc.noise.cov) / mech.k))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,26 +399,41 @@ class _GaussianConstraintMechanism(Mechanism):
 
     proof_assumptions = ("gaussian_query", "equal_covariance")
 
-    def _setup(self, gaussian_calibration: str, covariance: str = "equal") -> PairConstraints:
+    def _setup(self, gaussian_calibration: str, covariance: str = "equal", accountant: str = "gaussian") -> PairConstraints:
         self.gaussian_calibration = gaussian_calibration
         #: r*(ε, δ), the Mahalanobis radius.
         self.radius = check_gaussian_params(self, gaussian_calibration)
         self.constraints = self.calibration.pair_constraints()
-        #: Observations on the proof's assumptions, checked on the calibration.
-        self.assumption_notes: tuple[str, ...] = _covariance_notes(self.constraints)
-        #: ``"equal"`` (Corollary A.1) or ``"unequal"`` (exact privacy curve; see the module docstring).
-        self.covariance_mode = choose_covariance_mode(self, covariance)
+        #: ``"auto"`` (the accountant of the released law where the calibration has draws or exact laws) or
+        #: ``"gaussian"`` (F taken as Gaussian, the papers' route).
+        self.accountant = accountant
         #: Factor applied to the equal-covariance noise shape (1.0 in ``"equal"`` mode).
         self.noise_scale_factor = 1.0
+        if uses_real_law(self.calibration, accountant):
+            #: ``"accounted"`` (real law), ``"equal"`` (Corollary A.1) or ``"unequal"`` (exact Gaussian curve).
+            self.covariance_mode = "accounted"
+            self.assumption_notes: tuple[str, ...] = ()
+            return self.constraints
+        #: Observations on the proof's assumptions, checked on the calibration.
+        self.assumption_notes = _covariance_notes(self.constraints)
+        self.covariance_mode = choose_covariance_mode(self, covariance)
         if self.covariance_mode == "unequal":
             self._proof_assumptions = ("gaussian_query",) + box_assumptions(self._boxes())
             self.assumption_notes = ()
         return self.constraints
 
     def _covariance_noise(self, shape: np.ndarray) -> np.ndarray:
-        """The noise to set: the shape itself (``"equal"``) or its unequal-covariance scaling."""
+        """The noise to set: the shape itself (``"equal"``), its unequal-covariance scaling, or the
+        accountant's scaling of the released law (``"accounted"``)."""
         if self.covariance_mode == "equal":
             return shape
+        if self.covariance_mode == "accounted":
+            cov = self._account_gaussian(shape)
+            acc = self._accounted
+            self.noise_scale_factor = acc.factor**2
+            self.assumption_notes += acc.notes
+            self.theorem = accounted_theorem(self.theorem, acc)
+            return cov
         cov, self.noise_scale_factor, notes = unequal_noise(self, shape, self._boxes())
         self.assumption_notes += notes
         self.theorem = (f"{self.theorem} — used as the noise shape only, scaled ×{self.noise_scale_factor:.6g} by the exact privacy curve "
@@ -410,13 +455,17 @@ class _GaussianConstraintMechanism(Mechanism):
         assumed equal (:func:`~bayespriv.mechanisms.privacy_loss.privacy_curve`).
         Needs an upper bound of every covariance (η < 1) for sampled calibrations.
         """
+        if self.accounting is not None:
+            return self._accounted_curve(epsilons)
         return privacy_curve(epsilons, self._boxes(), self.noise_cov)
 
     def _finish(self, table: dict[str, Any], worst: int) -> None:
         """Certify the noise already set, and build ``pair_table`` / ``worst_theta``."""
         cons = self.constraints
         achieved = certified_mahalanobis_sq(cons, self.noise_cov)
-        if self.covariance_mode == "unequal":
+        if self.covariance_mode == "accounted":
+            table = {**table, "delta": _accounted_deltas(self._accounted.account, cons.labels)}
+        elif self.covariance_mode == "unequal":
             target = float(getattr(self, "_noise_delta", self.delta))
             deltas = np.array([box_delta(self.epsilon, b, self.noise_cov) for b in self._boxes()])
             if deltas.max(initial=0.0) > target:  # pragma: no cover - guarded by scale_for_delta
@@ -434,6 +483,14 @@ class _GaussianConstraintMechanism(Mechanism):
         #: θ of the constraint that sets the noise (for families).
         self.worst_theta = cons.thetas[worst]
         self.worst_pair = cons.labels[worst]
+
+
+def _accounted_deltas(account: Any, labels: tuple[str, ...]) -> np.ndarray:
+    """Per (θ, pair) condition: the accounted δ(ε) bound, worst of both directions."""
+    worst: dict[str, float] = {}
+    for r in account.rows:
+        worst[r.label] = max(worst.get(r.label, 0.0), r.upper)
+    return np.array([worst.get(label, np.nan) for label in labels])
 
 
 def _covariance_notes(cons: PairConstraints) -> tuple[str, ...]:
@@ -492,10 +549,17 @@ class Noiseless(_GaussianConstraintMechanism):
 
     theorem = "Noiseless: Chen & Ohrimenko 2023, Theorem 4.4"
 
-    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic") -> None:
+    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic",
+                 accountant: str = "auto") -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        cons = self._setup(gaussian_calibration)
+        cons = self._setup(gaussian_calibration, "equal", accountant)
         report, m2 = _noiseless_report(cons, self.radius)
+        if self.covariance_mode == "accounted":
+            self._account_noiseless()
+            self.report = report
+            self._set_gaussian(np.zeros((self.k, self.k)))
+            self._finish({}, int(np.argmax(m2)))
+            return
         if not report.holds:
             raise ValidationError(
                 f"calibration must satisfy Theorem 4.4 (dᵀΣ⁻¹d ≤ r*² for every pair) at epsilon={self.epsilon:g}, "
@@ -505,6 +569,23 @@ class Noiseless(_GaussianConstraintMechanism):
         self.report = report
         self._set_gaussian(np.zeros((self.k, self.k)))
         self._finish({}, int(np.argmax(m2)))
+
+    def _account_noiseless(self) -> None:
+        """The exact release accounted on the real law: only an exact finite law in one dimension can be."""
+        from ..calibration.laws import conditions_of
+        from .accountant import account
+        from .accounted import Accounted
+
+        acc = account(conditions_of(self.calibration), None, self.epsilon, confidence=self.calibration.confidence,
+                      target=self._noise_delta)
+        if acc.delta > self._noise_delta:
+            raise ValidationError(
+                f"the exact release must meet delta={self.delta:g} at epsilon={self.epsilon:g} on the released law; "
+                f"got accounted δ = {acc.delta:.3g} ({acc.worst.method}: a law known through draws, or a finite law "
+                "in more than one dimension, cannot be accounted without noise). Add noise: DauM, EigM or "
+                "OptimalGaussian")
+        self._accounted = Accounted(None, 1.0, 0.0, acc)
+        self.theorem = f"Noiseless: the exact release, accounted on the released law ({acc.method})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,8 +708,10 @@ class DirM(Mechanism):
         noise: str = "laplace",
         gaussian_calibration: str = "analytic",
         directions: Any = None,
+        accountant: str = "auto",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
+        self.accountant = accountant
         self.noise_kind = check_noise(noise)
         self.gaussian_calibration = gaussian_calibration
         if self.noise_kind == "gaussian":
@@ -673,6 +756,11 @@ class DirM(Mechanism):
                else f" extended to {d} orthogonal directions (§4.2; proof in DirM docstring)")
             + ("" if self.noise_kind == "laplace" else ", Gaussian noise (appendix B.3 remark)")
         )
+        if self.delta > 0 and d > 0 and uses_real_law(calibration, accountant):
+            account_noise(self)
+            self.scales = np.sqrt(np.diag(self.directions.T @ self.noise_cov @ self.directions)) \
+                if self.noise_kind == "gaussian" else np.array(self._laplace[0])
+            self.scales.setflags(write=False)
 
     def _basis(self, flat: np.ndarray, directions: Any, n_corners: int) -> np.ndarray:
         if directions is None:
@@ -727,7 +815,8 @@ class DirM(Mechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        return self._guarantee(delta=0.0 if self.noise_kind == "laplace" else None)
+        laplace_theorem = self.noise_kind == "laplace" and self.accounting is None
+        return self._guarantee(delta=0.0 if laplace_theorem else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -873,9 +962,9 @@ class EigM(_GaussianConstraintMechanism):
     theorem = "EigM: Chen & Ohrimenko 2023, Theorem 4.5 (via Corollary A.2)"
 
     def __init__(self, calibration: Calibration, *, epsilon: float, delta: float, gaussian_calibration: str = "analytic",
-                 covariance: str = "auto") -> None:
+                 covariance: str = "auto", accountant: str = "auto") -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        cons = self._setup(gaussian_calibration, covariance)
+        cons = self._setup(gaussian_calibration, covariance, accountant)
         plan = _eig_plan(cons, self.radius)
         self.eigenvectors = plan.eigenvectors
         self.eigenvalues = plan.eigenvalues
@@ -896,7 +985,7 @@ class EigM(_GaussianConstraintMechanism):
         start = max(float(plan.required.max(initial=0.0)), 1e-300) * 1e-9
         cov, self.repair = _repair(cons, self.radius**2, lambda t: (V * (sigma2 + t)) @ V.T, start)
         self.sigma2 = sigma2 + self.repair
-        if self.covariance_mode == "unequal":
+        if self.covariance_mode != "equal":
             cov = self._covariance_noise(cov)
             self.sigma2 = np.diag(V.T @ cov @ V).copy()
         self._set_gaussian(cov)
@@ -1230,9 +1319,10 @@ class DauM(_GaussianConstraintMechanism):
         gaussian_calibration: str = "analytic",
         direction: Any = None,
         covariance: str = "auto",
+        accountant: str = "auto",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        cons = self._setup(gaussian_calibration, covariance)
+        cons = self._setup(gaussian_calibration, covariance, accountant)
         report, _ = _noiseless_report(cons, self.radius)
         self.noiseless_report = report
         try:
@@ -1262,7 +1352,7 @@ class DauM(_GaussianConstraintMechanism):
             if plan.parallel
             else "DauM: Chen & Ohrimenko 2023, Algorithm 1 generalised to non-parallel differences (Corollary A.1, closed form)"
         )
-        if self.covariance_mode == "unequal":
+        if self.covariance_mode != "equal":
             self.repair = 0.0
             cov = self._covariance_noise(plan.sigma2 * vv)
             self.sigma2 = float(plan.direction @ cov @ plan.direction)

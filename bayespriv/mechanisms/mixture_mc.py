@@ -192,15 +192,22 @@ def _tilt(fa: _Fit, fb: _Fit, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------- kernels
-def _log_kernel(y: np.ndarray, atoms: np.ndarray, laplace: bool) -> np.ndarray:
-    """log φ(y_j − x_i) without its normalising constant, float32, shape (len(y), len(atoms))."""
+def _log_kernel(y: np.ndarray, atoms: np.ndarray, laplace: bool) -> tuple[np.ndarray, np.ndarray]:
+    """log φ(y_j − x_i) up to a per-row shift, float32 ``(len(y), len(atoms))``, and that shift (float64).
+
+    Gaussian: ``y·x − |x|²/2`` by one matrix product of augmented arrays; the row shift is
+    ``−|y|²/2``. Laplace: ``−Σ_c |y_c − x_c|`` accumulated per coordinate; no shift.
+    """
     if laplace:
-        return -np.abs(y.astype(np.float32)[:, None, :] - atoms.astype(np.float32)[None, :, :]).sum(axis=2)
-    y32, x32 = y.astype(np.float32), atoms.astype(np.float32)
-    g = y32 @ x32.T
-    g -= 0.5 * np.einsum("ij,ij->i", x32, x32)[None, :]
-    g -= 0.5 * np.einsum("ij,ij->i", y32, y32)[:, None]
-    return g
+        y32, x32 = y.astype(np.float32), atoms.astype(np.float32)
+        g = -np.abs(y32[:, :1] - x32[None, :, 0])
+        for c in range(1, atoms.shape[1]):
+            g -= np.abs(y32[:, c:c + 1] - x32[None, :, c])
+        return g, np.zeros(len(y))
+    ones = np.ones((len(y), 1))
+    aug_y = np.hstack([y, ones]).astype(np.float32)
+    aug_x = np.hstack([atoms, -0.5 * np.einsum("ij,ij->i", atoms, atoms)[:, None]]).astype(np.float32)
+    return aug_y @ aug_x.T, -0.5 * np.einsum("ij,ij->i", y, y)
 
 
 def _log_norm(k: int, laplace: bool) -> float:
@@ -221,16 +228,17 @@ class _Block:
 
     @classmethod
     def of(cls, y: np.ndarray, atoms: np.ndarray, laplace: bool) -> "_Block":
-        g = _log_kernel(y, atoms, laplace)
+        g, shift = _log_kernel(y, atoms, laplace)
         top = g.max(axis=1, keepdims=True)
         g -= top
         np.exp(g, out=g)
-        return cls(top[:, 0].astype(np.float64) + _log_norm(atoms.shape[1], laplace), g)
+        return cls(top[:, 0].astype(np.float64) + shift + _log_norm(atoms.shape[1], laplace), g)
 
-    def log_mix(self, w: np.ndarray, sl: slice = slice(None)) -> np.ndarray:
-        """log Σ_{i∈sl} w_i φ(y_j − x_i) / Σ_{i∈sl} w_i for every row j."""
-        ws = w[sl]
-        return self.top + np.log(self.e[:, sl] @ ws.astype(np.float32) / ws.sum(), dtype=np.float64)
+    def log_mix(self, columns: np.ndarray) -> np.ndarray:
+        """log Σ_i W_ic φ(y_j − x_i) for every row j and weight column c (one pass over the block)."""
+        sums = (self.e @ columns.astype(np.float32)).astype(np.float64)
+        with np.errstate(divide="ignore"):
+            return self.top[:, None] + np.log(sums)
 
     def atom_sums(self, v: np.ndarray) -> np.ndarray:
         """Σ_j φ(y_j − x_i) v_j for every atom i."""
@@ -279,22 +287,34 @@ def _evaluate(y: np.ndarray, fr: _Frame, q_fit: _Fit, epsilon: float, *, halves:
     lq, f = np.empty(m), np.empty(m)
     f_h = np.empty((2, m)) if halves else None
     mass_a, mass_b = (np.zeros(na), np.zeros(nb)) if sampled else (None, None)
-    cuts = ((slice(0, na // 2), slice(na // 2, na)), (slice(0, nb // 2), slice(nb // 2, nb)))
+    cols_a, cols_b = _weight_columns(fr.wa, halves), _weight_columns(fr.wb, halves)
     step = _chunk_rows(max(na, nb), k, fr.laplace)
     for s in range(0, m, step):
         rows = slice(s, s + step)
         ba, bb = _Block.of(y[rows], fr.a, fr.laplace), _Block.of(y[rows], fr.b, fr.laplace)
-        la, lb = ba.log_mix(fr.wa), bb.log_mix(fr.wb)
+        la_all, lb_all = ba.log_mix(cols_a), bb.log_mix(cols_b)
+        la, lb = la_all[:, 0], lb_all[:, 0]
         lq[rows] = np.logaddexp(math.log1p(-DEFENSIVE_WEIGHT) + q_fit.logpdf(y[rows]), math.log(DEFENSIVE_WEIGHT) + la)
         f[rows] = _hinge(la, lb, lq[rows], epsilon)
         if halves:
             for h in range(2):
-                f_h[h, rows] = _hinge(ba.log_mix(fr.wa, cuts[0][h]), bb.log_mix(fr.wb, cuts[1][h]), lq[rows], epsilon)
+                f_h[h, rows] = _hinge(la_all[:, 1 + h], lb_all[:, 1 + h], lq[rows], epsilon)
         if sampled:
             inside = (f[rows] > 0) * np.exp(-lq[rows]) / m
             mass_a += ba.atom_sums(inside)
             mass_b += bb.atom_sums(inside)
     return _Evaluation(lq, f, f_h, mass_a, mass_b)
+
+
+def _weight_columns(w: np.ndarray, halves: bool) -> np.ndarray:
+    """The mixture's weights as a column, and with ``halves`` each half's renormalised weights as two more."""
+    if not halves:
+        return w[:, None]
+    n = w.size
+    h1, h2 = np.zeros(n), np.zeros(n)
+    h1[: n // 2] = w[: n // 2] / w[: n // 2].sum()
+    h2[n // 2 :] = w[n // 2 :] / w[n // 2 :].sum()
+    return np.column_stack([w, h1, h2])
 
 
 def _draws_se(ev: _Evaluation, fr: _Frame, epsilon: float) -> float:
@@ -305,7 +325,7 @@ def _draws_se(ev: _Evaluation, fr: _Frame, epsilon: float) -> float:
 
 
 def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, epsilon: float, *,
-                   n_points: int = 512, seed: Any = 0, sampled: bool = True) -> MixtureEstimate:
+                   n_points: int = 512, seed: Any = 0, sampled: bool = True, halves: bool = True) -> MixtureEstimate:
     """Estimate H_ε(P_a‖P_b) for P_s = (Σ_i w_i δ_{x_i}) ∗ Z (module docstring).
 
     Parameters
@@ -324,7 +344,9 @@ def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, n
         Seed of the points (the estimate is a deterministic function of it).
     sampled : bool
         True when the atoms are independent draws standing for the law: the
-        draws' error and the split halves are computed.
+        draws' error (and, with ``halves``, the split halves) are computed.
+    halves : bool
+        Compute the split-half diagnostic (sampled laws only).
 
     Returns
     -------
@@ -339,7 +361,7 @@ def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, n
     q_mean, q_cov = _tilt(fa, fb, epsilon)
     y, _ = _draw_points(fr, q_mean, q_cov, n_points, seed)
     q_fit = _Fit(q_mean, q_cov, np.linalg.inv(q_cov), float(np.linalg.slogdet(q_cov)[1]))
-    halves = sampled and min(fr.a.shape[0], fr.b.shape[0]) >= 4
+    halves = halves and sampled and min(fr.a.shape[0], fr.b.shape[0]) >= 4
     ev = _evaluate(y, fr, q_fit, epsilon, halves=halves, sampled=sampled)
     if fr.laplace:  # no closed-form control variate
         base, fit, h = 0.0, math.nan, 0.0

@@ -597,9 +597,10 @@ class OptimalGaussian(_GaussianConstraintMechanism):
         gaussian_calibration: str = "analytic",
         solver: str | None = None,
         covariance: str = "auto",
+        accountant: str = "auto",
     ) -> None:
         super().__init__(calibration, epsilon=epsilon, delta=delta)
-        cons = self._setup(gaussian_calibration, covariance)
+        cons = self._setup(gaussian_calibration, covariance, accountant)
         self.solver = _check_solver(solver)
         r2 = self.radius**2
         zero = np.zeros((self.k, self.k))

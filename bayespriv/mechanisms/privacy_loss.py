@@ -479,6 +479,10 @@ def _cf_delta_bounds(c: _Canonical, eps: np.ndarray, nodes: int | None = None) -
     lo_x, hi_x = float(eps.min()), float(eps.max()) + 1.0
     tol_b = _TOL * math.exp(-hi_x)
     tau = max(_needed_tau(qa, lo_x - 1.0, hi_x, _TOL, nodes), _needed_tau(qb, lo_x, hi_x, tol_b, nodes))
+    # P_b's tail is evaluated at ε + τ² (and P_a's at ε ± 16ζτ): widen τ until both grids fit
+    while tau > 0 and (_grid(qb.smoothed(tau), lo_x + tau * tau, hi_x + tau * tau, tol_b, nodes) is None
+                       or _grid(qa.smoothed(tau), lo_x - 2 * _ZETA * tau, hi_x + 2 * _ZETA * tau, _TOL, nodes) is None):
+        tau *= 1.5
     qa, qb = qa.smoothed(tau), qb.smoothed(tau)
     n = eps.size
     pts = np.concatenate([eps, eps - _ZETA * tau, eps - 2 * _ZETA * tau, eps + 2 * _ZETA * tau])

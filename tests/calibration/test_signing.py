@@ -434,7 +434,7 @@ def test_an_unverified_mark_survives_replace():
     cal = _calibration()
     marked = dataclasses.replace(cal, provenance=FileProvenance("f.nc", "0" * 64, False))
     assert UNVERIFIED in dataclasses.replace(marked, query=None).assumptions
-    extra = APGM(marked, epsilon=1.0, delta=1e-3).with_extra_laplace(0.5, w_infinity=0.1)
+    extra = APGM(marked, epsilon=1.0, delta=1e-3, accountant="gaussian").with_extra_laplace(0.5, w_infinity=0.1)
     assert UNVERIFIED in extra.guarantee.assumptions
 
 

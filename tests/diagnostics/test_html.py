@@ -68,7 +68,7 @@ def test_gaussian_mechanism_shows_noise_expected_error_guarantee_and_checks(cal)
 
 
 def test_failed_assumption_is_shown_in_red_and_not_established():
-    mech = APGM(F.skewed_calibration(), epsilon=1.0, delta=1e-3)
+    mech = APGM(F.skewed_calibration(), epsilon=1.0, delta=1e-3, accountant="gaussian")
     assert not mech.guarantee.established
     out = mechanism_html(mech)
     assert "NOT ESTABLISHED" in out and "color:#b00'><b>FAILED</b>" in out

@@ -223,7 +223,7 @@ def test_budget_over_time_excludes_voided_and_marks_not_established(gcal, tmp_pa
     for e in (0.5, 0.25, 0.75):
         APGM(gcal, epsilon=e, delta=1e-3).release(df, ledger=ledger)
     ledger.void(2, "test: refunded")
-    skewed = APGM(F.skewed_calibration(), epsilon=0.5, delta=1e-3)
+    skewed = APGM(F.skewed_calibration(), epsilon=0.5, delta=1e-3, accountant="gaussian")
     skewed.release(pd.DataFrame({"x": [1.0]}), ledger=ledger, accept_failed_assumptions=True)
     ax = plot_budget(ledger)
     _, y = _by_gid(ax.lines, "spent:x").get_data()

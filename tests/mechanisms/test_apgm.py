@@ -262,7 +262,7 @@ def test_guarantee_plug_in_calibration():
     rng = np.random.default_rng(3)
     samples = np.stack([rng.normal(100.0, 1.5, size=(500, 1)), rng.normal(102.5, 1.5, size=(500, 1))])
     cal = calibration_from_samples(samples, (LOW, HIGH), (PAIR,), None, confidence=None)
-    mech = APGM(cal, epsilon=1.0, delta=1e-3)
+    mech = APGM(cal, epsilon=1.0, delta=1e-3, accountant="gaussian")
     g = mech.guarantee
     assert g.confidence is None
     assert "estimated_moments" in g.assumptions
@@ -356,7 +356,7 @@ def test_few_draws_give_little_credit_but_a_psd_lower_bound():
         assert np.linalg.eigvalsh(low).min() > 0
         ratio = low / cal.covs[s]
         assert np.allclose(ratio, ratio[0, 0]) and ratio[0, 0] < 0.5
-    mech = APGM(cal, epsilon=1.0, delta=1e-3)
+    mech = APGM(cal, epsilon=1.0, delta=1e-3, accountant="gaussian")
     lam = min(np.linalg.eigvalsh(low).min() for low in lows)
     expected = max(0.0, (cal.sensitivity(2, bound=True) / gaussian_radius(1.0, 1e-3)) ** 2 - lam)
     assert mech.sigma2 == pytest.approx(expected, rel=1e-12)
@@ -447,12 +447,13 @@ def test_sampled_unequal_covariances_hold_over_the_confidence_box():
     s1, s2 = bp.DistributionSecret("p", 0.2), bp.DistributionSecret("p", 0.8)
     cal = calibration_from_samples(np.stack([xa[:, None], xb[:, None]]), (s1, s2), (bp.SecretPair(s1, s2),), None,
                                    confidence=0.999)
-    mech = APGM(cal, epsilon=1.0, delta=1e-3)
+    mech = APGM(cal, epsilon=1.0, delta=1e-3, accountant="gaussian")
     assert mech.covariance_mode == "unequal" and "equal_covariance" not in mech.guarantee.assumptions
     s = mech.sigma2
     assert mp_delta(1.0, -1.0, 1.0 + s, 4.0 + s) <= 1e-3
     assert mp_delta(1.0, -1.0, 1.0 + s / 2, 4.0 + s / 2) > 1e-3
     plug_in = APGM(calibration_from_samples(np.stack([xa[:, None], xb[:, None]]), (s1, s2), (bp.SecretPair(s1, s2),),
-                                            None, confidence=None), epsilon=1.0, delta=1e-3, covariance="unequal")
+                                            None, confidence=None), epsilon=1.0, delta=1e-3, covariance="unequal",
+                   accountant="gaussian")
     assert plug_in.sigma2 < s  # the box costs noise
     assert mech.privacy_curve([0.5, 1.0, 2.0])[1] <= 1e-3

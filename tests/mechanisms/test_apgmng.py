@@ -39,38 +39,57 @@ def skewed() -> bp.Calibration:
     return cal_from(rng.gamma(20.0, size=20_000), rng.gamma(20.0, size=20_000) + 2.0)
 
 
-def test_noise_is_apgms(skewed):
-    ng = APGMnG(skewed, epsilon=EPS, delta=DELTA)
-    ap = APGM(skewed, epsilon=EPS, delta=DELTA)
-    assert ng.sigma2 == ap.sigma2 > 0
-    np.testing.assert_array_equal(ng.noise_cov, ap.noise_cov)
-    assert ng.pair_table.equals(ap.pair_table)
-    assert ng.radius == ap.radius
+def inner(eps: float, delta: float, lam: float, eta: float) -> tuple[float, float]:
+    """(ε₀, δ₀) with claimed(ε₀, δ₀, λ, η) = (ε, δ), solved independently."""
+    eps0 = eps - 2 * lam
+    return eps0, (delta - (1 + math.exp(eps0 + lam)) * eta) / math.exp(lam)
 
 
-def test_guarantee_is_theorem_4_6(skewed):
-    eta = 0.05
-    ng = APGMnG(skewed, epsilon=EPS, delta=DELTA, eta=eta)
+def test_states_exactly_the_request_and_calibrates_the_inner_parameters(skewed):
+    """The guarantee is (ε, δ) as asked; the noise is APGM's at the inner (ε₀, δ₀) whose relaxation is (ε, δ)."""
+    eta, delta = 0.05, 0.9
+    ng = APGMnG(skewed, epsilon=EPS, delta=delta, eta=eta)
     lam = estimate_lambda_eta(skewed, eta, confidence=0.95).value
-    assert ng.lambda_eta == lam and 0 < lam < math.inf
+    assert ng.lambda_eta == lam and 0 < lam < EPS / 2
     g = ng.guarantee
-    e, d = claimed(EPS, DELTA, lam, eta)
-    assert g.epsilon == pytest.approx(e, rel=1e-12) and g.delta == pytest.approx(d, rel=1e-12)
-    assert g.confidence == 0.95
-    assert "estimated_divergence" in g.assumptions
+    assert (g.epsilon, g.delta) == (EPS, delta)
+    e0, d0 = inner(EPS, ng._noise_delta, lam, eta)
+    assert ng.inner_epsilon == pytest.approx(e0, rel=1e-12) and ng.inner_delta == pytest.approx(min(d0, 0.5), rel=1e-12)
+    e, d = claimed(ng.inner_epsilon, ng.inner_delta, lam, eta)
+    assert e <= EPS * (1 + 1e-12) and d <= delta
+    assert ng.radius == bp.mechanisms.gaussian_radius(ng.inner_epsilon, ng.inner_delta)
+    ap = APGM(skewed, epsilon=EPS, delta=delta, accountant="gaussian", covariance="equal")
+    assert ng.sigma2 >= ap.sigma2  # a smaller inner ε needs at least the noise of APGM at (ε, δ)
+    assert g.confidence == 0.95 and "estimated_divergence" in g.assumptions
     assert "gaussian_query" not in g.assumptions and "equal_covariance" not in g.assumptions
     assert g.failed_assumptions == () and "Algorithm 2" in g.theorem
     assert ng.check(strict=True).names == ()
     assert ng.relaxed() == g
+    r = ng.relaxed(0.1)  # the same noise at another η: explicitly another guarantee
+    assert r.epsilon == pytest.approx(ng.inner_epsilon + 2 * estimate_lambda_eta(skewed, 0.1).value)
     assert "lambda_eta=" in repr(ng)
 
 
-def test_default_eta_and_monotone_in_eta(skewed):
-    ng = APGMnG(skewed, epsilon=EPS, delta=DELTA)
-    assert ng.eta == pytest.approx(500 / 20_000)
-    lams = [APGMnG(skewed, epsilon=EPS, delta=DELTA, eta=e).lambda_eta for e in (0.02, 0.05, 0.1, 0.2)]
+def test_default_eta_needs_the_draws_or_refuses(skewed):
+    """The default η is a quarter of δ's budget, δ/(4(1 + e^ε)); 20 000 draws cannot estimate λ at it for δ = 1e-5."""
+    with pytest.raises(bp.ValidationError, match=r"needs about 500/eta = \d+ draws per secret \(got 20000\)"):
+        APGMnG(skewed, epsilon=EPS, delta=DELTA)
+    ng = APGMnG(skewed, epsilon=EPS, delta=DELTA, eta=1e-7, lambda_eta=0.01)
+    assert ng.eta == 1e-7 and (ng.guarantee.epsilon, ng.guarantee.delta) == (EPS, DELTA)
+    dflt = APGMnG(skewed, epsilon=EPS, delta=DELTA, lambda_eta=0.01)
+    assert dflt.eta == pytest.approx(dflt._noise_delta / (4 * (1 + math.exp(EPS))))
+
+
+def test_refuses_what_it_cannot_give(skewed):
+    with pytest.raises(bp.ValidationError, match="cannot meet epsilon=1: the estimated λ_η"):
+        APGMnG(skewed, epsilon=EPS, delta=0.9, eta=0.05, lambda_eta=0.6)
+    with pytest.raises(bp.ValidationError, match="cannot meet delta=0.001: eta=0.05 alone costs"):
+        APGMnG(skewed, epsilon=EPS, delta=1e-3, eta=0.05)
+
+
+def test_lambda_monotone_in_eta(skewed):
+    lams = [estimate_lambda_eta(skewed, e).value for e in (0.02, 0.05, 0.1, 0.2)]
     assert all(a >= b for a, b in zip(lams, lams[1:])) and lams[0] > lams[-1]
-    assert ng.relaxed(0.1).epsilon == pytest.approx(EPS + 2 * lams[2])
 
 
 def gaussian_tolerance_fitted(n: int, sigma: float, eta: float, alpha: float, grid: int = 16) -> float:
@@ -147,10 +166,10 @@ def test_lambda_near_zero_for_gaussian_query():
     n, eta = 20_000, 0.05
     rng = np.random.default_rng(51)
     cal = cal_from(rng.normal(10.0, 3.0, n), rng.normal(11.0, 3.0, n))
-    ng = APGMnG(cal, epsilon=EPS, delta=DELTA, eta=eta)
+    lam = estimate_lambda_eta(cal, eta, confidence=0.95).value  # what APGMnG(…, eta=eta) uses
     tol = gaussian_tolerance_fitted(n, 3.0, eta, 1e-3)
-    assert ng.lambda_eta <= tol < 0.45, (ng.lambda_eta, tol)  # measured λ̂ 0.10, tolerance 0.38
-    assert APGM(cal, epsilon=EPS, delta=DELTA).guarantee.failed_assumptions == ()  # false failure ≤ 2e-3
+    assert lam <= tol < 0.45, (lam, tol)  # measured λ̂ 0.10, tolerance 0.38
+    assert APGM(cal, epsilon=EPS, delta=DELTA, accountant="gaussian").guarantee.failed_assumptions == ()  # ≤ 2e-3
 
 
 def test_lambda_clearly_positive_for_skewed_query():
@@ -159,20 +178,19 @@ def test_lambda_clearly_positive_for_skewed_query():
     n, eta = 20_000, 0.025
     rng = np.random.default_rng(52)
     cal = cal_from(rng.gamma(5.0, size=n), rng.gamma(5.0, size=n) + 1.0)
-    ng = APGMnG(cal, epsilon=EPS, delta=DELTA, eta=eta)
     tol = gaussian_tolerance_fitted(n, math.sqrt(5.0), eta, 1e-3)
-    assert ng.lambda_eta > 2 * tol
+    assert estimate_lambda_eta(cal, eta, confidence=0.95).value > 2 * tol
 
 
 def test_from_moments_needs_a_given_lambda():
     cal = bp.Calibration.from_moments({A: [0.0], B: [1.0]}, {A: 2.0, B: 2.0}, PAIR)
     with pytest.raises(bp.ValidationError, match="calibration must carry samples .* Pass lambda_eta="):
         APGMnG(cal, epsilon=EPS, delta=DELTA)
-    ng = APGMnG(cal, epsilon=EPS, delta=DELTA, eta=1e-4, lambda_eta=0.05)
-    e, d = claimed(EPS, DELTA, 0.05, 1e-4)
-    assert (ng.guarantee.epsilon, ng.guarantee.delta) == (pytest.approx(e), pytest.approx(d))
+    ng = APGMnG(cal, epsilon=EPS, delta=DELTA, eta=1e-7, lambda_eta=0.05)
+    assert (ng.guarantee.epsilon, ng.guarantee.delta) == (EPS, DELTA)
     assert "divergence_bound_given" in ng.guarantee.assumptions and ng.guarantee.confidence == 1.0
-    assert ng.sigma2 == APGM(cal, epsilon=EPS, delta=DELTA).sigma2
+    e, d = claimed(ng.inner_epsilon, ng.inner_delta, 0.05, 1e-7)
+    assert e == pytest.approx(EPS, rel=1e-12) and d <= DELTA
     with pytest.raises(bp.ValidationError, match="lambda_eta must be a finite number >= 0"):
         APGMnG(cal, epsilon=EPS, delta=DELTA, eta=1e-4, lambda_eta=math.inf)
     with pytest.raises(bp.ValidationError, match=r"eta must be in the open interval \(0, 1\)"):
@@ -180,8 +198,8 @@ def test_from_moments_needs_a_given_lambda():
 
 
 def test_eta_too_small_for_the_draws(skewed):
-    with pytest.raises(bp.ValidationError, match=r"eta must be large enough for the 20000 draws to estimate λ_η"):
-        APGMnG(skewed, epsilon=EPS, delta=DELTA, eta=1e-4)
+    with pytest.raises(bp.ValidationError, match=r"needs about 500/eta = 5000000 draws per secret \(got 20000\)"):
+        APGMnG(skewed, epsilon=EPS, delta=0.9, eta=1e-4)
 
 
 def test_erratum_arxiv_delta_is_too_small():
@@ -226,9 +244,9 @@ def test_twin_lambda_forced_to_zero_violates_the_bound():
         f = lambda t: max(stats.gamma.pdf(t, 2.0) - math.exp(eps) * stats.gamma.pdf(t - 0.2, 2.0), 0.0)  # noqa: E731
         return integrate.quad(f, 0, 0.2)[0] + integrate.quad(f, 0.2, 60, limit=200)[0]
 
-    forced = APGMnG(cal, epsilon=EPS, delta=DELTA, eta=1e-3, lambda_eta=0.0)
+    forced = APGMnG(cal, epsilon=EPS, delta=0.01, eta=1e-3, lambda_eta=0.0)
     assert forced.sigma2 == 0.0
     assert delta_true(forced.guarantee.epsilon) > forced.guarantee.delta
-    honest = APGMnG(cal, epsilon=EPS, delta=DELTA, eta=0.1)
+    honest = APGMnG(cal, epsilon=2.0, delta=0.9, eta=0.1)
     assert honest.lambda_eta > 0
     assert delta_true(honest.guarantee.epsilon) <= honest.guarantee.delta

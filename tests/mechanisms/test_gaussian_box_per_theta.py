@@ -120,14 +120,14 @@ def test_beyond_twelve_uncertain_components_mechanisms_hold_at_every_corner():
     cal = _sampled(14, 3000, 14)
     assert cal.pair_constraints().uncertain_dims == 14
     r2 = gaussian_radius(1.0, 1e-5) ** 2
-    opt = OptimalGaussian(cal, epsilon=1.0, delta=1e-5, covariance="equal")
+    opt = OptimalGaussian(cal, epsilon=1.0, delta=1e-5, covariance="equal", accountant="gaussian")
     assert opt.source.startswith("solver"), (opt.source, opt.fallback_reason)
-    for S in (opt.noise_cov, EigM(cal, epsilon=1.0, delta=1e-5, covariance="equal").noise_cov):
+    for S in (opt.noise_cov, EigM(cal, epsilon=1.0, delta=1e-5, covariance="equal", accountant="gaussian").noise_cov):
         assert _holds_at_every_corner(cal, S, r2)
         assert not _holds_at_every_corner(cal, S / 2, r2)
     one = _along_e1(14, 20000, 3)
     r2 = gaussian_radius(4.0, 1e-5) ** 2
-    dau = DauM(one, epsilon=4.0, delta=1e-5, covariance="equal")
+    dau = DauM(one, epsilon=4.0, delta=1e-5, covariance="equal", accountant="gaussian")
     assert dau.sigma2 > 0 and _holds_at_every_corner(one, dau.noise_cov, r2)
     assert not _holds_at_every_corner(one, dau.noise_cov / 2, r2)
     assert (dau.pair_table["mahalanobis_sq"] <= r2).all()

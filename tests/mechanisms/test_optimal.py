@@ -187,7 +187,7 @@ def test_sampled_calibrations_hold_at_every_corner():
         chol = np.linalg.cholesky(A @ A.T + 0.2 * np.eye(k))
         samples = np.stack([rng.standard_normal((1500, k)) @ chol.T + rng.normal(0, 0.5, k) for _ in SECRETS])
         cal = calibration_from_samples(samples, SECRETS, PAIRS, None, confidence=0.95)
-        mech = OptimalGaussian(cal, epsilon=1.0, delta=1e-5)
+        mech = OptimalGaussian(cal, epsilon=1.0, delta=1e-5, accountant="gaussian")
         r2 = gaussian_radius(1.0, 1e-5) ** 2
         assert cal.pair_constraints().half_width.min() > 0
         for p in PAIRS:
@@ -195,7 +195,7 @@ def test_sampled_calibrations_hold_at_every_corner():
             assert np.linalg.eigvalsh(low + mech.noise_cov).min() > 0
             for d in _corners(cal, p):
                 assert mahalanobis_sq(d, low + mech.noise_cov) <= r2
-        assert mech.trace <= np.trace(EigM(cal, epsilon=1.0, delta=1e-5).noise_cov) * (1 + 1e-12)
+        assert mech.trace <= np.trace(EigM(cal, epsilon=1.0, delta=1e-5, accountant="gaussian").noise_cov) * (1 + 1e-12)
         assert mech.guarantee.confidence == 0.95
 
 
@@ -449,7 +449,7 @@ def test_sampled_k14_uses_the_structured_interior_point_and_holds_at_every_corne
     3 × 16384 corners (vectorized direct check, independent of the library's certificate)."""
     rng = np.random.default_rng(14)
     cal = _sampled(rng, 14, n=3000)
-    mech = OptimalGaussian(cal, epsilon=1.0, delta=1e-5)
+    mech = OptimalGaussian(cal, epsilon=1.0, delta=1e-5, accountant="gaussian")
     r2 = gaussian_radius(1.0, 1e-5) ** 2
     assert mech.source == "solver", (mech.source, mech.fallback_reason)
     assert "structured interior point" in mech.solver_status
