@@ -677,6 +677,12 @@ def _add_release_parser(sub: Any) -> None:
                           "A budget that exists with another value is refused, never changed: change it on purpose "
                           "with `bayespriv ledger set-budget`. DELTA omitted: 0 for a new budget, not compared for "
                           "an existing one")
+    rel.add_argument("--dataset-name", default=None, metavar="NAME",
+                     help="the name under which the ledger accounts this release with the others on the same data "
+                          "(default: the fingerprint of DATA.csv)")
+    rel.add_argument("--independent", action="store_true",
+                     help="declare this release independent of the others on the same data: charged its own (ε, δ), "
+                          "recorded as the assumption declared_independent")
     rel.add_argument("--accountant", choices=("auto", "gaussian"), default="auto",
                      help="auto (default): the noise is scaled until the accounted privacy curve of the law actually "
                           "released meets (ε, δ); gaussian: the papers' route, F taken as Gaussian (its check then "
@@ -937,6 +943,7 @@ def _open_ledger(args: argparse.Namespace, mech: Any) -> Any:
 def _release_cmd(args: argparse.Namespace) -> int:
     import json
 
+    from bayespriv.accounting.joint import JointAccountingError, JointLeakError
     from bayespriv.errors import AssumptionFailedError, BudgetExceededError, ReleaseMismatchError
 
     query = _script_query(_run_script(args.script, "--script"), args.script, "--script")
@@ -946,10 +953,17 @@ def _release_cmd(args: argparse.Namespace) -> int:
     ledger = _open_ledger(args, mech)
     try:
         release = mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions,
-                               **_unverified_opt_in(args))
+                               dataset_name=args.dataset_name, independent=args.independent, **_unverified_opt_in(args))
     except ReleaseMismatchError as exc:
         raise _ArgumentProblem("--data", str(exc), "pass the dataset the calibration was made for (rows, columns "
                                                    "and query as calibrated)") from exc
+    except JointLeakError as exc:
+        raise _ArgumentProblem("--data", str(exc), "release with more noise (a smaller --epsilon), or on other data",
+                               code=1) from exc
+    except JointAccountingError as exc:
+        raise _ArgumentProblem("--independent", str(exc), "pass --independent to declare the release independent of "
+                               "the earlier ones on this data (recorded), or --dataset-name if it is other data",
+                               code=1) from exc
     except BudgetExceededError as exc:
         protected = tuple(getattr(mech, "protected", ()) or ())
         name = shlex.quote(protected[0]) if len(protected) == 1 else "NAME"
@@ -1004,6 +1018,11 @@ def _ledger_cmd(args: argparse.Namespace) -> int:
             print()
             print("Budget creations and changes:")
             print(shown.to_string(na_rep="-"))
+        joint = report.attrs.get("joint")
+        if joint is not None and len(joint):
+            print()
+            print("Releases on the same data, accounted together (per dataset and budget):")
+            print(joint.to_string(na_rep="-"))
     note = report.attrs.get("composition")
     if note:
         print()

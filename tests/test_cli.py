@@ -108,14 +108,22 @@ def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, caps
     assert first["established"] is True and first["seeded"] is False and first["ledger_id"] == 1
     assert first["protected"] == ["salary"] and first["query_fingerprint"] == query.fingerprint
 
-    # A second release of ε = 1 would exceed the budget of 1.5: refused (exit 1), nothing spent.
-    assert main(argv[:-2]) == 1
+    # Releases of the same query on the same table are accounted together: each costs the increase of their
+    # joint ε (less than 1), until one would exceed the budget of 1.5: refused (exit 1), nothing spent.
+    granted = 1
+    while main(argv[:-2]) == 0:
+        granted += 1
+        assert granted < 20
     assert "exceed the budget of 'salary'" in capsys.readouterr().err
+    assert granted >= 2
+    spent = bp.Ledger("budget.sqlite").spent("salary")[0]
+    assert 1.0 < spent <= 1.5
 
     assert main(["ledger", "budget.sqlite"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("salary"))
-    assert row.split()[1:4] == ["1.5", "1.0", "0.5"] and row.split()[11] == "1"  # spent 1, remaining 0.5, 1 refusal
+    assert row.split()[1] == "1.5" and float(row.split()[2]) == pytest.approx(spent) and row.split()[11] == "1"
+    assert "accounted together" in out and "same query (combined noise)" in out
 
 
 def test_release_refuses_a_changed_query(workdir, capsys):

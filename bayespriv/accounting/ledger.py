@@ -91,6 +91,7 @@ import os
 import re
 import sqlite3
 import uuid
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ import pandas as pd
 from .._validation import check_real, fail
 from ..errors import BudgetExceededError, LedgerError, ParameterTypeError, ValidationError, warn
 from .epsilon import VariableRelease, epsilon_table
+from .joint import DECLARED_INDEPENDENT, PriorRelease, joint_guarantee
 
 __all__ = [
     "Ledger",
@@ -120,16 +122,12 @@ __all__ = [
 EPSILON_UNIT = Decimal("1e-9")  # nano-ε
 DELTA_UNIT = Decimal("1e-18")  # atto-δ
 _MAX_UNITS = 2**63 - 1  # SQLite INTEGER
-_SCHEMA_VERSION = 3
+_SCHEMA_VERSION = 4
 _APPLICATION_ID = 0x42505256  # "BPRV" in the SQLite header (new files; version-1 files have 0)
 
 #: The assumption recorded on release rows whose ε, δ are summed with others only by assuming
 #: sequential composition (every Pufferfish mechanism; see the module docstring).
 COMPOSITION_ASSUMPTION = "sequential_composition"
-
-#: Mechanisms whose guarantee is differential privacy (for the neighbour relation they state) or
-#: privacy on a subset of variables: sequential composition is a theorem for them.
-_COMPOSING_MECHANISMS = frozenset({"SubsetCountMechanism", "GroupDP"})
 
 # Version 1 of the schema; version 2 adds the columns of _V2_COLUMNS, version 3 runs _V3_STEPS (see
 # _migrate). A new file is created through the same steps, so its schema text is, byte for byte, that of
@@ -236,6 +234,20 @@ _V3_STEPS = (
     "CREATE INDEX releases_voided ON releases(id) WHERE voided != 0",
 )
 
+# Version 4: releases on the same data are accounted together (bayespriv.accounting.joint). A row records the
+# dataset it was made on, how it composed (``dp``, ``subset``, ``chain``, ``joint``, ``independent`` or NULL:
+# summed under the sequential-composition assumption), what joint accounting needs of it later (the query's
+# fingerprint, the Gaussian noise covariance as JSON, the secret pairs) and, for joint rows, the joint
+# guarantee per budget after it and the units it was charged ({budget: {"epsilon", "delta", "units"}}).
+_V4_COLUMNS = (
+    ("releases", "dataset", "TEXT"),
+    ("releases", "composition", "TEXT"),
+    ("releases", "query_fingerprint", "TEXT"),
+    ("releases", "noise", "TEXT"),
+    ("releases", "pairs", "TEXT"),
+    ("releases", "joint", "TEXT"),
+)
+
 #: ``budget_events.action`` of the row recorded, at migration, for a budget of a version-1/2 ledger
 #: (its earlier history was not recorded).
 _MIGRATED = "existing at migration"
@@ -287,18 +299,71 @@ def calibration_hash(calibration: Any) -> str | None:
     return h.hexdigest()
 
 
-def composes_unconditionally(mechanism: Any) -> bool:
-    """True when summing ``mechanism``'s (ε, δ) with other releases is a theorem.
+def composition_of(mechanism: Any) -> str | None:
+    """How ``mechanism`` composes, as it declares it (``mechanism.composition``): a key of
+    :data:`~bayespriv.accounting.joint.COMPOSITIONS`, or None for an object that declares nothing
+    (its charges are then summed under :data:`COMPOSITION_ASSUMPTION`)."""
+    from .joint import COMPOSITIONS
 
-    A mechanism may say so itself with a boolean attribute ``composes_unconditionally``;
-    otherwise it is True for differential-privacy mechanisms (``GroupDP``) and the count tables of
-    privacy on a subset of variables (``SubsetCountMechanism``, Tan, Proposition 3.4), and False
-    for every Pufferfish mechanism, whose rows then carry :data:`COMPOSITION_ASSUMPTION`.
-    """
-    declared = getattr(mechanism, "composes_unconditionally", None)
-    if isinstance(declared, bool):
-        return declared
-    return type(mechanism).__name__ in _COMPOSING_MECHANISMS
+    declared = getattr(mechanism, "composition", None)
+    if declared is None:
+        return None
+    if declared not in COMPOSITIONS:
+        raise fail("mechanism.composition", f"one of {tuple(COMPOSITIONS)}", declared)
+    return declared
+
+
+def composes_unconditionally(mechanism: Any) -> bool:
+    """True when summing ``mechanism``'s (ε, δ) with other releases is a theorem: it declares a
+    differential-privacy (``"dp"``), subset-of-variables (``"subset"``) or Markov-chain MQM
+    (``"chain"``) composition. Pufferfish mechanisms (``"joint"``) are accounted jointly with the
+    other releases on the same data instead."""
+    return composition_of(mechanism) in ("dp", "subset", "chain")
+
+
+#: The dataset of releases made without one (``release_value`` without ``dataset=``): all accounted together.
+UNNAMED_DATASET = "unnamed"
+#: Attempts at accounting a release jointly while other processes keep granting releases on its dataset.
+_JOINT_RETRIES = 5
+
+
+def _noise_json(mechanism: Any) -> str | None:
+    """What joint accounting needs of a release's noise, as JSON (exact floats), or None (no usable noise)."""
+    kind = getattr(mechanism, "noise", None)
+    if kind == "gaussian" and callable(getattr(mechanism, "_noise_covariance", None)):
+        return json.dumps({"kind": "gaussian", "cov": np.asarray(mechanism._noise_covariance(), float).tolist()})
+    if kind == "laplace" and getattr(mechanism, "noise_scale", None) is not None:
+        return json.dumps({"kind": "laplace", "scale": np.asarray(mechanism.noise_scale, float).tolist(),
+                           "basis": np.asarray(mechanism.noise_basis, float).tolist()})
+    return None
+
+
+def _noise_of(text: str | None) -> Any:
+    from ..mechanisms.accountant import GaussianNoise, LaplaceNoise
+
+    if text is None:
+        return None
+    d = json.loads(text)
+    if d.get("kind") == "gaussian":
+        return GaussianNoise(np.array(d["cov"], dtype=float))
+    return LaplaceNoise(np.array(d["scale"], dtype=float), np.array(d["basis"], dtype=float))
+
+
+def _dataset_name(dataset: Any) -> str:
+    if dataset is None:
+        return UNNAMED_DATASET
+    if not isinstance(dataset, str) or not dataset.strip():
+        raise fail("dataset", "None or a non-empty string naming the data the release reads", dataset)
+    return dataset
+
+
+@dataclass(frozen=True)
+class _JointPlan:
+    """Units to charge per budget, the row's ``joint`` record, and the last prior release id per budget."""
+
+    units: dict[str, int]
+    record: str
+    last: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -326,10 +391,37 @@ class _Request:
     query: str | None
     calibration_hash: str | None
     content_hash: str | None
+    composition: str | None = None
+    dataset: str = UNNAMED_DATASET
+    query_fingerprint: str | None = None
+    noise: str | None = None
+    pairs: str = "[]"
 
     @property
     def established(self) -> bool:
         return not self.failed
+
+    @classmethod
+    def for_release(cls, mechanism: Any, dataset: Any, independent: bool) -> "_Request":
+        """The request, with what joint accounting records of the release (its dataset, how it composes, its
+        query's fingerprint, Gaussian noise covariance and pairs)."""
+        req = cls.of(mechanism)
+        kind = composition_of(mechanism)
+        if independent:
+            if not isinstance(independent, bool):
+                raise ParameterTypeError(f"independent must be a bool; got {type(independent).__name__}")
+            kind = "independent" if kind in ("joint", None) else kind
+        cal = getattr(mechanism, "calibration", None)
+        pairs = [p.label for p in getattr(cal, "pairs", ())]
+        noise = _noise_json(mechanism) if kind == "joint" else None
+        assumptions = req.assumptions
+        if kind in ("joint", "independent", "dp", "subset", "chain"):
+            assumptions = tuple(a for a in assumptions if a != COMPOSITION_ASSUMPTION)
+        if kind == "independent":
+            assumptions += (DECLARED_INDEPENDENT,)
+        return dataclasses.replace(req, assumptions=assumptions, composition=kind, dataset=_dataset_name(dataset),
+                                   query_fingerprint=getattr(cal, "query_fingerprint", None), noise=noise,
+                                   pairs=json.dumps(pairs))
 
     @classmethod
     def of(cls, mechanism: Any) -> "_Request":
@@ -441,6 +533,9 @@ class Ledger:
             raise ParameterTypeError(f"create must be a bool; got {create!r} of type {type(create).__name__}")
         self._ledger_id: str | None = None
         self._schema_cookie: int | None = None
+        #: Releases granted through this object whose query and data model are at hand (joint accounting
+        #: of later releases with other queries on the same data): release id -> (query, model, pairs).
+        self._live: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
         self._open(create)
 
     # -- opening -----------------------------------------------------------------------------------
@@ -743,31 +838,56 @@ class Ledger:
         return _from_units(et, EPSILON_UNIT), _from_units(dt, DELTA_UNIT)
 
     # -- check and spend -----------------------------------------------------------------------------
-    def charge(self, mechanism: Any, *, seeded: bool | None = None) -> Charge:
+    def charge(self, mechanism: Any, *, seeded: bool | None = None, dataset: Any = None,
+               independent: bool = False) -> Charge:
         """Check and spend the budget of every attribute ``mechanism`` protects, atomically.
 
-        Called by ``release`` / ``release_value`` before any noise is drawn. Spends the mechanism's
-        guarantee (ε, δ) on each budget named in ``mechanism.protected`` and records the release —
-        with the guarantee's failed and unchecked assumptions, whether it is established, and
-        ``"sequential_composition"`` for Pufferfish mechanisms — or, when any budget is missing or
-        would be exceeded, records a refusal, spends nothing on any budget, and raises
-        (:class:`~bayespriv.BudgetExceededError`, or :class:`~bayespriv.ValidationError` for a
-        missing budget). An ε beyond :data:`MAX_BUDGET_EPSILON` exceeds every budget.
+        Called by ``release`` / ``release_value`` before any noise is drawn. How much is spent depends
+        on how the mechanism composes (``mechanism.composition``, see :mod:`bayespriv.accounting.joint`):
+
+        * differential-privacy, subset-of-variables and Markov-chain MQM releases spend their own
+          (ε, δ) (sequential composition is a theorem for them; the row names it);
+        * every other (Pufferfish) release is accounted **jointly** with the releases already granted
+          on the same ``dataset`` (a table's fingerprint, or a name; releases without one share the
+          dataset ``"unnamed"``) for each budget: it spends the increase of the joint ε of all of
+          them at the sum of their δ, and its own δ. When that joint law cannot be formed the release
+          is refused (:class:`~bayespriv.accounting.joint.JointAccountingError`) unless
+          ``independent=True`` declares it independent of the others: it then spends its own (ε, δ)
+          and the row records the assumption ``"declared_independent"``. Releases that together
+          reveal the secret are refused (:class:`~bayespriv.accounting.joint.JointLeakError`).
+
+        Records the release — with the guarantee's failed and unchecked assumptions, whether it is
+        established, how it composed — or, when any budget is missing or would be exceeded, records a
+        refusal, spends nothing on any budget, and raises (:class:`~bayespriv.BudgetExceededError`, or
+        :class:`~bayespriv.ValidationError` for a missing budget). An ε beyond
+        :data:`MAX_BUDGET_EPSILON` exceeds every budget.
         """
-        req = _Request.of(mechanism)
-        e_units = _units(req.epsilon, EPSILON_UNIT, ROUND_CEILING)
-        d_units = _units(req.delta, DELTA_UNIT, ROUND_CEILING)
-        with self._connect() as con, self._transaction(con):
-            refusal = self._check_budgets(con, req, e_units, d_units)
-            if refusal is None:
-                rid = self._record_release(con, req, e_units, d_units, seeded)
+        req = _Request.for_release(mechanism, dataset, independent)
+        own = (_units(req.epsilon, EPSILON_UNIT, ROUND_CEILING), _units(req.delta, DELTA_UNIT, ROUND_CEILING))
+        for _ in range(_JOINT_RETRIES):
+            plan = self._joint_plan(mechanism, req) if req.composition == "joint" else None
+            units = {name: own if plan is None else (plan.units[name], own[1]) for name in req.protected}
+            with self._connect() as con, self._transaction(con):
+                if plan is not None and self._priors_moved(con, req, plan):
+                    continue  # another process granted a release on this dataset meanwhile: account again
+                refusal = self._check_budgets(con, req, units)
+                if refusal is None:
+                    rid = self._record_release(con, req, units, seeded, None if plan is None else plan.record)
+            break
+        else:  # pragma: no cover - needs a stream of concurrent releases on the same dataset
+            raise LedgerError(f"ledger {str(self.path)!r}: the releases on dataset {req.dataset!r} kept changing "
+                              f"while this one was accounted ({_JOINT_RETRIES} attempts); try again")
         if refusal is not None:
             raise refusal  # after COMMIT: the refusal is recorded, nothing spent
-        return Charge(rid, req.protected, req.epsilon, req.delta)
+        if plan is not None:
+            self._remember(rid, mechanism)
+        spent = max(units[name][0] for name in req.protected)
+        return Charge(rid, req.protected, _from_units(spent, EPSILON_UNIT), req.delta)
 
-    def _check_budgets(self, con: sqlite3.Connection, req: _Request, e_units: int, d_units: int) -> Exception | None:
+    def _check_budgets(self, con: sqlite3.Connection, req: _Request, units: dict[str, tuple[int, int]]) -> Exception | None:
         """Inside the transaction: the first budget that refuses (recorded), or None."""
         for name in req.protected:
+            e_units, d_units = units[name]
             row = con.execute("SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets "
                               "WHERE name = ?", (name,)).fetchone()
             if row is None:
@@ -785,20 +905,25 @@ class Ledger:
         return None
 
     @staticmethod
-    def _record_release(con: sqlite3.Connection, req: _Request, e_units: int, d_units: int,
-                        seeded: bool | None) -> int:
+    def _record_release(con: sqlite3.Connection, req: _Request, units: dict[str, tuple[int, int]],
+                        seeded: bool | None, joint: str | None) -> int:
         """Inside the transaction: the release row, its charges and the budgets' counters."""
+        e_own = _units(req.epsilon, EPSILON_UNIT, ROUND_CEILING)
+        d_own = _units(req.delta, DELTA_UNIT, ROUND_CEILING)
         cur = con.execute(
             "INSERT INTO releases (time_utc, mechanism, epsilon, delta, epsilon_units, delta_units, confidence, "
             "assumptions, theorem, protected, variables, query, seeded, calibration_hash, pid, "
-            "failed_assumptions, unchecked_assumptions, established, voided, calibration_content_hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-            (_now(), req.mechanism, req.epsilon, req.delta, e_units, d_units, req.confidence,
+            "failed_assumptions, unchecked_assumptions, established, voided, calibration_content_hash, "
+            "dataset, composition, query_fingerprint, noise, pairs, joint) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
+            (_now(), req.mechanism, req.epsilon, req.delta, e_own, d_own, req.confidence,
              json.dumps(req.assumptions), req.theorem, json.dumps(req.protected), json.dumps(req.variables),
              req.query, None if seeded is None else int(bool(seeded)), req.calibration_hash, os.getpid(),
-             json.dumps(req.failed), json.dumps(req.unchecked), int(req.established), req.content_hash))
+             json.dumps(req.failed), json.dumps(req.unchecked), int(req.established), req.content_hash,
+             req.dataset, req.composition, req.query_fingerprint, req.noise, req.pairs, joint))
         rid = int(cur.lastrowid)
         for name in req.protected:
+            e_units, d_units = units[name]
             con.execute("INSERT INTO charges VALUES (?, ?, ?, ?)", (rid, name, e_units, d_units))
             con.execute("UPDATE budgets SET epsilon_spent = epsilon_spent + ?, delta_spent = delta_spent + ?, "
                         "updated_utc = ? WHERE name = ?", (e_units, d_units, _now(), name))
@@ -810,6 +935,60 @@ class Ledger:
                     "reason, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (_now(), req.mechanism, req.epsilon, req.delta, json.dumps(req.protected),
                      json.dumps(req.variables), req.query, budget, reason, os.getpid()))
+
+    # -- joint accounting of the releases on the same data --------------------------------------------
+    def _priors(self, con: sqlite3.Connection, dataset: str, budget: str) -> list[tuple]:
+        return con.execute(
+            "SELECT r.id, r.query_fingerprint, r.noise, r.epsilon, r.delta, r.pairs, r.joint FROM releases r "
+            "JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 AND r.dataset = ? AND r.composition = 'joint' "
+            "AND c.budget = ? ORDER BY r.id", (dataset, budget)).fetchall()
+
+    def _joint_plan(self, mechanism: Any, req: _Request) -> "_JointPlan":
+        """Outside any transaction (it takes seconds): the joint guarantee per budget with the releases
+        already granted on the dataset, and the units each budget is charged."""
+        with self._connect() as con:
+            rows = {name: self._priors(con, req.dataset, name) for name in req.protected}
+        new_noise = _noise_of(req.noise)
+        own = _units(req.epsilon, EPSILON_UNIT, ROUND_CEILING)
+        units, record, last, cache = {}, {}, {}, {}
+        for name, prior_rows in rows.items():
+            last[name] = prior_rows[-1][0] if prior_rows else 0
+            if not prior_rows:  # the first release on this dataset: its own guarantee is the joint one
+                units[name] = own
+                record[name] = {"epsilon": req.epsilon, "delta": req.delta, "units": own, "method": "first",
+                                "releases": []}
+                continue
+            key = tuple(r[0] for r in prior_rows)
+            if key not in cache:
+                priors = [PriorRelease(r[0], r[1], _noise_of(r[2]), float(r[3]), float(r[4]),
+                                       tuple(json.loads(r[5] or "[]"))) for r in prior_rows]
+                seed = int.from_bytes(hashlib.sha256(f"{req.dataset}|{key}".encode()).digest()[:8], "little")
+                cache[key] = joint_guarantee(mechanism, priors, live=self._live, new_noise=new_noise, seed=seed)
+            joint = cache[key]
+            before = json.loads(prior_rows[-1][6] or "{}").get(name, {}).get("epsilon", 0.0)
+            increase = max(0.0, joint.epsilon - float(before))
+            units[name] = _units(increase, EPSILON_UNIT, ROUND_CEILING)
+            record[name] = {"epsilon": joint.epsilon, "delta": joint.delta, "units": units[name],
+                            "method": joint.method, "releases": list(joint.releases),
+                            "assumptions": list(joint.assumptions)}
+        return _JointPlan(units, json.dumps(record, sort_keys=True), last)
+
+    def _priors_moved(self, con: sqlite3.Connection, req: _Request, plan: "_JointPlan") -> bool:
+        """Inside the transaction: whether a release was granted (or voided) on the dataset since the plan."""
+        for name in req.protected:
+            rows = self._priors(con, req.dataset, name)
+            if (rows[-1][0] if rows else 0) != plan.last[name] or len(rows) != len(json.loads(plan.record)[name]["releases"]):
+                return True
+        return False
+
+    def _remember(self, release_id: int, mechanism: Any) -> None:
+        """Keep the query and data model of a granted release for the joint accounting of later ones."""
+        from ..calibration.engine import model_of
+
+        cal = getattr(mechanism, "calibration", None)
+        model = model_of(cal) if cal is not None else None
+        if model is not None and getattr(cal, "query", None) is not None:
+            self._live[release_id] = (cal.query, model, tuple(cal.pairs))
 
     def void(self, release_id: int, reason: str) -> None:
         """Mark a granted release void and refund its charges, in one transaction.
@@ -860,11 +1039,16 @@ class Ledger:
         ``calibration_hash`` is the hash of the calibration's moments (:func:`calibration_hash`);
         ``calibration_content_hash`` the SHA-256 of the calibration file the mechanism was built from
         (``Calibration.content_hash``; None for an in-memory calibration and rows written before the
-        ledger recorded it).
+        ledger recorded it). ``dataset`` is the data the release read (a table's fingerprint or a
+        name), ``composition`` how it composed (``"joint"``, ``"dp"``, ``"subset"``, ``"chain"``,
+        ``"independent"``; None: summed under ``"sequential_composition"``) and ``joint``, for joint
+        rows, the joint guarantee per budget after it: ``{budget: {"epsilon", "delta", "units",
+        "method", "releases"}}``.
         """
         cols = ["time_utc", "mechanism", "epsilon", "delta", "confidence", "assumptions", "failed_assumptions",
                 "unchecked_assumptions", "established", "theorem", "protected", "variables", "query", "seeded",
-                "calibration_hash", "calibration_content_hash", "pid", "voided", "void_reason"]
+                "calibration_hash", "calibration_content_hash", "pid", "voided", "void_reason", "dataset",
+                "composition", "joint"]
         with self._connect() as con:
             rows = con.execute(f"SELECT id, {', '.join(cols)} FROM releases ORDER BY id").fetchall()
         raw = {c: [r[i + 1] for r in rows] for i, c in enumerate(cols)}
@@ -876,6 +1060,10 @@ class Ledger:
         for c in ("seeded", "established"):
             df[c] = pd.array([None if v is None else bool(v) for v in raw[c]], dtype="boolean")
         df["calibration_content_hash"] = pd.Series(raw["calibration_content_hash"], index=df.index, dtype=object)
+        df["joint"] = pd.Series([None if v is None else json.loads(v) for v in raw["joint"]], index=df.index,
+                                dtype=object)
+        for c in ("dataset", "composition"):  # None (not NaN) for rows that record none
+            df[c] = pd.Series(raw[c], index=df.index, dtype=object)
         df["voided"] = np.array([bool(v) for v in raw["voided"]], dtype=bool)
         df["time_utc"] = pd.to_datetime(df["time_utc"], utc=True, format="ISO8601")
         return df
@@ -902,8 +1090,8 @@ class Ledger:
         the rows are :meth:`budget_events`) and ``calibration files`` (the first 12 hex digits of the
         SHA-256 of each calibration file its releases not voided were built from, comma-separated;
         ``-`` for none). ``remaining`` is 0 for a budget lowered below what is spent.
-        ``attrs["composition"]`` says in words what the sum means; ``attrs["budget_events"]`` holds
-        :meth:`budget_events`.
+        ``attrs["composition"]`` says in words how the releases were added up; ``attrs["budget_events"]``
+        holds :meth:`budget_events` and ``attrs["joint"]`` :meth:`joint_guarantees` (per dataset and budget).
         """
         assumed = json.dumps(COMPOSITION_ASSUMPTION)
         with self._connect() as con:
@@ -927,7 +1115,47 @@ class Ledger:
         out = pd.DataFrame(data, index=pd.Index([r[0] for r in rows], name="budget"), columns=columns)
         out.attrs["composition"] = _COMPOSITION_NOTE
         out.attrs["budget_events"] = self.budget_events()
+        out.attrs["joint"] = self.joint_guarantees()
         return out
+
+    def joint_guarantees(self) -> pd.DataFrame:
+        """What the releases on each dataset cost each budget together, releases not voided.
+
+        One row per (dataset, budget): ``releases`` (how many), ``jointly accounted`` (of those, accounted
+        together), ``joint epsilon`` / ``joint delta`` (the joint guarantee after the last jointly accounted
+        release: see :mod:`bayespriv.accounting.joint`), ``method``, ``charged epsilon`` / ``charged delta``
+        (what the dataset's releases took from the budget: the largest joint ε reached plus what the others
+        added by a theorem or a declared independence), and ``compositions`` (how its releases composed).
+        """
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT r.id, COALESCE(r.dataset, ?), c.budget, r.composition, r.joint, c.epsilon_units, c.delta_units "
+                "FROM releases r JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 ORDER BY r.id",
+                (UNNAMED_DATASET,)).fetchall()
+        table: dict[tuple[str, str], dict[str, Any]] = {}
+        for _, dataset, budget, composition, joint, e_units, d_units in rows:
+            t = table.setdefault((dataset, budget), {"releases": 0, "jointly accounted": 0, "joint epsilon": np.nan,
+                                                     "joint delta": np.nan, "method": "-", "charged epsilon": 0,
+                                                     "charged delta": 0, "compositions": set()})
+            t["releases"] += 1
+            t["charged epsilon"] += e_units
+            t["charged delta"] += d_units
+            t["compositions"].add(composition or COMPOSITION_ASSUMPTION)
+            if joint is not None:
+                record = json.loads(joint).get(budget, {})
+                t["jointly accounted"] += 1
+                t["joint epsilon"], t["joint delta"] = record.get("epsilon", np.nan), record.get("delta", np.nan)
+                t["method"] = record.get("method", "-")
+        out = pd.DataFrame.from_dict(table, orient="index")
+        if out.empty:
+            return pd.DataFrame(columns=["releases", "jointly accounted", "joint epsilon", "joint delta", "method",
+                                         "charged epsilon", "charged delta", "compositions"],
+                                index=pd.MultiIndex.from_tuples([], names=["dataset", "budget"]))
+        out.index = pd.MultiIndex.from_tuples(out.index, names=["dataset", "budget"])
+        out["charged epsilon"] = [_from_units(int(u), EPSILON_UNIT) for u in out["charged epsilon"]]
+        out["charged delta"] = [_from_units(int(u), DELTA_UNIT) for u in out["charged delta"]]
+        out["compositions"] = [", ".join(sorted(c)) for c in out["compositions"]]
+        return out.sort_index()
 
     def variable_releases(self) -> list[VariableRelease]:
         """The recorded releases, voided ones excluded, as :class:`VariableRelease` records."""
@@ -979,6 +1207,10 @@ class Ledger:
             shown = events.drop(columns=["pid"]).fillna({"reason": ""})
             parts += ["<div><em>Budget creations and changes</em></div>",
                       shown.to_html(float_format=fmt, na_rep="")]
+        joint = report.attrs["joint"]
+        if len(joint):
+            parts += ["<div><em>Releases on the same data, accounted together (per dataset and budget)</em></div>",
+                      joint.to_html(float_format=fmt, na_rep="-")]
         if len(report) and report["releases"].sum():
             parts += ["<div><em>ε per variable (Tan, Propositions 3.3–3.5)</em></div>",
                       self.epsilon_table().to_html(float_format=fmt)]
@@ -997,11 +1229,12 @@ class Ledger:
 
 
 _COMPOSITION_NOTE = (
-    "The ledger adds ε and δ over the releases charged to a budget (sequential composition). That is a theorem "
-    "for differential privacy and for privacy on a subset of variables (Tan, Proposition 3.4), but for Pufferfish "
-    "mechanisms it holds only under conditions on the data model Θ (Kifer & Machanavajjhala 2014; Bai et al. 2026): "
-    "rows marked 'sequential_composition' are summed under that assumption. Gaussian releases of several queries "
-    "on the same data can be accounted jointly instead (bayespriv.accounting.composition)."
+    "Releases on the same data are accounted together: a Pufferfish release is charged the increase of the joint "
+    "guarantee of everything released on its dataset (bayespriv.accounting.joint), DP and subset-of-variables "
+    "releases add their own (ε, δ) by theorem (Dwork & Roth 2014, Theorem 3.16; Tan, Proposition 3.4), releases "
+    "declared independent add theirs under that assumption, and releases on different datasets add up. Rows marked "
+    "'sequential_composition' come from objects that declare no composition: they are added under that assumption, "
+    "which for Pufferfish mechanisms holds only under conditions on Θ (Kifer & Machanavajjhala 2014; Bai et al. 2026)."
 )
 
 
@@ -1036,6 +1269,10 @@ def _migrate(con: sqlite3.Connection, version: int, now: str, target: int = _SCH
                     "FROM budgets ORDER BY name",
                     (now, _MIGRATED, f"ledger migrated from schema version {version}; earlier changes of this budget "
                                      "were not recorded", os.getpid()))
+    if version < 4 <= target:
+        for table, col, decl in _V4_COLUMNS:
+            con.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
+        con.execute("CREATE INDEX releases_by_dataset ON releases(dataset, composition) WHERE voided = 0")
 
 
 def _create(con: sqlite3.Connection, now: str) -> None:
@@ -1258,10 +1495,12 @@ def _invariant_problem(con: sqlite3.Connection, *, thorough: bool = False) -> st
         "SELECT r.id FROM releases r WHERE CASE WHEN json_valid(r.protected) AND json_type(r.protected) = 'array' "
         "THEN json_array_length(r.protected) != (SELECT COUNT(*) FROM charges c WHERE c.release_id = r.id) "
         "OR EXISTS (SELECT 1 FROM json_each(r.protected) j WHERE NOT EXISTS (SELECT 1 FROM charges c WHERE "
-        "c.release_id = r.id AND c.budget = j.value AND c.epsilon_units = r.epsilon_units AND "
-        "c.delta_units = r.delta_units)) ELSE 1 END LIMIT 1").fetchone()
+        "c.release_id = r.id AND c.budget = j.value AND c.delta_units = r.delta_units AND c.epsilon_units = "
+        "CASE WHEN r.joint IS NULL THEN r.epsilon_units "
+        "ELSE json_extract(r.joint, '$.' || json_quote(j.value) || '.units') END)) ELSE 1 END LIMIT 1").fetchone()
     if row is not None:
-        return f"release {row[0]} did not charge exactly each budget it protects, with its own (ε, δ)"
+        return (f"release {row[0]} did not charge exactly each budget it protects, with its own δ and its own ε "
+                "(or, accounted jointly, the increase of the joint ε it recorded)")
     return None
 
 

@@ -127,7 +127,7 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -448,11 +448,18 @@ class SubsetCountMechanism:
     data). Exact: the noise law is known in closed form and sampled exactly.
     """
 
+    #: Privacy on a subset of variables composes (Tan, Proposition 3.4): the ledger adds its charges.
+    _composition: ClassVar[str] = "subset"
     protected_variable: str
     public_variable: str
     epsilon: float
     assumptions: tuple[str, ...] = ()
     geometric_calibration: str = "tight"
+
+    @property
+    def composition(self) -> str:
+        """``"subset"``: the ledger adds its charges (Tan, Proposition 3.4)."""
+        return type(self)._composition
 
     def __post_init__(self) -> None:
         _name(self.protected_variable, "protected_variable")

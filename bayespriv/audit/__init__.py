@@ -9,6 +9,7 @@ from .likelihood import (
     likelihood_ratio_attack,
     log_likelihood_ratio,
     n_leaked,
+    sequence_attack,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "accuracy_bound",
     "direct_accuracy",
     "n_leaked",
+    "sequence_attack",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import contextlib
 import functools
 import math
@@ -32,6 +34,20 @@ from .result import Calibration
 from .signing import UNVERIFIED
 
 __all__ = ["calibrate", "default_chunk_size", "draw_query_samples", "minimum_draws"]
+
+#: The data model each calibration made by :func:`calibrate` was drawn from, while both are alive
+#: (never saved: a calibration loaded from a file has none). Joint accounting of several releases on
+#: the same data draws their stacked query from it (:mod:`bayespriv.accounting.joint`).
+_MODELS: "weakref.WeakKeyDictionary[Calibration, Any]" = weakref.WeakKeyDictionary()
+
+
+def model_of(calibration: Any) -> Any:
+    """The data model (or family) ``calibration`` was drawn from by :func:`calibrate` in this process, or None."""
+    try:
+        return _MODELS.get(calibration)
+    except TypeError:  # not weak-referenceable
+        return None
+
 
 #: Elements (draws x records x columns) one chunk may hold: ~64 MB of float64.
 CHUNK_ELEMENTS = 8_000_000
@@ -399,6 +415,7 @@ def calibrate(
         for i, m in enumerate(prepared)
     ]
     if not family:
+        _MODELS[cals[0]] = model
         return cals[0]
     worst = int(np.argmax([c.pair_sensitivities(2, bound=True).max() for c in cals]))
     diagnostics = dict(cals[worst].diagnostics)
@@ -407,7 +424,9 @@ def calibrate(
         "covers": model.covers,
         "worst_theta": dict(cals[worst].theta or {}),
     }
-    return replace(cals[worst], family=tuple(cals), diagnostics=diagnostics)
+    result = replace(cals[worst], family=tuple(cals), diagnostics=diagnostics)
+    _MODELS[result] = model
+    return result
 
 
 def _offered_posteriors(reuse: Any) -> dict[str, Any]:

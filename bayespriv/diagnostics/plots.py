@@ -215,6 +215,16 @@ def _labelled(items: Any, name: str, kind: str) -> list[tuple[str, Any]]:
 
 
 # -- privacy curve ------------------------------------------------------------------------------------------
+def _has_privacy_curve(mech: Any) -> bool:
+    """Whether ``mech.privacy_curve`` computes a curve: noise scaled by the accountant, or a Gaussian
+    mechanism's own exact curve (a pure-ε theorem has none)."""
+    from ..mechanisms import Mechanism
+
+    if not isinstance(mech, Mechanism):
+        return callable(getattr(mech, "privacy_curve", None))
+    return mech.accounting is not None or type(mech).privacy_curve is not Mechanism.privacy_curve
+
+
 def plot_privacy_curve(mechs: Any, epsilons: Any = None, *, ax: Any = None):
     """δ(ε) of one or several mechanisms, with each guarantee's (ε, δ) marked.
 
@@ -242,7 +252,7 @@ def plot_privacy_curve(mechs: Any, epsilons: Any = None, *, ax: Any = None):
     for j, (label, mech) in enumerate(items):
         color = f"C{j % 10}"
         g = mech.guarantee
-        curve = getattr(mech, "privacy_curve", None)
+        curve = getattr(mech, "privacy_curve", None) if _has_privacy_curve(mech) else None
         if callable(curve):
             delta = np.asarray(curve(eps), dtype=float)
             shown = np.where(delta > 0, delta, np.nan)  # δ = 0 cannot sit on a log axis

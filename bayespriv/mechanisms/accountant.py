@@ -269,6 +269,17 @@ def _row(cond: Condition, noise: Noise | None, eps: float, index: int, forward: 
 
 
 # -------------------------------------------------------------------------------------- account
+def _one_blas_thread() -> Any:
+    """BLAS pools limited to one thread for the kernel products (a no-op without threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a declared dependency
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def _z(conditions: tuple[Condition, ...], confidence: float | None) -> float | None:
     """Normal quantile of the upper bounds, Bonferroni over every estimated direction."""
     if confidence is None:
@@ -359,7 +370,8 @@ def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence:
     z = _z(conds, confidence)
     which = [(i, fwd) for i in range(len(conds)) for fwd in (True, False)] if rows is None else list(rows)
     final = rows is None and diagnostics
-    out = tuple(_row(conds[i], noise, eps, i, fwd, z, halves=final) for i, fwd in which)
+    with _one_blas_thread():  # small products over many atoms are memory-bound: one thread is faster, and robust
+        out = tuple(_row(conds[i], noise, eps, i, fwd, z, halves=final) for i, fwd in which)
     exact = all(r.exact for r in out)
     conf = 1.0 if exact else confidence
     return PrivacyAccount(eps, max(r.upper for r in out), max(r.value for r in out), conf,
@@ -460,6 +472,8 @@ class _Search:
             return min(max(t, lo + 0.05 * (hi - lo)), hi - 0.05 * (hi - lo))
         if f2 > 0:  # no passing point yet: move up, by a factor 2 while δ is saturated (≥ 1/2 or capped at 1)
             return 2.0 * t2 if f2 >= math.log(0.5 / self.target) else min(max(t, 1.1 * t2), 2.0 * t2)
+        if f2 <= math.log(1e-2):  # far below the target: halve (δ may stay ~0 until the draws are unresolved)
+            return t2 / 2.0
         return min(max(t, t2 / 2.0), t2 / 1.1)  # no failing point yet: move down
 
     def run(self) -> tuple[float, PrivacyAccount]:

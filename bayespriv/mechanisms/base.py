@@ -46,6 +46,7 @@ from .release_path import (
     check_ledger,
     check_mechanism_epsilon,
     check_release_rng,
+    dataset_key,
     premise_gate,
     unverified_gate,
     watch_seed,
@@ -153,7 +154,8 @@ class LedgerLike(Protocol):
     budget for a mechanism, raising :class:`~bayespriv.BudgetExceededError`
     (and spending nothing) when it would be exceeded."""
 
-    def charge(self, mechanism: "Mechanism", *, seeded: bool | None = None) -> Any: ...
+    def charge(self, mechanism: "Mechanism", *, seeded: bool | None = None, dataset: str | None = None,
+               independent: bool = False) -> Any: ...
 
 
 class Mechanism(abc.ABC):
@@ -228,6 +230,9 @@ class Mechanism(abc.ABC):
     """
 
     theorem: ClassVar[str] = ""
+    #: How releases compose (a key of :data:`bayespriv.accounting.joint.COMPOSITIONS`), declared by the class
+    #: and read through :attr:`composition`: Pufferfish mechanisms are accounted jointly by the ledger.
+    _composition: ClassVar[str] = "joint"
     #: Assumptions of the mechanism's proof (the calibration's are added).
     proof_assumptions: ClassVar[tuple[str, ...]] = ()
     #: False-failure probability of each assumption check (set on an instance to change it).
@@ -517,6 +522,12 @@ class Mechanism(abc.ABC):
         return np.array(acc.noise.cov)
 
     @property
+    def composition(self) -> str:
+        """How this mechanism's releases compose with others on the same data, as its class declares it
+        (``"joint"``: accounted jointly by the ledger; ``"dp"``, ``"subset"``, ``"chain"``: by a theorem)."""
+        return type(self)._composition
+
+    @property
     def requested(self) -> tuple[float, float]:
         """The (ε, δ) the caller asked for. The guarantee states exactly this (δ may read 0 where a
         pure-ε theorem gives more), or construction refused."""
@@ -712,7 +723,8 @@ class Mechanism(abc.ABC):
         return self._fixed_state().records
 
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
-                accept_failed_assumptions: bool = False, accept_unverified: bool = False) -> Release:
+                accept_failed_assumptions: bool = False, accept_unverified: bool = False,
+                dataset_name: str | None = None, independent: bool = False) -> Release:
         """Compute the calibration's query on ``dataset`` and add the noise.
 
         Parameters
@@ -727,7 +739,9 @@ class Mechanism(abc.ABC):
             noise replayable — for tests only; the Release says ``seeded``,
             and reusing an integer seed on one mechanism warns.
         ledger : Ledger, optional
-            Checked and charged (atomically) before any noise is drawn.
+            Checked and charged (atomically) before any noise is drawn. Releases on the same data are
+            accounted together (:mod:`bayespriv.accounting.joint`): the dataset is the table's
+            fingerprint (:func:`~bayespriv.mechanisms.release_path.dataset_key`) unless named.
         accept_failed_assumptions : bool
             Release even though an assumption of the proof failed its check
             (see :meth:`check`); the Release and the ledger row then record
@@ -737,6 +751,13 @@ class Mechanism(abc.ABC):
             ``trust="unverified"`` from a file that did not verify (its
             guarantee names ``unverified_calibration``). Default False: refuse
             with :class:`~bayespriv.errors.UnverifiedCalibrationError`.
+        dataset_name : str, optional
+            The name under which the ledger accounts this release with the others on the same data
+            (default: the table's fingerprint).
+        independent : bool
+            Declare this release independent of the others on the same data: the ledger charges its
+            own (ε, δ) instead of accounting it jointly, and records the assumption
+            ``declared_independent``.
 
         Raises
         ------
@@ -762,19 +783,23 @@ class Mechanism(abc.ABC):
         if fingerprint is not None:  # the query's code or state changed since calibration
             check_query(query, fingerprint)
         bind_dataset(dataset, tuple(query.columns), self._calibrated_records())
+        name = dataset_name if dataset_name is not None or ledger is None else dataset_key(dataset)
         return self.release_value(query(dataset), rng=rng, ledger=ledger, n_records=len(dataset),
                                   accept_failed_assumptions=accept_failed_assumptions,
-                                  accept_unverified=accept_unverified)
+                                  accept_unverified=accept_unverified, dataset=name, independent=independent)
 
     def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
                       n_records: int | None = None, accept_failed_assumptions: bool = False,
-                      accept_unverified: bool = False) -> Release:
+                      accept_unverified: bool = False, dataset: str | None = None,
+                      independent: bool = False) -> Release:
         """Add the noise to an answer F(X) of shape ``(k,)`` computed elsewhere.
 
         The answer must come from the calibrated query on a dataset of the
         calibrated size: pass ``n_records=`` to have the size checked;
-        without it the caller vouches for it. Other parameters and errors as
-        :meth:`release`.
+        without it the caller vouches for it. ``dataset`` names the data the
+        answer was computed on: a ledger accounts the releases on the same
+        dataset together, and every release without a name shares the dataset
+        ``"unnamed"``. Other parameters and errors as :meth:`release`.
         """
         check_ledger(ledger)
         seeded = check_release_rng(rng)
@@ -783,7 +808,8 @@ class Mechanism(abc.ABC):
         premise_gate(self, guarantee, accept_failed_assumptions)
         unverified_gate(self, guarantee, accept_unverified)
         watch_seed(self, rng)
-        charge = ledger.charge(self, seeded=seeded) if ledger is not None else None  # raises before any noise
+        charge = (ledger.charge(self, seeded=seeded, dataset=dataset, independent=independent)
+                  if ledger is not None else None)  # raises before any noise
         try:
             out = self._noisy(value, rng)
         except BaseException as exc:  # a failure after the spend: void the ledger row, spend nothing

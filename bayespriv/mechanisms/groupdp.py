@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from .._validation import check_positive_int
@@ -35,6 +37,9 @@ class GroupDP(Mechanism):
     ``noise=None`` (default) is Laplace when ``delta`` is 0 and Gaussian when a
     δ > 0 is given.
     """
+
+    #: Differential privacy: sequential composition is a theorem (the ledger adds its charges).
+    _composition: ClassVar[str] = "dp"
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -448,6 +448,8 @@ class MQM(_QuiltMechanism):
     every θ; only the quilt used in the proof depends on θ.
     """
 
+    #: MQM releases on the same Markov chain compose linearly (Song & Chaudhuri 2017): the ledger adds them.
+    _composition: ClassVar[str] = "chain"
     theorem = "MQM: Song, Wang & Chaudhuri 2017 (Pufferfish Privacy Mechanisms for Correlated Data), §4"
 
     def __init__(self, calibration: ChainCalibration, *, epsilon: float) -> None:

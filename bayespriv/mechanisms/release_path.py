@@ -50,6 +50,7 @@ __all__ = [
     "unverified_gate",
     "watch_seed",
     "check_mechanism_epsilon",
+    "dataset_key",
 ]
 
 #: Smallest ε a mechanism accepts: below it a Laplace scale Δ/ε exceeds 10⁹ sensitivities (the release
@@ -218,3 +219,17 @@ def watch_seed(mechanism: Any, rng: Any) -> None:
              "the same noise, so their difference reveals the exact difference of the true answers. Seeds are for "
              "tests; leave rng=None for releases (fresh OS entropy).", BayesPrivWarning)
     used.add(int(rng))
+
+
+def dataset_key(frame: Any) -> str:
+    """``"table:<sha256 prefix>"`` of a DataFrame's column names and values: the dataset a release reads,
+    under which a ledger accounts every release on it together (:mod:`bayespriv.accounting.joint`)."""
+    if not isinstance(frame, pd.DataFrame):
+        raise fail("dataset", "a pandas DataFrame", type(frame).__name__)
+    import hashlib
+    import json
+
+    h = hashlib.sha256()
+    h.update(json.dumps([str(c) for c in frame.columns]).encode())
+    h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return "table:" + h.hexdigest()[:32]

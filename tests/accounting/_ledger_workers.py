@@ -34,7 +34,7 @@ def spend(path: str, attempts: int, start, results) -> None:
     granted = refused = 0
     for _ in range(attempts):
         try:
-            mech.release_value(ANSWER, ledger=ledger)
+            mech.release_value(ANSWER, ledger=ledger, independent=True)
             granted += 1
         except bp.BudgetExceededError:
             refused += 1
@@ -47,7 +47,7 @@ def spend_until_killed(path: str, started) -> None:
     started.set()
     while True:
         try:
-            mech.release_value(ANSWER, ledger=ledger)
+            mech.release_value(ANSWER, ledger=ledger, independent=True)
         except bp.BudgetExceededError:
             time.sleep(0.01)
 
@@ -82,9 +82,9 @@ def stall_inside_spend(path: str, spends_before: int, stalled) -> None:
     """Spend ``spends_before`` times normally, then stall inside the next spend's transaction."""
     ledger, mech = StallingLedger(path), make_mechanism()
     for _ in range(spends_before):
-        mech.release_value(ANSWER, ledger=ledger)
+        mech.release_value(ANSWER, ledger=ledger, independent=True)
     ledger.stalled = stalled
-    mech.release_value(ANSWER, ledger=ledger)
+    mech.release_value(ANSWER, ledger=ledger, independent=True)
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,12 @@ def _count(ledger: Ledger, table: str) -> int:
 def test_hundred_spends_of_a_hundredth_make_exactly_one(ledger):
     mech = workers.make_mechanism(0.01)
     for _ in range(100):
-        mech.release_value(workers.ANSWER, ledger=ledger)
+        mech.release_value(workers.ANSWER, independent=True, ledger=ledger)
     assert ledger.spent("income") == (1.0, 0.0)
     assert ledger.remaining("income") == (0.0, 0.0)
     assert sum([0.01] * 100) > 1.0  # what a float ledger would have refused at the 100th spend
     with pytest.raises(bp.BudgetExceededError, match=r"'income': spent ε=1, δ=0 of ε=1, δ=0; nothing was spent"):
-        mech.release_value(workers.ANSWER, ledger=ledger)
+        mech.release_value(workers.ANSWER, independent=True, ledger=ledger)
     ledger.verify()
 
 
@@ -64,10 +64,10 @@ def test_delta_is_spent_and_bounded(tmp_path):
     led.set_budget("income", 10.0, delta=3e-6)
     assert mech.guarantee.delta == 1e-6  # the exact sampler's (1 + e^ε)τ is reserved inside δ, not added to it
     for _ in range(3):
-        mech.release_value([0.25], ledger=led)
+        mech.release_value([0.25], ledger=led, independent=True)
     assert led.spent("income") == (1.5, 3e-6)
     with pytest.raises(bp.BudgetExceededError, match="δ"):
-        mech.release_value([0.25], ledger=led)
+        mech.release_value([0.25], ledger=led, independent=True)
 
 
 # -- refusals --------------------------------------------------------------------------------------------------
@@ -75,12 +75,12 @@ def test_delta_is_spent_and_bounded(tmp_path):
 
 def test_refused_release_draws_no_noise_and_records_only_the_refusal(ledger):
     mech = workers.make_mechanism(0.6)
-    mech.release_value(workers.ANSWER, ledger=ledger, rng=1)
+    mech.release_value(workers.ANSWER, independent=True, ledger=ledger, rng=1)
     before = (ledger.spent("income"), ledger.releases(), _count(ledger, "charges"))
     gen = np.random.default_rng(2)
     state = gen.bit_generator.state
     with pytest.raises(bp.BudgetExceededError):
-        mech.release_value(workers.ANSWER, ledger=ledger, rng=gen)
+        mech.release_value(workers.ANSWER, independent=True, ledger=ledger, rng=gen)
     assert gen.bit_generator.state == state  # no noise drawn
     assert ledger.spent("income") == before[0]
     pd.testing.assert_frame_equal(ledger.releases(), before[1])
@@ -96,7 +96,7 @@ def test_missing_budget_is_an_error_not_a_free_pass(ledger):
     gen = np.random.default_rng(3)
     state = gen.bit_generator.state
     with pytest.raises(bp.ValidationError, match=r"no budget .*set_budget\('sex', epsilon=\.\.\.\)"):
-        mech.release_value(workers.ANSWER, ledger=ledger, rng=gen)
+        mech.release_value(workers.ANSWER, independent=True, ledger=ledger, rng=gen)
     assert gen.bit_generator.state == state
     assert ledger.spent("income") == (0.0, 0.0)  # the budget that exists was not touched either
     assert len(ledger.releases()) == 0
@@ -106,9 +106,9 @@ def test_missing_budget_is_an_error_not_a_free_pass(ledger):
 def test_all_or_nothing_across_budgets(ledger):
     ledger.set_budget("sex", 0.15)
     mech = workers.make_mechanism(0.1, attributes=("income", "sex"))
-    mech.release_value(workers.ANSWER, ledger=ledger)
+    mech.release_value(workers.ANSWER, independent=True, ledger=ledger)
     with pytest.raises(bp.BudgetExceededError, match="'sex'"):
-        mech.release_value(workers.ANSWER, ledger=ledger)
+        mech.release_value(workers.ANSWER, independent=True, ledger=ledger)
     assert ledger.spent("income") == (0.1, 0.0) and ledger.spent("sex") == (0.1, 0.0)
     assert ledger.releases()["protected"].tolist() == [("income", "sex")]
     ledger.verify()
@@ -123,7 +123,10 @@ def test_release_record(ledger):
     row = ledger.releases().iloc[0]
     assert row["mechanism"] == "ExpM" and row["epsilon"] == 0.25 and row["delta"] == 0.0
     assert row["confidence"] == 1.0 and row["assumptions"][0] == "translation"
-    assert row["assumptions"] == tuple(mech.guarantee.assumptions) + ("sequential_composition",)
+    assert row["assumptions"] == tuple(mech.guarantee.assumptions)  # the first release on its dataset
+    assert row["composition"] == "joint" and row["dataset"] == "unnamed"
+    assert row["joint"] == {"income": {"epsilon": 0.25, "delta": 0.0, "units": 250_000_000, "method": "first",
+                                       "releases": []}}
     assert "Theorem 4.1" in row["theorem"]
     assert row["protected"] == ("income",) and row["seeded"] == False  # noqa: E712 (pandas boolean)
     assert row["calibration_hash"] == calibration_hash(mech.calibration) and len(row["calibration_hash"]) == 64
@@ -136,9 +139,9 @@ def test_report_and_html(ledger):
     ledger.set_budget("sex", 2.0, delta=1e-5)
     mech = workers.make_mechanism(0.3)
     for _ in range(3):
-        mech.release_value(workers.ANSWER, ledger=ledger)
+        mech.release_value(workers.ANSWER, independent=True, ledger=ledger)
     with pytest.raises(bp.BudgetExceededError):
-        workers.make_mechanism(0.2).release_value(workers.ANSWER, ledger=ledger)
+        workers.make_mechanism(0.2).release_value(workers.ANSWER, independent=True, ledger=ledger)
     rep = ledger.report()
     assert list(rep.index) == ["income", "sex"]
     assert rep.loc["income", ["epsilon budget", "epsilon spent", "releases", "refusals"]].tolist() == [1.0, 0.9, 3, 1]
@@ -151,14 +154,14 @@ def test_report_and_html(ledger):
 
 
 def test_set_budget_rules(ledger):
-    workers.make_mechanism(0.5).release_value(workers.ANSWER, ledger=ledger)
+    workers.make_mechanism(0.5).release_value(workers.ANSWER, independent=True, ledger=ledger)
     # Lowering below what is spent is allowed, and stated: a warning, and every further release is refused.
     with pytest.warns(bp.BayesPrivWarning, match=r"'income' .* set to ε=0.4, δ=0, below what is already spent "
                                                  r"\(ε=0.5, δ=0\): every further release on it is refused"):
         ledger.set_budget("income", 0.4)
     assert ledger.budget("income") == (0.4, 0.0) and ledger.remaining("income") == (0.0, 0.0)
     with pytest.raises(bp.BudgetExceededError, match="spent ε=0.5, δ=0 of ε=0.4"):
-        workers.make_mechanism(1e-9).release_value(workers.ANSWER, ledger=ledger)
+        workers.make_mechanism(1e-9).release_value(workers.ANSWER, independent=True, ledger=ledger)
     ledger.verify()  # spent > total is consistent: the last budget event lowered it
     ledger.set_budget("income", 2.0)
     assert ledger.remaining("income") == (1.5, 0.0)
@@ -216,7 +219,7 @@ def test_sigkill_inside_the_transaction_loses_nothing_and_blocks_nobody(ledger):
     assert child.exitcode == -signal.SIGKILL
     assert _consistent(ledger) == 7  # the 8th spend was rolled back with its release record
     t0 = time.perf_counter()
-    workers.make_mechanism().release_value(workers.ANSWER, ledger=ledger)  # the lock died with the child
+    workers.make_mechanism().release_value(workers.ANSWER, independent=True, ledger=ledger)  # the lock died with the child
     assert time.perf_counter() - t0 < 5
     assert _consistent(ledger) == 8
 
@@ -239,7 +242,7 @@ def test_sigkill_at_random_points_keeps_the_ledger_consistent(ledger):
     mech = workers.make_mechanism()
     while True:
         try:
-            mech.release_value(workers.ANSWER, ledger=ledger)
+            mech.release_value(workers.ANSWER, independent=True, ledger=ledger)
         except bp.BudgetExceededError:
             break
     assert _consistent(ledger) == 100

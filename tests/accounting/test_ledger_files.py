@@ -286,7 +286,7 @@ def test_old_schema_is_migrated_in_place(tmp_path):
     _old_ledger(path)
     led = Ledger(path)
     with sqlite3.connect(path) as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
         cols = {r[1] for r in con.execute("PRAGMA table_info(releases)")}
     assert {"failed_assumptions", "unchecked_assumptions", "established", "voided", "void_reason"} <= cols
     old = led.releases().loc[1]
@@ -363,28 +363,34 @@ def test_sigkill_between_charge_and_void_and_inside_void(ledger):
 # -- 4. composition ----------------------------------------------------------------------------------------------------
 
 
-def test_pufferfish_rows_carry_the_composition_assumption(ledger, tmp_path):
+def test_rows_say_how_they_composed(ledger, tmp_path):
+    """The ledger dispatches on what a mechanism declares (``composition``), never on its class name: an object
+    that declares nothing is summed under the sequential-composition assumption; a declared DP mechanism is
+    summed by theorem; a class merely *named* GroupDP declares nothing."""
     ledger.charge(FakeMech(FakeGuarantee(0.1)))
     ledger.charge(GroupDP(FakeGuarantee(0.1, assumptions=())))
 
     @dataclass(frozen=True)
     class Declared(FakeMech):
-        composes_unconditionally: bool = True
+        composition: str = "dp"
 
     ledger.charge(Declared(FakeGuarantee(0.1, assumptions=())))
     table = pd.DataFrame({"income": ["lo", "hi", "lo", "hi"], "region": ["a", "a", "b", "b"]})
     bp.subset_count_table(table, protected="income", public="region", epsilon=0.1, rng=0, ledger=ledger,
                           protected_values=["lo", "hi"])
-    rows = ledger.releases()["assumptions"].tolist()
-    assert rows[0] == ("gaussian_query", COMPOSITION_ASSUMPTION)
-    assert all(COMPOSITION_ASSUMPTION not in r for r in rows[1:]), rows
-    assert ledger.releases()["mechanism"].tolist()[-1] == "SubsetCountMechanism"
+    rows = ledger.releases()
+    assert rows["assumptions"].iloc[0] == ("gaussian_query", COMPOSITION_ASSUMPTION)
+    assert COMPOSITION_ASSUMPTION in rows["assumptions"].iloc[1]  # the name GroupDP alone proves nothing
+    assert all(COMPOSITION_ASSUMPTION not in r for r in rows["assumptions"].iloc[2:]), rows
+    assert [c if isinstance(c, str) else None for c in rows["composition"]] == [None, None, "dp", "subset"]
+    assert rows["mechanism"].tolist()[-1] == "SubsetCountMechanism"
     rep = ledger.report()
-    assert rep.loc["income", ["releases", "composition assumed"]].tolist() == [4, 1]
-    assert "sequential composition" in rep.attrs["composition"] and "Proposition 3.4" in rep.attrs["composition"]
+    assert rep.loc["income", ["releases", "composition assumed"]].tolist() == [4, 2]
+    assert "accounted together" in rep.attrs["composition"] and "Proposition 3.4" in rep.attrs["composition"]
     page = ledger._repr_html_()
     assert "Composition assumed" in page and "Kifer &amp; Machanavajjhala 2014" in page
-    assert composes_unconditionally(GroupDP(FakeGuarantee(1.0))) and not composes_unconditionally(FakeMech(None))
+    assert composes_unconditionally(Declared(FakeGuarantee(1.0))) and not composes_unconditionally(FakeMech(None))
+    assert not composes_unconditionally(GroupDP(FakeGuarantee(1.0)))
     doc = bp.accounting.ledger.__doc__
     assert "Proposition 3.4" in doc and "Kifer & Machanavajjhala" in doc and "arXiv:2602.02718" in doc
 
@@ -407,7 +413,7 @@ def test_a_real_release_without_an_established_guarantee_is_flagged(ledger):
     rel = mech.release_value([0.3], ledger=ledger, accept_failed_assumptions=True)
     row = ledger.releases().iloc[0]
     assert row["established"] == False and row["failed_assumptions"] == ("equal_covariance",)  # noqa: E712
-    assert COMPOSITION_ASSUMPTION in row["assumptions"]
+    assert row["composition"] == "joint"  # a Pufferfish mechanism: accounted with the others on its data
     assert getattr(rel, "ledger_id", row.name) == row.name
     assert ledger.report().loc["p", "not established"] == 1
     assert "NOT ESTABLISHED" in ledger._repr_html_()

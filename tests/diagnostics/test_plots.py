@@ -220,8 +220,8 @@ def test_budget_over_time_excludes_voided_and_marks_not_established(gcal, tmp_pa
     ledger = bp.Ledger(tmp_path / "budget.sqlite")
     ledger.set_budget("x", epsilon=3.0, delta=0.01)
     df = pd.DataFrame({"x": np.zeros(10), "y": np.zeros(10)})
-    for e in (0.5, 0.25, 0.75):
-        APGM(gcal, epsilon=e, delta=1e-3).release(df, ledger=ledger)
+    for e in (0.5, 0.25, 0.75):  # on separate datasets: each charged its own ε
+        APGM(gcal, epsilon=e, delta=1e-3).release(df, ledger=ledger, dataset_name=f"table-{e}")
     ledger.void(2, "test: refunded")
     skewed = APGM(F.skewed_calibration(), epsilon=0.5, delta=1e-3, accountant="gaussian")
     skewed.release(pd.DataFrame({"x": [1.0]}), ledger=ledger, accept_failed_assumptions=True)

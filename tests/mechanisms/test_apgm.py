@@ -291,7 +291,7 @@ class RefusingLedger:
     def __init__(self):
         self.calls = 0
 
-    def charge(self, mechanism, *, seeded=None):
+    def charge(self, mechanism, *, seeded=None, dataset=None, independent=False):
         self.calls += 1
         raise bp.BudgetExceededError("budget 'hospital' exceeded: 1.0 of 1.0 already spent")
 
@@ -300,7 +300,7 @@ class AcceptingLedger:
     def __init__(self):
         self.charged = []
 
-    def charge(self, mechanism, *, seeded=None):
+    def charge(self, mechanism, *, seeded=None, dataset=None, independent=False):
         self.charged.append(mechanism)
 
 

@@ -30,7 +30,7 @@ class RecordingLedger:
         self.charges: list = []
         self.voids: list = []
 
-    def charge(self, mechanism, *, seeded=None):
+    def charge(self, mechanism, *, seeded=None, dataset=None, independent=False):
         g = mechanism.guarantee
         self.charges.append((type(mechanism).__name__, g.epsilon, g.delta, g.failed_assumptions, g.established))
         return type("Charge", (), {"release_id": len(self.charges)})()
