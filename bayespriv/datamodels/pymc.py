@@ -35,7 +35,55 @@ from ..random import as_seed_sequence
 from ..secrets import DatasetSecret, DistributionSecret, Secret, share_count
 from .base import DataModel
 
-__all__ = ["PyMCDataModel", "ParameterDensity", "parameter_density"]
+__all__ = ["PyMCDataModel", "ParameterDensity", "parameter_density", "relaxed_thresholds", "RELAXED_PREFIX"]
+
+#: Default convergence thresholds of :class:`PyMCDataModel` (R-hat at most, bulk ESS at least,
+#: divergent transitions at most).
+DEFAULT_MAX_R_HAT, DEFAULT_MIN_ESS_BULK, DEFAULT_MAX_DIVERGENCES = 1.01, 400.0, 0
+#: Prefix of the assumption naming a convergence threshold looser than its default.
+RELAXED_PREFIX = "mcmc_relaxed:"
+#: (key in ``diagnostics["mcmc_thresholds"]``, constructor argument, default, +1 if larger is looser).
+_THRESHOLDS = (("r_hat_max", "max_r_hat", DEFAULT_MAX_R_HAT, 1),
+               ("ess_bulk_min", "min_ess_bulk", DEFAULT_MIN_ESS_BULK, -1),
+               ("divergences_max", "max_divergences", DEFAULT_MAX_DIVERGENCES, 1))
+
+
+def _number(value: float) -> str:
+    """A threshold as it is written in an assumption name: ``50``, ``1.05``, ``100``, ``inf``."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def relaxed_thresholds(thresholds: Mapping[str, Any]) -> tuple[str, ...]:
+    """Assumption names of the MCMC convergence thresholds looser than the defaults.
+
+    Parameters
+    ----------
+    thresholds : mapping
+        ``PyMCDataModel.thresholds`` (as kept in ``Calibration.diagnostics["mcmc_thresholds"]``):
+        ``r_hat_max``, ``ess_bulk_min``, ``divergences_max``.
+
+    Returns
+    -------
+    tuple of str
+        ``"mcmc_relaxed:<argument>=<value>"`` per relaxed threshold, named by the constructor
+        argument that set it, in the order ``max_r_hat``, ``min_ess_bulk``, ``max_divergences``
+        (e.g. ``"mcmc_relaxed:max_divergences=50"``); empty when none is looser than its default
+        (stricter thresholds are not named).
+
+    Examples
+    --------
+    >>> relaxed_thresholds({"r_hat_max": 1.05, "ess_bulk_min": 400.0, "divergences_max": 50})
+    ('mcmc_relaxed:max_r_hat=1.05', 'mcmc_relaxed:max_divergences=50')
+    """
+    out = []
+    for key, argument, default, looser in _THRESHOLDS:
+        value = thresholds.get(key)
+        if value is None:
+            continue
+        if (float(value) - default) * looser > 0:
+            out.append(f"{RELAXED_PREFIX}{argument}={_number(value)}")
+    return tuple(out)
 
 #: Runtimes (built model + compiled functions) kept alive per process, so that
 #: copies of one data model unpickled task after task in a worker compile once.
@@ -257,7 +305,10 @@ class PyMCDataModel(DataModel):
         :class:`~bayespriv.errors.ConvergenceError` when the largest R-hat
         exceeds ``max_r_hat``, the smallest bulk effective sample size is below
         ``min_ess_bulk`` or there are more than ``max_divergences`` divergent
-        transitions.
+        transitions. A threshold looser than its default is a weaker premise
+        for the posterior draws: a calibration with some secret drawn by MCMC
+        names it in its assumptions, and so does every guarantee built on it
+        (``"mcmc_relaxed:max_divergences=50"``, see :func:`relaxed_thresholds`).
     conjugate : bool, default True
         Use exact posteriors where they apply instead of MCMC: the
         Beta-Bernoulli conjugate and the quadrature route for a single scalar
@@ -468,9 +519,9 @@ class PyMCDataModel(DataModel):
         tune: int = 1000,
         chains: int = 2,
         target_accept: float = 0.9,
-        max_r_hat: float = 1.01,
-        min_ess_bulk: float = 400.0,
-        max_divergences: int = 0,
+        max_r_hat: float = DEFAULT_MAX_R_HAT,
+        min_ess_bulk: float = DEFAULT_MIN_ESS_BULK,
+        max_divergences: int = DEFAULT_MAX_DIVERGENCES,
         conjugate: bool = True,
         theta: Mapping[str, Any] | None = None,
     ) -> None:
