@@ -60,6 +60,20 @@ def _per_secret_diagnostics(cal: "Calibration") -> list[Mapping[str, Any]]:
     return [d for d in per_secret.values() if isinstance(d, Mapping)] if isinstance(per_secret, Mapping) else []
 
 
+def _relaxed_mcmc(members: Sequence["Calibration"]) -> tuple[str, ...]:
+    """``mcmc_relaxed:…`` names of the convergence thresholds looser than the defaults, over the
+    members with some secret drawn by MCMC (:func:`~bayespriv.datamodels.pymc.relaxed_thresholds`)."""
+    from ..datamodels.pymc import relaxed_thresholds
+
+    names: dict[str, None] = {}
+    for m in members:
+        if any(d.get("route") == "mcmc" for d in _per_secret_diagnostics(m)):
+            thresholds = m.diagnostics.get("mcmc_thresholds")
+            if isinstance(thresholds, Mapping):
+                names.update(dict.fromkeys(relaxed_thresholds(thresholds)))
+    return tuple(names)
+
+
 def _checked_posteriors(posteriors: Any) -> Mapping[str, Any]:
     """A read-only mapping secret label -> arviz.InferenceData (not deep-frozen: InferenceData is itself a mapping)."""
     if not isinstance(posteriors, Mapping):
@@ -535,6 +549,14 @@ class Calibration:
           MCMC posterior (route ``"mcmc"``), whose draws are taken as draws of
           the posterior; R-hat, ESS and divergences are checked (a failed check
           refuses the calibration) but cannot prove convergence.
+        * ``"mcmc_relaxed:<argument>=<value>"``, one per MCMC convergence
+          threshold set looser than its default (``max_r_hat`` above 1.01,
+          ``min_ess_bulk`` below 400, ``max_divergences`` above 0), e.g.
+          ``"mcmc_relaxed:max_divergences=50"``: the MCMC posterior draws were
+          accepted under that weaker check. Named when some secret of that
+          model went through MCMC (the thresholds gate nothing else), whether
+          or not the run needed the slack — it is a setting, so the name does
+          not depend on the seed (the counts are in ``diagnostics["mcmc"]``).
         * ``"tabulated_posterior"``: some secret's posterior was tabulated
           (route ``"quadrature"``): within the recorded total-variation bound if
           it is log-concave, which is checked on the grid, not proven.
@@ -554,6 +576,7 @@ class Calibration:
         routes = {d.get("route") for m in self.members for d in _per_secret_diagnostics(m)}
         out += tuple(name for route, name in (("mcmc", "mcmc_posterior"), ("quadrature", "tabulated_posterior"))
                      if route in routes)
+        out += _relaxed_mcmc(self.members)
         if self.provenance is not None and not self.provenance.verified:
             out += (UNVERIFIED,)
         return out

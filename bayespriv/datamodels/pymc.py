@@ -35,7 +35,55 @@ from ..random import as_seed_sequence
 from ..secrets import DatasetSecret, DistributionSecret, Secret, share_count
 from .base import DataModel
 
-__all__ = ["PyMCDataModel", "ParameterDensity", "parameter_density"]
+__all__ = ["PyMCDataModel", "ParameterDensity", "parameter_density", "relaxed_thresholds", "RELAXED_PREFIX"]
+
+#: Default convergence thresholds of :class:`PyMCDataModel` (R-hat at most, bulk ESS at least,
+#: divergent transitions at most).
+DEFAULT_MAX_R_HAT, DEFAULT_MIN_ESS_BULK, DEFAULT_MAX_DIVERGENCES = 1.01, 400.0, 0
+#: Prefix of the assumption naming a convergence threshold looser than its default.
+RELAXED_PREFIX = "mcmc_relaxed:"
+#: (key in ``diagnostics["mcmc_thresholds"]``, constructor argument, default, +1 if larger is looser).
+_THRESHOLDS = (("r_hat_max", "max_r_hat", DEFAULT_MAX_R_HAT, 1),
+               ("ess_bulk_min", "min_ess_bulk", DEFAULT_MIN_ESS_BULK, -1),
+               ("divergences_max", "max_divergences", DEFAULT_MAX_DIVERGENCES, 1))
+
+
+def _number(value: float) -> str:
+    """A threshold as it is written in an assumption name: ``50``, ``1.05``, ``100``, ``inf``."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def relaxed_thresholds(thresholds: Mapping[str, Any]) -> tuple[str, ...]:
+    """Assumption names of the MCMC convergence thresholds looser than the defaults.
+
+    Parameters
+    ----------
+    thresholds : mapping
+        ``PyMCDataModel.thresholds`` (as kept in ``Calibration.diagnostics["mcmc_thresholds"]``):
+        ``r_hat_max``, ``ess_bulk_min``, ``divergences_max``.
+
+    Returns
+    -------
+    tuple of str
+        ``"mcmc_relaxed:<argument>=<value>"`` per relaxed threshold, named by the constructor
+        argument that set it, in the order ``max_r_hat``, ``min_ess_bulk``, ``max_divergences``
+        (e.g. ``"mcmc_relaxed:max_divergences=50"``); empty when none is looser than its default
+        (stricter thresholds are not named).
+
+    Examples
+    --------
+    >>> relaxed_thresholds({"r_hat_max": 1.05, "ess_bulk_min": 400.0, "divergences_max": 50})
+    ('mcmc_relaxed:max_r_hat=1.05', 'mcmc_relaxed:max_divergences=50')
+    """
+    out = []
+    for key, argument, default, looser in _THRESHOLDS:
+        value = thresholds.get(key)
+        if value is None:
+            continue
+        if (float(value) - default) * looser > 0:
+            out.append(f"{RELAXED_PREFIX}{argument}={_number(value)}")
+    return tuple(out)
 
 #: Runtimes (built model + compiled functions) kept alive per process, so that
 #: copies of one data model unpickled task after task in a worker compile once.
@@ -44,6 +92,9 @@ _registry_lock = threading.Lock()
 _live_runtimes: "weakref.WeakValueDictionary[str, _Runtime]" = weakref.WeakValueDictionary()
 #: Attribute of a posterior group: the JSON list of the free variables the MCMC sampled.
 _FREE_ATTR = "bayespriv_free_variables"
+#: Names added to the MCMC model of a secret on a deterministic: the pivot's density term and D[i] itself.
+_PIVOT_TERM = "__bayespriv_pivot"
+_PIVOT_CHECK = "__bayespriv_pivot_check"  # no trailing "__": PyMC keeps such names out of the trace
 _recent_runtimes: "collections.OrderedDict[str, _Runtime]" = collections.OrderedDict()
 
 
@@ -145,6 +196,7 @@ class _Runtime:
         self.plans: dict[Any, _Plan] = {}
         self.fingerprint: str | None = None  # of the built model and the builder (posterior cache keys)
         self.tables: dict[Any, Any] = {}  # secret -> quadrature table or the reason there is none
+        self.pivots: dict[Any, Any] = {}  # (deterministic, index) -> (pivot, index, note) or the reason there is none
 
 
 def _build_runtime(builder: Callable[[int], Any], n_records: int) -> _Runtime:
@@ -189,6 +241,11 @@ class _Plan:
     conjugate : (parameter, a, b) posterior Beta(a, b) for the Beta-Bernoulli route
     element : (parameter, index, value) for a secret on one element of a vector parameter: the
         parameter is replaced by a fresh draw of itself with that element set to the value
+    pivot : (deterministic, index, value, members, gaussian) for a secret on a deterministic (or one
+        element of it): members are the (variable, index) the MCMC model draws on the constraint
+        (a group of normal variables when ``gaussian``, else one pivot); see
+        :meth:`PyMCDataModel._deterministic_plan`
+    sources : pool variable -> the posterior variable its draws are read from (default: itself)
     """
 
     route: str
@@ -202,6 +259,8 @@ class _Plan:
     interval: tuple[str, float, float] | None = None
     conjugate: tuple[str, float, float] | None = None
     element: tuple[str, tuple[int, ...], float] | None = None
+    pivot: tuple[str, tuple[int, ...], float, tuple[tuple[str, tuple[int, ...]], ...], bool] | None = None
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 class PyMCDataModel(DataModel):
@@ -224,9 +283,12 @@ class PyMCDataModel(DataModel):
         deterministics of shape ``(n_records,)``.
     parameters : sequence of str, default ()
         The hyperparameters φ that :class:`~bayespriv.DistributionSecret` may
-        name: free random variables of the model. A secret names a scalar
-        parameter (``"p"``) or one element of a vector parameter whose elements
-        are independent given its parents (``"theta[2]"``, ``"w[1, 0]"``).
+        name: free random variables or deterministics of the model (e.g.
+        ``theta = pm.Deterministic("theta", mu + tau * eta)`` of a non-centred
+        hierarchy). A secret names a scalar parameter (``"p"``) or one element
+        of a vector parameter — a free variable whose elements are independent
+        given its parents, or any vector deterministic (``"theta[2]"``,
+        ``"w[1, 0]"``).
     intervals : mapping DistributionSecret -> (lo, hi), optional
         Read the listed distribution secrets as the *event* ``lo <= φ_i <= hi``
         ("φ_i in a set") rather than the point ``φ_i = value``.
@@ -243,7 +305,10 @@ class PyMCDataModel(DataModel):
         :class:`~bayespriv.errors.ConvergenceError` when the largest R-hat
         exceeds ``max_r_hat``, the smallest bulk effective sample size is below
         ``min_ess_bulk`` or there are more than ``max_divergences`` divergent
-        transitions.
+        transitions. A threshold looser than its default is a weaker premise
+        for the posterior draws: a calibration with some secret drawn by MCMC
+        names it in its assumptions, and so does every guarantee built on it
+        (``"mcmc_relaxed:max_divergences=50"``, see :func:`relaxed_thresholds`).
     conjugate : bool, default True
         Use exact posteriors where they apply instead of MCMC: the
         Beta-Bernoulli conjugate and the quadrature route for a single scalar
@@ -286,6 +351,44 @@ class PyMCDataModel(DataModel):
       prior: exact forward sampling (route ``"forward"``). Parameters with a
       multivariate law (Dirichlet, MvNormal) are refused: their elements are
       not independent given the parents. ``intervals`` take scalar parameters only.
+    * ``DistributionSecret("theta[2]", a)`` on a **deterministic** θ (or a
+      scalar deterministic), e.g. the non-centred ``theta = mu + tau * eta``.
+      *Conditioning, not intervention.* A Pufferfish secret is an event of
+      the adversary's belief Θ, and the guarantee compares the laws of the
+      data *given* each event: the secret's law is Θ conditioned on
+      θ_2 = a. The intervention ``pm.do(θ_2 := a)`` instead cuts θ_2 from its
+      parents and leaves μ, τ, η at their unconditional (posterior) law; but
+      an adversary who learns θ_2 = a also learns about μ and τ, hence about
+      every other school's θ — in the eight-schools scenario
+      (``models/schools.py``) the sensitivity of the mean of new scores is
+      about 6 under conditioning and 1.25 under the intervention, which would
+      under-noise almost fivefold. The two coincide only when nothing
+      upstream of θ_2 reaches the records or the public data other than
+      through it (then route ``"forward"``, for scalar deterministics).
+      *The conditional law of a measure-zero event.* θ_2 = a has probability
+      zero; its law is the disintegration along the random variable θ_2:
+      change variables from a *pivot* w (a scalar element of a free variable
+      in which θ_2 is affine, θ_2 = α + β·w with α, β free of w) to θ_2 and
+      set θ_2 = a; the other variables then have density
+      ∝ p(others, w = w*) / |β| at w* = (a − α)/β. For θ = μ + τη and
+      pivot η_2 this is p(μ, τ, η_{−2}) φ((a − μ)/τ)/τ = p(μ, τ, η_{−2})
+      N(a; μ, τ²), exactly the centred model's conditional given its free
+      θ_2 = a, so equivalent parametrisations give the same secret; any
+      valid pivot gives the same law (the choice only shapes the MCMC
+      geometry). The pivot must have the real line as support (no value
+      transform), independent elements given its parents and be upstream of
+      no other free variable θ_2 depends on; the one chosen is the first of:
+      a *shift* (constant β: no Jacobian funnel — μ for θ = μ + τη, giving
+      μ = a − τη_2, which samples like a non-centred model where the pivot
+      η_2 would bring back the funnel N(a; μ, τ²)), an element no other
+      element of θ depends on, the variable declared last. Affinity is
+      checked at random points, and θ_2 = a on every posterior draw. MCMC
+      (route ``"mcmc"``) runs on the model with every use of the pivot's
+      variable replaced (``pm.do``) by its value with w = w*, plus the
+      potential log p(w*) − log|β|; the draws (the pivot's solved value
+      included) then feed forward sampling. Deterministics that are not affine
+      in any such variable (e.g. ``invlogit(μ + τη)``) are refused: put the
+      secret on the linear predictor (the same event, θ_2 = logit(a)).
     * ``DistributionSecret`` listed in ``intervals`` (φ_i in ``[lo, hi]``):
       φ_i and its ancestors are drawn jointly from the prior and kept when
       ``lo <= φ_i <= hi`` — exact rejection sampling from the prior restricted
@@ -416,9 +519,9 @@ class PyMCDataModel(DataModel):
         tune: int = 1000,
         chains: int = 2,
         target_accept: float = 0.9,
-        max_r_hat: float = 1.01,
-        min_ess_bulk: float = 400.0,
-        max_divergences: int = 0,
+        max_r_hat: float = DEFAULT_MAX_R_HAT,
+        min_ess_bulk: float = DEFAULT_MIN_ESS_BULK,
+        max_divergences: int = DEFAULT_MAX_DIVERGENCES,
         conjugate: bool = True,
         theta: Mapping[str, Any] | None = None,
     ) -> None:
@@ -490,9 +593,10 @@ class PyMCDataModel(DataModel):
                     f"column {c!r} must have shape (n_records,) = ({self.n_records},) in builder(n_records); got {shape}"
                 )
         for p in self.parameters:
-            if p not in free:
+            if p not in free and p not in dets:
                 raise ValidationError(
-                    f"parameters must name free random variables of the PyMC model; got {p!r}, free variables are {sorted(free)!r}"
+                    f"parameters must name free random variables or deterministics of the PyMC model; got {p!r}, "
+                    f"free variables are {sorted(free)!r}, deterministics {sorted(dets)!r}"
                 )
             if p in self.columns:
                 raise ValidationError(f"parameters must be hyperparameters, not columns; got {p!r}")
@@ -529,6 +633,9 @@ class PyMCDataModel(DataModel):
                 f"of one, e.g. 'theta[2]'); got {secret.parameter!r}"
             )
         var = self.pymc_model[name]
+        if self._is_deterministic(name):
+            self._check_deterministic(secret, name, element, var)
+            return
         if element is None:
             if var.type.ndim != 0:
                 raise UnsupportedSecretError(
@@ -538,6 +645,24 @@ class PyMCDataModel(DataModel):
                 )
             return
         self._check_element(secret, name, element[1], var)
+
+    def _is_deterministic(self, name: str) -> bool:
+        return any(v.name == name for v in self.pymc_model.deterministics)
+
+    def _check_deterministic(self, secret: DistributionSecret, name: str, element, var) -> None:
+        """A secret on a deterministic (or one element of it): a valid index; a pivot exists (see :meth:`_pivot`)."""
+        shape = _static_shape(var)
+        if element is None and var.type.ndim != 0:
+            raise UnsupportedSecretError(
+                f"distribution secrets need a scalar parameter or one element of a vector parameter; "
+                f"{name!r} has {var.type.ndim} dimension(s): name an element, e.g. DistributionSecret('{name}[0]', value)"
+            )
+        if element is not None and (shape is None or len(element[1]) != len(shape)
+                                    or not all(0 <= i < n for i, n in zip(element[1], shape))):
+            raise fail("parameter", f"an index within the shape {shape} of {name!r}", described(f"{secret.parameter!r}"))
+        intervals = getattr(self, "intervals", None)  # None while the constructor checks ``intervals`` itself
+        if intervals is not None and secret not in intervals:
+            self._plan(secret)  # finds the pivot now: a deterministic with none is refused before any sampling
 
     def _check_element(self, secret: DistributionSecret, name: str, index: tuple[int, ...], var) -> None:
         """An element secret: a valid index of a parameter whose elements are independent given its parents."""
@@ -617,16 +742,7 @@ class PyMCDataModel(DataModel):
         model = self.pymc_model
         observed = [v.name for v in model.observed_RVs]
         if isinstance(secret, DistributionSecret) and secret in self.intervals:
-            lo, hi = self.intervals[secret]
-            name = secret.parameter
-            if observed:
-                keep = tuple(observed) + (name,)
-                pool = tuple(sorted(self._free_upstream(keep, set()) | {name}))
-                return _Plan("mcmc", f"posterior given the model's observed data, restricted to {lo:g} <= {name} <= {hi:g}",
-                             pool=pool, keep=keep, interval=(name, lo, hi))
-            pool = tuple(sorted(self._free_upstream([name], set()) | {name}))
-            return _Plan("rejection", f"prior of {list(pool)} restricted to {lo:g} <= {name} <= {hi:g} (exact rejection sampling)",
-                         pool=pool, interval=(name, lo, hi))
+            return self._interval_plan(secret, observed)
 
         fixed: dict[str, np.ndarray] = {}
         observe: dict[str, np.ndarray] = {}
@@ -634,6 +750,9 @@ class PyMCDataModel(DataModel):
         mean = None
         if secret is None:
             evidence: list[str] = []
+        elif isinstance(secret, DistributionSecret) and self._is_deterministic(
+                (_element(secret.parameter) or (secret.parameter,))[0]):
+            return self._deterministic_plan(secret, observed)
         elif isinstance(secret, DistributionSecret) and _element(secret.parameter) is not None:
             return self._element_plan(secret, observed)
         elif isinstance(secret, DistributionSecret):
@@ -701,6 +820,162 @@ class PyMCDataModel(DataModel):
         return _Plan("mcmc", f"MCMC posterior of {sorted(upstream)} given {secret.parameter}={secret.value:g}, then "
                      f"the other elements of {name!r} and the records forward", pool=tuple(sorted(upstream)),
                      keep=tuple(observed) + ("__bayespriv_element__",), element=element)
+
+    def _interval_plan(self, secret: DistributionSecret, observed: list[str]) -> _Plan:
+        """lo <= φ_i <= hi: rejection from the prior, or from the MCMC posterior given the public data."""
+        lo, hi = self.intervals[secret]
+        name = secret.parameter
+        if observed:
+            keep = tuple(observed) + (name,)
+            pool = tuple(sorted(self._free_upstream(keep, set()) | {name}))
+            return _Plan("mcmc", f"posterior given the model's observed data, restricted to {lo:g} <= {name} <= {hi:g}",
+                         pool=pool, keep=keep, interval=(name, lo, hi))
+        pool = tuple(sorted(self._free_upstream([name], set()) | {name}))
+        return _Plan("rejection", f"prior of {list(pool)} restricted to {lo:g} <= {name} <= {hi:g} (exact rejection "
+                     "sampling)", pool=pool, interval=(name, lo, hi))
+
+    def _deterministic_plan(self, secret: DistributionSecret, observed: list[str]) -> _Plan:
+        """D[i] = a for a deterministic D (a scalar, or one element of a vector deterministic).
+
+        The secret is the event D[i] = a, and the adversary's belief given it is the
+        prior (and the public data) *conditioned* on that event — not the intervention
+        ``pm.do(D[i] := a)``, which would leave D's parents at their unconditional law
+        (see the class notes). A scalar D whose upstream free variables reach the
+        columns and the public data only through D is the exception where the two
+        coincide: exact forward sampling with D fixed (route ``"forward"``). Otherwise
+        the upstream variables are drawn from their posterior given D[i] = a through
+        a pivot (:meth:`_pivot`), by MCMC.
+        """
+        element = _element(secret.parameter)
+        name, index = element if element is not None else (secret.parameter, ())
+        model = self.pymc_model
+        value = float(secret.value)
+        if not index:
+            upstream = self._free_upstream(observed + [name], set())
+            if not self._reaching_columns(upstream, observed + [name]):
+                return _Plan("forward", f"exact forward sampling: the deterministic {name!r} fixed to {value:g} "
+                             "(nothing upstream of it reaches the columns or the public data other than through it, "
+                             "so conditioning on it is the intervention pm.do)",
+                             fixed={name: np.asarray(value, dtype=model[name].dtype)})
+        found = self._pivot(name, index)
+        if isinstance(found, str):
+            raise UnsupportedSecretError(
+                f"a secret on the deterministic {secret.parameter!r} needs a pivot: a free random variable with "
+                f"support the real line (no value transform), independent elements given its parents and upstream "
+                f"of no other free variable of {secret.parameter!r}, in which {secret.parameter!r} is affine "
+                f"(as eta in the non-centred theta = mu + tau * eta); {found}. Put the secret on such a "
+                "deterministic (e.g. a linear predictor rather than its inverse link) or on a free variable")
+        members, gaussian, how = found
+        plan = _Plan("mcmc", "", pivot=(name, index, value, members, gaussian),
+                     keep=tuple(observed) + (_PIVOT_TERM, _PIVOT_CHECK))
+        m = self._mcmc_model(plan)
+        drawn = {w for w, _ in members}
+        plan.pool = tuple(sorted({v.name for v in m.free_RVs} | drawn))
+        plan.sources = {w: f"do_{w}" for w in sorted(drawn) if f"do_{w}" in m.named_vars}
+        where = ", ".join(f"{w}{list(k) if k else ''}" for w, k in members)
+        if gaussian:
+            plan.note = (f"MCMC posterior of {list(plan.pool)} given {secret.parameter}={value:g}, by {how}: "
+                         f"{where} drawn on the constraint (Matheron), the other variables weighted by the density "
+                         f"of {secret.parameter} at {value:g}; then the records forward")
+        else:
+            plan.note = (f"MCMC posterior of {list(plan.pool)} given {secret.parameter}={value:g}, {how}: {where} "
+                         f"solved from {secret.parameter} = {value:g}, density divided by |d {secret.parameter} / d "
+                         f"{where}|; then the records forward")
+        return plan
+
+    def _pivot(self, name: str, index: tuple[int, ...]):
+        """(members, gaussian, why) for the secret D[index] = a, or the reason there is none.
+
+        The event D[i] = a has probability zero; its conditional law is that of the random
+        variable D[i] (its disintegration). A *pivot* is a scalar element w = W[k] of a free
+        random variable W such that D[i] = α + β·w with α and β functions of the other
+        variables (not of w): then (others, w) -> (others, D[i]) is a change of variables
+        with Jacobian |β|, and the others given D[i] = a have density ∝ p(others, w*) / |β|
+        at w* = (a − α)/β. The law does not depend on which pivot is used; the choice only
+        shapes the MCMC geometry.
+
+        Candidates: W has support the real line (no value transform, so w* is always in
+        it), a univariate distribution (its elements are independent given its parents), a
+        float dtype, D[i] reaches W without crossing another free variable, and W is
+        upstream of no free variable D[i] depends on (w* would depend on itself). The
+        elements on which D[i] depends are found by its gradient at three random points of
+        the unconstrained space, and affinity is checked there (second differences vanish).
+
+        When D[i] is jointly affine in its candidate elements with a normal law
+        (``pm.Normal``: μ and τ·η of ``theta = mu + tau * eta``), they are all used together
+        (``gaussian`` True, :meth:`_gaussian_pivot_model`: Matheron's rule, no Jacobian
+        funnel). Otherwise one pivot (``gaussian`` False, :meth:`_single_pivot_model`): a
+        shift (constant slope) first, then an element no other element of D depends on,
+        then the variable declared last. Memoised per process.
+        """
+        rt = self._runtime()
+        with rt.lock:
+            hit = rt.pivots.get((name, index))
+            if hit is None:
+                hit = self._find_pivot(name, index)
+                rt.pivots[(name, index)] = hit
+            return hit
+
+    def _find_pivot(self, name: str, index: tuple[int, ...]):
+        from pytensor.tensor.random.basic import NormalRV
+
+        model = self.pymc_model
+        label = f"{name}{list(index) if index else ''}"
+        free = list(model.free_RVs)
+        candidates, reasons = _pivot_candidates(model, model[name][index] if index else model[name])
+        if not candidates:
+            return "; ".join(reasons) or f"{name!r} has no free random variable upstream (it is a constant)"
+        fn, points, ranked = _probe_pivots(model, name, index, candidates)
+        affine = []
+        for entry in ranked:
+            _, _, _, k, w, val = entry
+            if self._affine_at(fn, points, {val.name: [k]}):
+                affine.append(entry)
+            else:
+                reasons.append(f"{label} is not affine in {w.name}{list(k) if k else ''}")
+        if not affine:
+            if not ranked:
+                reasons.append(f"{label} does not depend on any candidate pivot")
+            return "; ".join(reasons)
+        normal = [e for e in affine if isinstance(e[4].owner.op, NormalRV)]
+        group: dict[str, list] = {}
+        for _, _, _, k, w, val in normal:
+            group.setdefault(val.name, []).append(k)
+        if normal and self._affine_at(fn, points, group):
+            members = tuple((e[4].name, e[3]) for e in sorted(normal, key=lambda e: (free.index(e[4]), e[3])))
+            shown = ", ".join(f"{w}{list(k) if k else ''}" for w, k in members)
+            return members, True, f"Gaussian conditioning of the normal variables {shown} on the affine constraint"
+        not_shift, _, _, k, w, _ = affine[0]
+        how = ("a shift pivot (constant slope)" if not not_shift else "a pivot whose slope depends on the other variables")
+        return ((w.name, k),), False, how
+
+    @staticmethod
+    def _affine_at(fn, points, members: Mapping[str, Sequence[tuple[int, ...]]]) -> bool:
+        """D[i] is affine, with nonzero slopes, in the listed elements jointly (value name -> indices) at each point.
+
+        With the members at 0 (α), each at 1 alone (α + β_j, β_j != 0) and all at two random vectors x,
+        D[i] must equal α + Σ β_j x_j (relative tolerance 1e-9): affinity in each alone and no cross terms.
+        """
+        flat = [(v, k) for v, ks in members.items() for k in ks]
+        gen = np.random.default_rng(1)
+
+        def at(point, x):
+            moved = dict(point)
+            for (v, k), xj in zip(flat, x):
+                w = np.array(moved[v], copy=True)
+                w[k] = xj
+                moved[v] = w
+            return float(np.asarray(fn(**moved)[0]))
+
+        for point in points:
+            a = at(point, np.zeros(len(flat)))
+            b = np.array([at(point, np.eye(len(flat))[j]) - a for j in range(len(flat))])
+            if not (math.isfinite(a) and np.all(np.isfinite(b)) and np.all(b != 0)):
+                return False
+            for x in (gen.uniform(-3.0, 3.0, len(flat)), gen.uniform(-3.0, 3.0, len(flat))):
+                if abs(at(point, x) - (a + b @ x)) > 1e-9 * (1.0 + abs(a) + np.abs(b) @ np.abs(x)):
+                    return False
+        return True
 
     def _beta_bernoulli(self, column: str, upstream: set[str]) -> tuple[float, float] | None:
         """(a, b) when ``column ~ Bernoulli(p)`` and ``p ~ Beta(a, b)`` is all that is upstream."""
@@ -849,6 +1124,8 @@ class PyMCDataModel(DataModel):
             with m:  # log p(φ[i] = a | parents), elementwise log density at a constant vector of a
                 full = np.full(_static_shape(var), value, dtype=var.dtype)
                 pm.Potential("__bayespriv_element__", pm.logp(var, full)[index])
+        if plan.pivot is not None:
+            m = self._pivoted_model(m, plan.pivot)
         if plan.mean is not None:
             from pymc.model.fgraph import clone_model
 
@@ -865,6 +1142,136 @@ class PyMCDataModel(DataModel):
                     observed=n * value,
                 )
         return _prune_to_ancestors(m, plan.keep)
+
+    @staticmethod
+    def _pivot_density(logp, beta):
+        """The potential of a single pivot: its log density at w* minus log|β| (the Jacobian of w -> D[i])."""
+        import pytensor.tensor as pt
+
+        return logp - pt.log(pt.abs(beta))
+
+    def _pivoted_model(self, model, pivot):
+        """The model conditioned on D[i] = a through its pivot (:meth:`_pivot`): a Gaussian group or one variable."""
+        name, index, value, members, gaussian = pivot
+        if gaussian:
+            return self._gaussian_pivot_model(model, name, index, value, members)
+        (wname, k), = members
+        return self._single_pivot_model(model, name, index, value, wname, k)
+
+    @staticmethod
+    def _affine_parts(t, base: Mapping[str, Any], members):
+        """α and the slopes β_j of t = α + Σ β_j w_j, with t written on the variables ``base`` (name -> tensor):
+        t with every member set to 0, then each set to 1 alone (fresh nodes on every call)."""
+        import pytensor.tensor as pt
+        from pytensor.graph.replace import graph_replace
+
+        def at(values):
+            replace = {}
+            for w, var in base.items():
+                for (wj, k), x in zip(members, values):
+                    if wj == w:
+                        var = pt.set_subtensor(var[k], x) if k else pt.constant(x, dtype=var.dtype)
+                replace[base[w]] = var
+            return graph_replace(t, replace, strict=False)
+
+        alpha = at([0.0] * len(members))
+        return alpha, [at([1.0 if i == j else 0.0 for i in range(len(members))]) - alpha for j in range(len(members))]
+
+    @staticmethod
+    def _normal_params(model, members):
+        """(location, scale) of each member w_j = W[k]: W's Normal parameters broadcast to its shape, element k."""
+        import pytensor.tensor as pt
+
+        out = []
+        for w, k in members:
+            var = model[w]
+            loc, scale = (pt.broadcast_to(p, var.shape) for p in var.owner.op.dist_params(var.owner))
+            out.append((loc[k], scale[k]) if k else (loc, scale))
+        return out
+
+    def _gaussian_pivot_model(self, model, name, index, value, members):
+        """The model conditioned on D[i] = a when D[i] = α + Σ β_j w_j in normal variables w_j ~ N(m_j, s_j²).
+
+        Given the other variables (α, β, m, s depend on them only), the w_j are independent normals and
+        D[i] is Gaussian: its density at a is N(a; α + Σ β_j m_j, Σ β_j² s_j²), and the w_j given
+        D[i] = a are the Gaussian conditional on the hyperplane, drawn exactly by Matheron's rule from
+        free draws y_j ~ N(m_j, s_j²): w_j = y_j + s_j² β_j (a − α − Σ β_l y_l) / Σ β_l² s_l². So the
+        conditional law given D[i] = a is: the model's own free variables (the y_j are the w_j's own
+        draws, at their prior), the potential log N(a; α + Σ β_j m_j, Σ β_j² s_j²), and every use of a
+        w_j replaced by its projection (a simultaneous intervention, each W' = ``do_W`` built from the
+        draws of all the W). The component of y along the constraint is used nowhere; its prior
+        integrates to one. No Jacobian funnel: neither a small nor a large scale makes a variable
+        narrow that another one's scale controls (the case of a single pivot in a hierarchy).
+        """
+        import pytensor.tensor as pt
+        from pytensor.graph.replace import graph_replace
+
+        pm = _pm()
+        rvs = list(dict.fromkeys(w for w, _ in members))
+        drawn = {w: model[w].type(name=f"{w}__drawn") for w in rvs}
+        t = model[name][index] if index else model[name]
+        t_drawn = graph_replace(t, {model[w]: drawn[w] for w in rvs}, strict=False)
+        alpha, betas = self._affine_parts(t_drawn, drawn, members)
+        params = self._normal_params(model, members)
+        y = [drawn[w][k] if k else drawn[w] for w, k in members]
+        resid = value - alpha - sum(b * yj for b, yj in zip(betas, y))
+        total = sum(b**2 * sc**2 for b, (_, sc) in zip(betas, params))
+        projected = dict(drawn)
+        for (w, k), b, (_, sc), yj in zip(members, betas, params, y):
+            wj = pt.cast(yj + sc**2 * b * resid / total, drawn[w].dtype)
+            projected[w] = pt.set_subtensor(projected[w][k], wj) if k else wj
+        m = _intervene_on_draws(model, projected, drawn)
+        t = m[name][index] if index else m[name]
+        base = {w: m[w] for w in rvs}
+        t_base = graph_replace(t, {m[f"do_{w}"]: m[w] for w in rvs}, strict=False)
+        alpha, betas = self._affine_parts(t_base, base, members)
+        params = self._normal_params(m, members)
+        mean = alpha + sum(b * loc for b, (loc, _) in zip(betas, params))
+        sd = pt.sqrt(sum(b**2 * sc**2 for b, (_, sc) in zip(betas, params)))
+        with m:
+            pm.Potential(_PIVOT_TERM, -0.5 * ((value - mean) / sd) ** 2 - pt.log(sd) - 0.5 * math.log(2 * math.pi))
+            pm.Deterministic(_PIVOT_CHECK, t.copy())  # a copy: Deterministic renames the variable it wraps
+        return m
+
+    def _single_pivot_model(self, model, name, index, value, wname, k):
+        """The model conditioned on D[i] = a through one pivot w = W[k] (:meth:`_pivot`), any law on the real line.
+
+        With D[i] = α + β·w (α, β free of w: D[i] at w = 0, and its change from 0 to 1),
+        the potential ``log p(W[k] = w* | parents of W) − log|β|`` (the pivot's density
+        at w* = (a − α)/β, and the Jacobian) is added, then every use of W is replaced
+        (:func:`pymc.do`) by W' = W with element k set to w*, so that D[i] = a exactly and
+        every variable downstream of W sees w*. A scalar W leaves the free variables (it
+        becomes the deterministic w*). A vector W stays a free variable whose element k is
+        used nowhere any more: its density term integrates to one over that element for
+        every value of W's parents, so the other variables' marginal is exactly their
+        conditional law given D[i] = a; W' is then the deterministic ``do_W``.
+        """
+        import warnings
+
+        import pytensor.tensor as pt
+        from pymc.model.fgraph import clone_model
+        from pytensor.graph.replace import graph_replace
+
+        pm = _pm()
+        m = clone_model(model)
+        W = m[wname]
+        t = m[name][index] if index else m[name]
+
+        def solved():  # fresh nodes on every call: the potential's and the intervention's graphs stay apart
+            at = [graph_replace(t, {W: pt.set_subtensor(W[k], x) if k else pt.constant(x, dtype=W.dtype)},
+                                strict=False) for x in (0.0, 1.0)]
+            beta = at[1] - at[0]
+            return pt.cast((value - at[0]) / beta, W.dtype), beta
+
+        w_star, beta = solved()
+        with m:
+            logp = pm.logp(W, pt.full_like(W, w_star) if k else w_star)
+            pm.Potential(_PIVOT_TERM, self._pivot_density(logp[k] if k else logp, beta))
+            pm.Deterministic(_PIVOT_CHECK, t.copy())  # a copy: Deterministic renames the variable it wraps
+        w_star, _ = solved()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "intervention references the intervened variable"
+            return pm.do(m, {wname: pt.set_subtensor(W[k], w_star) if k else w_star})
 
     def _model_fingerprint(self) -> str:
         """SHA-256 of the built model's graph (:mod:`._model_fingerprint`) and of the builder's code and closure."""
@@ -906,6 +1313,8 @@ class PyMCDataModel(DataModel):
             f"element={plan.element!r}", f"pymc={_pm().__version__}", f"pytensor={pytensor.__version__}",
             f"seed={'none' if seed is None else int(seed)}",
         ]
+        if plan.pivot is not None:
+            parts.append(f"pivot={plan.pivot!r} sources={sorted(plan.sources.items())!r}")
         if route == "quadrature":
             from ._quadrature import TV_TOLERANCE
 
@@ -924,7 +1333,9 @@ class PyMCDataModel(DataModel):
             if _posterior_cache.key_of(idata) != key or "sample_stats" not in idata.groups():
                 return False
             json.loads(post.attrs[_FREE_ATTR])
-            return all(name in post and tuple(post[name].shape[:2]) == (self.chains, self.draws) for name in plan.pool)
+            names = [plan.sources.get(name, name) for name in plan.pool]
+            names += [_PIVOT_CHECK] if plan.pivot is not None else []
+            return all(name in post and tuple(post[name].shape[:2]) == (self.chains, self.draws) for name in names)
         except (AttributeError, KeyError, TypeError, ValueError):
             return False
 
@@ -970,7 +1381,7 @@ class PyMCDataModel(DataModel):
         total = self.chains * self.draws
         pool = {}
         for name in plan.pool:
-            values = np.asarray(post[name].values)
+            values = np.asarray(post[plan.sources.get(name, name)].values)
             pool[name] = values.reshape((total,) + values.shape[2:])
         r_hat, ess_bulk, ess_tail = self._convergence(idata, free)
         divergences = int(idata.sample_stats["diverging"].values.sum()) if "diverging" in idata.sample_stats else 0
@@ -987,6 +1398,18 @@ class PyMCDataModel(DataModel):
             problems.append(f"bulk ESS {ess_bulk:.4g} < {self.min_ess_bulk:g}")
         if divergences > self.max_divergences:
             problems.append(f"{divergences} divergent transitions > {self.max_divergences}")
+        if plan.pivot is not None:
+            deterministic, index, value, members, gaussian = plan.pivot
+            reached = np.asarray(post[_PIVOT_CHECK].values, dtype=float)
+            miss = float(np.max(np.abs(reached - value))) if reached.size else 0.0
+            diag["pivot"] = ", ".join(f"{w}{list(k) if k else ''}" for w, k in members)
+            diag["pivot_kind"] = "gaussian" if gaussian else "single"
+            diag["pivot_error"] = miss
+            if not miss <= 1e-6 * (1.0 + abs(value)):
+                raise UnsupportedSecretError(
+                    f"secret {label!r}: the posterior draws must have {deterministic}{list(index) if index else ''} = "
+                    f"{value:g}; got values up to {miss:.3g} away through the pivot {diag['pivot']} "
+                    "(is the deterministic affine in it?)")
         if problems:
             error = ConvergenceError(
                 f"MCMC for secret {label!r} (variables {free}) must pass its convergence checks; got "
@@ -1079,6 +1502,8 @@ class PyMCDataModel(DataModel):
             return "exact posteriors disabled (conjugate=False)"
         if plan.interval is not None:
             return "interval secrets restrict the posterior (MCMC then rejection)"
+        if plan.pivot is not None:
+            return "a secret on a deterministic is drawn through its pivot"
         m = self._mcmc_model(plan)
         if len(m.free_RVs) != 1:
             return f"the posterior has {len(m.free_RVs)} free variables (quadrature is for one)"
@@ -1258,6 +1683,101 @@ class PyMCDataModel(DataModel):
             f"PyMCDataModel(columns={list(self.columns)}, parameters={list(self.parameters)}, "
             f"n_records={self.n_records}{extra})"
         )
+
+
+def _pivot_candidates(model, t) -> tuple[list, list[str]]:
+    """Free variables that may carry a pivot of ``t`` (:meth:`PyMCDataModel._pivot`), and why the others may not."""
+    free = list(model.free_RVs)
+    upstream = [v for v in free if v in _ancestors([t])]
+    direct = _ancestors([t], blockers=free)
+    reasons, candidates = [], []
+    for w in upstream:
+        why = None
+        if w not in direct:
+            why = "reaches it only through another free variable"
+        elif any(w in _ancestors(o.owner.inputs) for o in upstream if o is not w):
+            why = "is upstream of another free variable it depends on"
+        elif model.rvs_to_transforms.get(w) is not None:
+            why = f"has a bounded support (value transform {type(model.rvs_to_transforms[w]).__name__})"
+        elif getattr(w.owner.op, "ndim_supp", None) != 0:
+            why = "has a multivariate distribution"
+        elif not str(w.dtype).startswith("float"):
+            why = "is discrete"
+        if why is None:
+            candidates.append(w)
+        else:
+            reasons.append(f"{w.name!r} {why}")
+    return candidates, reasons
+
+
+def _probe_pivots(model, name: str, index: tuple[int, ...], candidates) -> tuple[Any, list[dict], list[tuple]]:
+    """D[i] and its gradients at three random points of the unconstrained space, and the ranked pivot elements.
+
+    Returns the compiled function (value variables -> [D[i], ∂D[i]/∂W per candidate, ∂(r·D)/∂W per
+    candidate with r random and r_i = 0]), the points, and one entry ``(not shift, not local,
+    −declaration order, k, W, W's value variable)`` per element W[k] with a nonzero slope at every
+    point, sorted: a shift (the same slope at every point) first, then an element no other element
+    of D depends on, then the variable declared last.
+    """
+    import pytensor
+    import pytensor.tensor as pt
+
+    free = list(model.free_RVs)
+    D = model[name]
+    t = D[index] if index else D
+    values = [model.rvs_to_values[v] for v in free]
+    t_v, D_v = model.replace_rvs_by_values([t, D])
+    wv = [model.rvs_to_values[w] for w in candidates]
+    outs = [t_v] + list(pytensor.grad(t_v, wv, disconnected_inputs="ignore"))
+    gen = np.random.default_rng(0)
+    if index:
+        weights = gen.standard_normal(_static_shape(D))
+        weights[index] = 0.0
+        outs += list(pytensor.grad(pt.sum(pt.as_tensor(weights) * D_v), wv, disconnected_inputs="ignore"))
+    fn = _pm().compile(values, outs, on_unused_input="ignore")
+    start = model.initial_point()
+    points = [{v.name: gen.standard_normal(np.shape(start[v.name])).astype(v.dtype) for v in values} for _ in range(3)]
+    evals = [fn(**point) for point in points]
+    n = len(candidates)
+    ranked = []
+    for c, (w, val) in enumerate(zip(candidates, wv)):
+        grads = np.stack([np.asarray(e[1 + c], dtype=float) for e in evals])
+        others = np.stack([np.asarray(e[1 + n + c], dtype=float) for e in evals]) if index else None
+        for k in (tuple(int(i) for i in ix) for ix in np.argwhere(np.all(grads != 0, axis=0))):
+            slopes = grads[(slice(None),) + k]
+            shift = bool(np.all(slopes == slopes[0]))
+            local = others is None or bool(np.all(others[(slice(None),) + k] == 0))
+            ranked.append((not shift, not local, -free.index(w), k, w, val))
+    ranked.sort(key=lambda r: r[:4])
+    return fn, points, ranked
+
+
+def _intervene_on_draws(model, interventions: Mapping[str, Any], drawn: Mapping[str, Any]):
+    """A new model where every use of each free variable W is replaced by ``interventions[W]``, all at once.
+
+    The expressions are written on placeholders ``drawn[W]`` standing for the free variables' own
+    draws (and on any other model variable). Unlike successive :func:`pymc.do` calls, where a later
+    intervention would also rewrite the earlier ones' references to its variable, the replacements
+    are simultaneous: every intervention reads the original draws of all the W. Each W stays a free
+    variable; its replacement is the deterministic ``do_W``.
+    """
+    from pymc.model.fgraph import extract_dims, fgraph_from_model, model_deterministic, model_from_fgraph
+    from pymc.pytensorf import replace_vars_in_graphs, toposort_replace
+
+    names = list(interventions)
+    clash = [f"do_{w}" for w in names if f"do_{w}" in model.named_vars]
+    if clash:
+        raise UnsupportedSecretError(f"the model must not name variables {clash!r} (used for the conditioned variables)")
+    fgraph, memo = fgraph_from_model(model, inlined_views=True)
+    exprs = replace_vars_in_graphs([interventions[w] for w in names], replacements=memo)
+    replacements = []
+    for w, expr in zip(names, exprs):
+        target = memo[model[w]]
+        replacements.append((target, model_deterministic(expr.copy(name=f"do_{w}"), *extract_dims(target))))
+    toposort_replace(fgraph, tuple(replacements))
+    for w in names:  # the placeholders become the free variables' own draws
+        fgraph.replace(drawn[w], memo[model[w]], import_missing=True)
+    return model_from_fgraph(fgraph, mutate_fgraph=True)
 
 
 def _backward_of(model, rv):

@@ -118,3 +118,59 @@ def test_constructor_validation():
         bp.GaussianDataModel([0, 0, 0], -np.eye(3), COLS, 10)
     with pytest.raises(bp.ValidationError, match="n_records"):
         bp.GaussianDataModel([0, 0, 0], COVS[0], COLS, 0)
+
+
+def _batched_product(model, secret, n_draws, rng, columns):
+    """The sampler as first written: Z (n_draws, n_records, m) at once, X = μ + Z Lᵀ as a 3-D batched product."""
+    z = rng.standard_normal((n_draws, model.n_records, len(model.columns)))
+    x = model.mean + z @ model._factor.T
+    if secret is not None:
+        i = model.columns.index(secret.column)
+        shift = secret.value - x[:, :, i].mean(axis=1)
+        x += shift[:, None, None] * (model.cov[:, i] / model.cov[i, i])
+    return {c: x[:, :, model.columns.index(c)] for c in columns}
+
+
+@pytest.mark.parametrize("ufunc_max", [64, 0])
+@pytest.mark.parametrize("block", [1 << 18, 50, 1])
+@pytest.mark.parametrize("secret", [None, bp.DatasetSecret.mean("x1", 0.7)])
+@pytest.mark.parametrize("columns", [COLS, ["x2"], ["x2", "x0"]])
+def test_sampling_draws_the_numbers_of_the_batched_product(monkeypatch, ufunc_max, block, secret, columns):
+    """Same seed, same datasets as the 3-D batched product, up to floating-point rounding (blocks of
+    records drawn in order give the same standard normals; only the products' summation order may
+    differ), for blocks of every size (one block; 16 records, across the 17-record datasets; one
+    record), with and without a mean secret, for column subsets with or without the secret's column,
+    the products made by ufuncs (the default for 3 columns) or by BLAS (``UFUNC_PRODUCT_MAX = 0``)."""
+    from bayespriv.datamodels import gaussian
+
+    monkeypatch.setattr(gaussian, "BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(gaussian, "UFUNC_PRODUCT_MAX", ufunc_max)
+    model = bp.GaussianDataModel([1.0, -2.0, 3.0], COVS[3], COLS, 17)
+    new = model.sample(secret, 7, rng=11, columns=columns)
+    old = _batched_product(model, secret, 7, np.random.default_rng(11), columns)
+    assert list(new) == list(columns)
+    for c in columns:
+        assert new[c].shape == (7, 17) and new[c].flags.c_contiguous
+        np.testing.assert_allclose(new[c], old[c], rtol=1e-12, atol=1e-12)
+
+
+def test_sampling_memory_is_the_output_and_one_block(monkeypatch):
+    """Peak memory of a draw: the returned columns plus one block of standard normals, not three
+    full-size arrays (Z, Z Lᵀ, μ + Z Lᵀ) as the batched product held."""
+    import tracemalloc
+
+    from bayespriv.datamodels import gaussian
+
+    monkeypatch.setattr(gaussian, "BLOCK_ELEMENTS", 1 << 18)
+    n_draws, n_records = 20, 50_000
+    model = bp.GaussianDataModel([0.0, 1.0, 2.0], COVS[0], COLS, n_records)
+    output = 8 * n_draws * n_records * len(COLS)
+    block = 8 * ((1 << 18) // 3) * 3
+    tracemalloc.start()
+    try:
+        batch = model.sample(bp.DatasetSecret.mean("x0", 1.0), n_draws, rng=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert batch["x1"].shape == (n_draws, n_records)
+    assert peak <= output + 2 * block + (1 << 20), (peak, output, block)
