@@ -7,11 +7,16 @@
 * :func:`epsilon_on`, :func:`epsilon_table` — ε on each subset of variables (Propositions 3.3–3.5).
 * :class:`JointGaussian` — several Gaussian releases accounted as one Gaussian mechanism on the
   stacked query (exact joint (ε, δ), charged once instead of the sum).
+* :mod:`~bayespriv.accounting.joint` — the ledger accounts releases on the same data together
+  (:class:`JointAccountingError`, :class:`JointLeakError`).
+* :func:`plan_releases` — several queries calibrated together, noise chosen jointly (:class:`ReleasePlan`).
 """
 
 from .composition import JointGaussian, OutputLaws, joint_delta, joint_epsilon, joint_gaussian_laws
 from .epsilon import VariableRelease, as_variable_release, epsilon_on, epsilon_table
+from .joint import COMPOSITIONS, JointAccountingError, JointLeakError
 from .ledger import COMPOSITION_ASSUMPTION, MAX_BUDGET_EPSILON, Charge, Ledger, calibration_hash, composes_unconditionally
+from .plan import ReleasePlan, plan_releases
 from .subset import (
     SubsetCountMechanism,
     cell_variance,
@@ -31,6 +36,11 @@ __all__ = [
     "COMPOSITION_ASSUMPTION",
     "MAX_BUDGET_EPSILON",
     "JointGaussian",
+    "JointAccountingError",
+    "JointLeakError",
+    "COMPOSITIONS",
+    "ReleasePlan",
+    "plan_releases",
     "OutputLaws",
     "joint_gaussian_laws",
     "joint_delta",

@@ -323,7 +323,9 @@ class JointGaussian:
     """
 
     def __init__(self, mechanisms: Sequence[Any], stacked_calibration: Calibration, *, delta: float | None = None,
-                 covariance: str = "auto") -> None:
+                 covariance: str = "auto", accountant: str = "auto") -> None:
+        from ..mechanisms.accounted import uses_real_law
+
         mechs = _check_mechanisms(mechanisms, stacked_calibration)
         records = [_record(m) for m in mechs]
         state = self.__dict__
@@ -332,15 +334,55 @@ class JointGaussian:
         state["_epsilon_sum"] = float(sum(r.epsilon for r in records))
         state["_delta_sum"] = float(sum(r.delta for r in records))
         target = check_delta(self._delta_sum if delta is None else delta)
-        state["_laws"] = joint_gaussian_laws(stacked_calibration, _block_diag([_noise_covariance(m) for m in mechs]),
-                                             covariance=covariance, tv_bound=sum(_tv_bound(m) for m in mechs))
-        state["_epsilon"] = joint_epsilon(self._laws, target)
+        noise = _block_diag([_noise_covariance(m) for m in mechs])
+        tv = sum(_tv_bound(m) for m in mechs)
+        state["_laws"] = joint_gaussian_laws(stacked_calibration, noise, covariance=covariance, tv_bound=tv)
+        state["_accounted"] = uses_real_law(stacked_calibration, accountant)
+        state["_epsilon"] = self._smallest_epsilon(target)
         state["_delta"] = target
         state["_record"] = AccountingRecord.of(self._guarantee(target))
         state["_frozen"] = True
 
+    def _smallest_epsilon(self, delta: float) -> float:
+        """The joint ε at ``delta``: by the accountant of the released law (draws or exact laws) or, for a
+        calibration of moments only, the exact Gaussian profile; a leak (no ε up to the search's end meets δ)
+        is reported as such."""
+        from ..mechanisms.accountant import GaussianNoise
+        from .joint import MAX_JOINT_EPSILON, JointLeakError, _smallest_epsilon
+
+        if self._accounted:
+            eps, acc = _smallest_epsilon(self._conditions(), GaussianNoise(self._laws.noise_cov), delta,
+                                         self._epsilon_sum, self._calibration.confidence)
+            if math.isfinite(eps):
+                return eps
+            found = f"accounted δ at ε = {MAX_JOINT_EPSILON:g} is {acc.delta:.3g}"
+        else:
+            try:
+                return joint_epsilon(self._laws, delta)
+            except ValidationError:
+                found = "δ = 1 at every ε (the output laws have different supports)"
+        raise JointLeakError(f"these releases together reveal the secret: joint ε = ∞ at δ = {delta:g} ({found}); "
+                             "add noise to at least one of them, or release fewer of them on this data")
+
+    def _conditions(self) -> Any:
+        from ..calibration.laws import conditions_of
+
+        cache = self.__dict__.get("_conds")
+        if cache is None:
+            cache = conditions_of(self._calibration)
+            self.__dict__["_conds"] = cache
+        return cache
+
     def _guarantee(self, delta: float) -> Guarantee:
         cal = self._calibration
+        if self._accounted:
+            from ..mechanisms.accountant import GaussianNoise, account
+
+            acc = account(self._conditions(), GaussianNoise(self._laws.noise_cov), self._epsilon, confidence=cal.confidence)
+            theorem = ("joint release on the stacked query, accounted on the released law "
+                       f"(bayespriv.mechanisms.accountant: {acc.method})")
+            return Guarantee(self._epsilon, delta, acc.confidence, tuple(dict.fromkeys(acc.assumptions + cal.assumptions)),
+                             theorem)
         laws = self._laws
         checked = ("gaussian_query",) + (("equal_covariance",) if laws.equal_covariance and not cal.exact else ())
         report = check_assumptions(cal, checked)
@@ -430,15 +472,21 @@ class JointGaussian:
         eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
         for e in eps:
             check_epsilon(float(e), "epsilons")
+        if self._accounted:
+            from ..mechanisms.accountant import GaussianNoise, account
+
+            noise = GaussianNoise(self._laws.noise_cov)
+            return np.array([account(self._conditions(), noise, float(e), confidence=self._calibration.confidence).delta
+                             for e in eps])
         return joint_delta(self._laws, eps)
 
     def delta_at(self, epsilon: float) -> float:
         """The joint δ at ``epsilon``."""
-        return float(joint_delta(self._laws, check_epsilon(epsilon))[0])
+        return float(self.privacy_curve([check_epsilon(epsilon)])[0])
 
     def epsilon_at(self, delta: float) -> float:
-        """The smallest joint ε at ``delta`` (conservative end of the bisection)."""
-        return joint_epsilon(self._laws, delta)
+        """The smallest joint ε at ``delta`` (conservative end of the search)."""
+        return self._smallest_epsilon(check_delta(delta))
 
     def summary(self) -> pd.DataFrame:
         """ε and δ of each mechanism, of their sum (sequential composition) and of the joint release."""
