@@ -56,6 +56,7 @@ from .._validation import check_delta, check_epsilon, described, fail
 from ..calibration.laws import SAMPLED_LAW, Condition, FiniteLaw, GaussianLaw, SampledLaw
 from ..errors import ValidationError
 from .finite_exact import finite_hockey
+from .mixture_1d import grid_hockey
 from .mixture_mc import mixture_hockey
 from .privacy_loss import one_direction_delta
 
@@ -234,13 +235,46 @@ def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward:
     a, b = (cond.law_a, cond.law_b) if forward else (cond.law_b, cond.law_a)
     (xa, wa), (xb, wb) = _atoms(a), _atoms(b)
     sampled = isinstance(a, SampledLaw) or isinstance(b, SampledLaw)
-    points = POINTS_GAUSSIAN if noise.kind == "gaussian" else POINTS_LAPLACE
-    est = mixture_hockey(xa, wa, xb, wb, noise, eps, n_points=points, seed=[ACCOUNTANT_SEED, index, int(forward)],
-                         sampled=sampled, halves=halves)
-    upper = est.value if z is None else min(1.0, est.value + z * est.se)
-    method = "sampled_mixture" if sampled else "finite_mixture"
+    est = grid_hockey(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves) if cond.k == 1 else None
+    quadrature = est is not None
+    if est is None:
+        points = POINTS_GAUSSIAN if noise.kind == "gaussian" else POINTS_LAPLACE
+        est = mixture_hockey(xa, wa, xb, wb, noise, eps, n_points=points,
+                             seed=[ACCOUNTANT_SEED, index, int(forward)], sampled=sampled, halves=halves)
+    upper = est.value if z is None else min(1.0, est.value + z * _skew_safe_se(est, eps, z))
+    method = ("sampled" if sampled else "finite") + ("_quadrature" if quadrature else "_mixture")
     return DirectionBound(label, _dir(forward), method, est.value, upper, est.se_mc, est.se_draws, est.halves,
                           est.gaussian_fit)
+
+
+#: Below this effective number of draws carrying P̂(A*), the draws' term is bounded as a Poisson count.
+SKEW_DRAWS = 50.0
+
+
+def _skew_safe_se(est: Any, eps: float, z: float) -> float:
+    """The standard error behind the upper bound, robust to a divergence carried by few draws.
+
+    The delta method's normal approximation undercovers a sum carried by a few draws (a rare value of
+    the query, far from the other law): when the fewest draws carrying half of P̂(A*) are K < 50, their
+    part of P̂(A*) is treated as K × (their mean share) with K a Poisson count, whose exact upper bound
+    at the same level, χ²_{1−α}(2(K+1))/2 (Garwood 1936), gives the draws' term. The larger of the two
+    is used.
+    """
+    if est.draw_terms is None or z <= 0:
+        return est.se
+    from scipy.special import ndtr
+    from scipy.stats import chi2
+
+    alpha = float(ndtr(-z))
+    parts = []
+    for (mass, neff), weight in zip(est.draw_terms, (1.0, math.exp(eps))):
+        if 0 < neff < SKEW_DRAWS:
+            ucb = float(chi2.ppf(1.0 - alpha, 2.0 * (neff + 1.0))) / 2.0
+            parts.append(weight * mass * (ucb / neff - 1.0) / z)
+        else:
+            parts.append(0.0)
+    poisson = math.hypot(*parts)
+    return math.hypot(est.se_mc, max(est.se_draws, poisson))
 
 
 def _dir(forward: bool) -> str:
@@ -297,7 +331,7 @@ def _assumptions(conditions: tuple[Condition, ...], rows: tuple[DirectionBound, 
         out.append("gaussian_query")
     if "sampled" in kinds:
         out.append(SAMPLED_LAW)
-    if any(r.method.endswith("_mixture") for r in rows):
+    if any(r.method.endswith("_mixture") for r in rows) or any(r.se_draws > 0 for r in rows):
         out.append("monte_carlo_clt")
     return tuple(out)
 

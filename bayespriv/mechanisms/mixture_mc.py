@@ -24,11 +24,18 @@ hockey-stick divergence is invariant under such bijections.
   (f the integrand above): unbiased, and of small variance where the released
   law is close to Gaussian, as it is when the noise dominates F's spread.
   Without a closed form (Laplace noise) the plain ``mean f/q`` is used.
-* **Proposal.** A defensive mixture ``q = (1 − w) q_λ + w p_a`` (w = 0.3):
+* **Proposal.** A defensive mixture ``q = π_t q_λ + π_d p_a + π_o p_O``:
   q_λ ∝ g_a^{1+λ} g_b^{−λ} is the exponential tilt of the fit toward the
   privacy-loss tail (a Gaussian; λ solves E_{q_λ}[L_G] = ε, the saddle point
-  of the Chernoff bound of P(L_G > ε)), and p_a itself keeps every weight
-  bounded: f/q ≤ 1/w everywhere, and h/q_λ ≤ Z_λ e^{−λε} where h > 0.
+  of the Chernoff bound of P(L_G > ε)); p_a itself keeps every weight
+  bounded (f/q ≤ 1/π_d everywhere, and h/q_λ ≤ Z_λ e^{−λε} where h > 0); and
+  p_O is the mixture around the :data:`OUTLYING_ATOMS` atoms of P_a least
+  likely under P_b's fit, sampled *stratified* — one point each — so that a
+  rare value of the query far from P_b (a region of mass ~δ that the fits
+  and a few hundred points would miss) is always visited. The points are
+  allocated to the components in fixed numbers (stratified sampling of the
+  mixture index), which keeps the estimator unbiased. One-dimensional laws
+  are integrated on a grid instead (:mod:`~bayespriv.mechanisms.mixture_1d`).
 * **Error.** ``se_mc`` is the sample standard deviation of the terms over √M
   (terms are bounded; the normal approximation is the assumption
   ``monte_carlo_clt``).
@@ -62,7 +69,7 @@ from scipy.special import logsumexp
 from .._validation import fail
 from ..errors import ValidationError
 
-__all__ = ["MixtureEstimate", "mixture_hockey", "DEFENSIVE_WEIGHT", "KERNEL_BYTES"]
+__all__ = ["MixtureEstimate", "mixture_hockey", "draw_terms", "draws_variance", "DEFENSIVE_WEIGHT", "KERNEL_BYTES"]
 
 #: Share of the proposal drawn from the released mixture itself (bounds every weight by 1/w).
 DEFENSIVE_WEIGHT = 0.3
@@ -98,11 +105,34 @@ class MixtureEstimate:
     halves: tuple[float, float] | None
     gaussian_fit: float
     n_points: int
+    #: Per law (a, then b): (mass, number of the fewest draws carrying half of P̂(A*)) — for a skewed-sum bound.
+    draw_terms: tuple[tuple[float, float], tuple[float, float]] | None = None
 
     @property
     def se(self) -> float:
         """Total standard error √(se_mc² + se_draws²)."""
         return math.hypot(self.se_mc, self.se_draws)
+
+
+def draw_terms(masses: np.ndarray, weights: np.ndarray, n: int) -> tuple[float, float]:
+    """The heaviest draws' share of P̂(A*) = Σ w_i P_i: (their mass Σ w_i P_i, how many draws they are), for the
+    fewest draws (largest P_i first) that carry half of it. A small count means the divergence rests on a few
+    draws, whose number is then bounded as a Poisson count."""
+    contrib = weights * masses
+    total = float(contrib.sum())
+    if not total > 0:
+        return 0.0, 0.0
+    order = np.argsort(contrib)[::-1]
+    cum = np.cumsum(contrib[order])
+    top = int(np.searchsorted(cum, 0.5 * total)) + 1
+    draws = float(weights[order[:top]].sum() * n)  # an atom of weight w stands for w·n draws
+    return float(cum[top - 1]), draws
+
+
+def draws_variance(masses: np.ndarray, weights: np.ndarray, n: int) -> float:
+    """Var_i P_i / n: the delta method's variance of P̂(A*) over the draws."""
+    mean = float(weights @ masses)
+    return float(weights @ (masses - mean) ** 2) / n
 
 
 # ----------------------------------------------------------------------------- coordinates
@@ -192,21 +222,30 @@ def _tilt(fa: _Fit, fb: _Fit, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------- kernels
+#: Largest coordinate (in noise units, centred) for which the kernels are computed in float32: products
+#: y·x stay below ~1e4, whose float32 rounding (~1e-3 in the log) is far below the estimates' error.
+FLOAT32_REACH = 100.0
+
+
 def _log_kernel(y: np.ndarray, atoms: np.ndarray, laplace: bool) -> tuple[np.ndarray, np.ndarray]:
-    """log φ(y_j − x_i) up to a per-row shift, float32 ``(len(y), len(atoms))``, and that shift (float64).
+    """log φ(y_j − x_i) up to a per-row shift, ``(len(y), len(atoms))``, and that shift (float64).
 
     Gaussian: ``y·x − |x|²/2`` by one matrix product of augmented arrays; the row shift is
-    ``−|y|²/2``. Laplace: ``−Σ_c |y_c − x_c|`` accumulated per coordinate; no shift.
+    ``−|y|²/2``. Laplace: ``−Σ_c |y_c − x_c|`` accumulated per coordinate; no shift. Float32 while every
+    coordinate is within :data:`FLOAT32_REACH` noise units of the centre, float64 beyond (tiny noise
+    against a wide law: float32 would lose the differences that matter).
     """
+    reach = max(float(np.abs(y).max(initial=0.0)), float(np.abs(atoms).max(initial=0.0)))
+    dtype = np.float32 if reach <= FLOAT32_REACH else np.float64
     if laplace:
-        y32, x32 = y.astype(np.float32), atoms.astype(np.float32)
-        g = -np.abs(y32[:, :1] - x32[None, :, 0])
+        yy, xx = y.astype(dtype), atoms.astype(dtype)
+        g = -np.abs(yy[:, :1] - xx[None, :, 0])
         for c in range(1, atoms.shape[1]):
-            g -= np.abs(y32[:, c:c + 1] - x32[None, :, c])
+            g -= np.abs(yy[:, c:c + 1] - xx[None, :, c])
         return g, np.zeros(len(y))
     ones = np.ones((len(y), 1))
-    aug_y = np.hstack([y, ones]).astype(np.float32)
-    aug_x = np.hstack([atoms, -0.5 * np.einsum("ij,ij->i", atoms, atoms)[:, None]]).astype(np.float32)
+    aug_y = np.hstack([y, ones]).astype(dtype)
+    aug_x = np.hstack([atoms, -0.5 * np.einsum("ij,ij->i", atoms, atoms)[:, None]]).astype(dtype)
     return aug_y @ aug_x.T, -0.5 * np.einsum("ij,ij->i", y, y)
 
 
@@ -236,26 +275,60 @@ class _Block:
 
     def log_mix(self, columns: np.ndarray) -> np.ndarray:
         """log Σ_i W_ic φ(y_j − x_i) for every row j and weight column c (one pass over the block)."""
-        sums = (self.e @ columns.astype(np.float32)).astype(np.float64)
+        sums = (self.e @ columns.astype(self.e.dtype)).astype(np.float64)
         with np.errstate(divide="ignore"):
             return self.top[:, None] + np.log(sums)
 
     def atom_sums(self, v: np.ndarray) -> np.ndarray:
         """Σ_j φ(y_j − x_i) v_j for every atom i."""
-        return (self.e.T @ (v * np.exp(self.top)).astype(np.float32)).astype(np.float64)
+        return (self.e.T @ (v * np.exp(self.top)).astype(self.e.dtype)).astype(np.float64)
 
 
 # -------------------------------------------------------------------------------- estimate
-def _draw_points(fr: _Frame, q_mean: np.ndarray, q_cov: np.ndarray, n_points: int, seed: Any) -> tuple[np.ndarray, int]:
-    """Points of the proposal: the first ones from q_λ, the last ``n_def`` from the released mixture p_a."""
+#: Atoms of P_a farthest from P_b's fit (Mahalanobis) that get one proposal point each (stratified).
+OUTLYING_ATOMS = 128
+
+
+@dataclass(frozen=True)
+class _Proposal:
+    """The points, and what log q needs: the tilted Gaussian, the mixture weights and the outlying atoms."""
+
+    points: np.ndarray
+    tilted: "_Fit"
+    outliers: np.ndarray  # (m, k) atoms of P_a, one point each
+    shares: tuple[float, float, float]  # tilted, released mixture p_a, outlying atoms
+
+    def log_q(self, y: np.ndarray, log_pa: np.ndarray, laplace: bool) -> np.ndarray:
+        t, d, o = self.shares
+        parts = [math.log(t) + self.tilted.logpdf(y), math.log(d) + log_pa]
+        if o > 0:
+            blk = _Block.of(y, self.outliers, laplace)
+            parts.append(math.log(o) + blk.log_mix(np.full((len(self.outliers), 1), 1.0 / len(self.outliers)))[:, 0])
+        return np.logaddexp.reduce(np.stack(parts), axis=0)
+
+
+def _outlying(fr: _Frame, fb: "_Fit") -> np.ndarray:
+    """Indices of the atoms of P_a least likely under P_b's Gaussian fit (up to :data:`OUTLYING_ATOMS`)."""
+    m = min(OUTLYING_ATOMS, fr.a.shape[0])
+    d = fr.a - fb.mean
+    maha = np.einsum("ij,jk,ik->i", d, fb.prec, d)
+    return np.argpartition(maha, -m)[-m:] if m < fr.a.shape[0] else np.arange(fr.a.shape[0])
+
+
+def _draw_points(fr: _Frame, tilted: "_Fit", outliers: np.ndarray, n_points: int, seed: Any) -> _Proposal:
+    """Points of the proposal: ``n_points`` from q_λ (70 %) and the released mixture p_a (30 %), then one
+    point around each outlying atom of P_a (stratified: a rare value of the query far from P_b, which the
+    Gaussian fits do not see, is always visited)."""
     rng = np.random.default_rng(seed)
     k = fr.a.shape[1]
     n_def = int(round(DEFENSIVE_WEIGHT * n_points))
-    z = rng.standard_normal((n_points - n_def, k))
-    tilted = q_mean + z @ np.linalg.cholesky(q_cov).T
+    draw = (lambda size: rng.laplace(size=(size, k))) if fr.laplace else (lambda size: rng.standard_normal((size, k)))
+    tilt = tilted.mean + rng.standard_normal((n_points - n_def, k)) @ np.linalg.cholesky(tilted.cov).T
     idx = rng.choice(fr.a.shape[0], size=n_def, p=fr.wa)
-    noise = rng.laplace(size=(n_def, k)) if fr.laplace else rng.standard_normal((n_def, k))
-    return np.vstack([tilted, fr.a[idx] + noise]), n_def
+    pts = np.vstack([tilt, fr.a[idx] + draw(n_def), fr.a[outliers] + draw(len(outliers))])
+    total = len(pts)
+    shares = ((n_points - n_def) / total, n_def / total, len(outliers) / total)
+    return _Proposal(pts, tilted, fr.a[outliers], shares)
 
 
 def _fit_delta(fa: _Fit, fb: _Fit, epsilon: float) -> float:
@@ -281,8 +354,9 @@ def _hinge(la: np.ndarray, lb: np.ndarray, lq: np.ndarray, epsilon: float) -> np
     return np.clip(np.exp(la - lq) - np.exp(epsilon + lb - lq), 0.0, None)
 
 
-def _evaluate(y: np.ndarray, fr: _Frame, q_fit: _Fit, epsilon: float, *, halves: bool, sampled: bool) -> _Evaluation:
+def _evaluate(prop: _Proposal, fr: _Frame, epsilon: float, *, halves: bool, sampled: bool) -> _Evaluation:
     """Stage 3: one pass of the kernels over chunks of points, both laws together."""
+    y = prop.points
     m, (na, k), nb = len(y), fr.a.shape, fr.b.shape[0]
     lq, f = np.empty(m), np.empty(m)
     f_h = np.empty((2, m)) if halves else None
@@ -294,7 +368,7 @@ def _evaluate(y: np.ndarray, fr: _Frame, q_fit: _Fit, epsilon: float, *, halves:
         ba, bb = _Block.of(y[rows], fr.a, fr.laplace), _Block.of(y[rows], fr.b, fr.laplace)
         la_all, lb_all = ba.log_mix(cols_a), bb.log_mix(cols_b)
         la, lb = la_all[:, 0], lb_all[:, 0]
-        lq[rows] = np.logaddexp(math.log1p(-DEFENSIVE_WEIGHT) + q_fit.logpdf(y[rows]), math.log(DEFENSIVE_WEIGHT) + la)
+        lq[rows] = prop.log_q(y[rows], la, fr.laplace)
         f[rows] = _hinge(la, lb, lq[rows], epsilon)
         if halves:
             for h in range(2):
@@ -319,9 +393,9 @@ def _weight_columns(w: np.ndarray, halves: bool) -> np.ndarray:
 
 def _draws_se(ev: _Evaluation, fr: _Frame, epsilon: float) -> float:
     """Delta-method standard error of the empirical-mixture divergence over the draws (module docstring)."""
-    var_a = float(fr.wa @ (ev.mass_a - fr.wa @ ev.mass_a) ** 2)
-    var_b = float(fr.wb @ (ev.mass_b - fr.wb @ ev.mass_b) ** 2)
-    return math.sqrt(var_a / fr.a.shape[0] + math.exp(2.0 * epsilon) * var_b / fr.b.shape[0])
+    var_a = draws_variance(ev.mass_a, fr.wa, fr.a.shape[0])
+    var_b = draws_variance(ev.mass_b, fr.wb, fr.b.shape[0])
+    return math.sqrt(var_a + math.exp(2.0 * epsilon) * var_b)
 
 
 def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, epsilon: float, *,
@@ -359,10 +433,11 @@ def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, n
     noise_var = 2.0 if fr.laplace else 1.0
     fa, fb = _Fit.of(fr.a, wa, noise_var), _Fit.of(fr.b, wb, noise_var)
     q_mean, q_cov = _tilt(fa, fb, epsilon)
-    y, _ = _draw_points(fr, q_mean, q_cov, n_points, seed)
     q_fit = _Fit(q_mean, q_cov, np.linalg.inv(q_cov), float(np.linalg.slogdet(q_cov)[1]))
+    prop = _draw_points(fr, q_fit, _outlying(fr, fb), n_points, seed)
+    y = prop.points
     halves = halves and sampled and min(fr.a.shape[0], fr.b.shape[0]) >= 4
-    ev = _evaluate(y, fr, q_fit, epsilon, halves=halves, sampled=sampled)
+    ev = _evaluate(prop, fr, epsilon, halves=halves, sampled=sampled)
     if fr.laplace:  # no closed-form control variate
         base, fit, h = 0.0, math.nan, 0.0
     else:
@@ -372,5 +447,7 @@ def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, n
     value = max(0.0, base + float(terms.mean()))
     se_mc = float(terms.std(ddof=1)) / math.sqrt(len(y))
     se_draws = _draws_se(ev, fr, epsilon) if sampled else 0.0
+    terms = ((draw_terms(ev.mass_a, fr.wa, fr.a.shape[0]), draw_terms(ev.mass_b, fr.wb, fr.b.shape[0]))
+             if sampled else None)
     split = tuple(max(0.0, base + float((ev.f_halves[i] - h).mean())) for i in range(2)) if halves else None
-    return MixtureEstimate(value, se_mc, se_draws, split, fit, len(y))
+    return MixtureEstimate(value, se_mc, se_draws, split, fit, len(y), terms)
