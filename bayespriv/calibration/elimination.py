@@ -21,6 +21,7 @@ arithmetic).
 
 from __future__ import annotations
 
+import heapq
 import string
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..datamodels.cpd_tables import CPDTables, read_cpd_tables
 from ..errors import ValidationError
 
 __all__ = ["DiscreteTables", "EliminationPlan", "MAX_FACTOR"]
@@ -64,7 +66,10 @@ class DiscreteTables:
 
     Parameters
     ----------
-    network : pgmpy.models.DiscreteBayesianNetwork
+    network : pgmpy.models.DiscreteBayesianNetwork or CPDTables
+        The network (its CPDs are read once, by
+        :func:`~bayespriv.datamodels.cpd_tables.read_cpd_tables`), or tables
+        already read.
     nodes : sequence, optional
         The node order (positions); default ``network.nodes()``.
 
@@ -72,86 +77,71 @@ class DiscreteTables:
     -----
     The states of a node are those of its own CPD; a child's CPD listing a
     parent's states in another order is permuted to the parent's order.
+    Ancestral sets are found per query by a walk up the parent lists (no
+    n × n ancestor table): a query costs time in the size of its ancestral
+    set, not in the size of the network.
     """
 
     def __init__(self, network: Any, nodes: Sequence[Hashable] | None = None) -> None:
-        self.nodes = tuple(network.nodes()) if nodes is None else tuple(nodes)
+        cpds = network if isinstance(network, CPDTables) else read_cpd_tables(network, nodes)
+        if nodes is not None and tuple(nodes) != cpds.nodes:
+            raise ValidationError("nodes must be the order the CPD tables were read in; got another order")
+        self.nodes = cpds.nodes
         self.index = {v: k for k, v in enumerate(self.nodes)}
-        n = len(self.nodes)
-        cpds = {v: network.get_cpds(v) for v in self.nodes}
-        self.states = tuple(tuple(cpds[v].state_names[v]) for v in self.nodes)
-        self.cards = np.array([len(s) for s in self.states], dtype=np.int64)
-        scopes, tables = [], []
-        for v in self.nodes:
-            cpd = cpds[v]
-            variables = list(cpd.variables)
-            values = np.asarray(cpd.values, dtype=np.float64)
-            for ax, u in enumerate(variables):  # align every axis with the node's own state order
-                own = self.states[self.index[u]]
-                listed = tuple(cpd.state_names[u])
-                if listed != own:
-                    values = np.take(values, [listed.index(s) for s in own], axis=ax)
-            scopes.append(tuple(self.index[u] for u in variables))
-            tables.append(values)
-        self.scopes = tuple(scopes)
-        self.tables = tuple(tables)
-        parent = np.zeros((n, n), dtype=bool)
-        for k, scope in enumerate(scopes):
-            parent[list(scope[1:]), k] = True
-        # anc[v, u]: u is v or an ancestor of v (closure by repeated squaring).
-        anc = np.eye(n, dtype=bool) | parent.T
-        while True:
-            nxt = anc | ((anc.astype(np.float32) @ anc.astype(np.float32)) > 0)
-            if np.array_equal(nxt, anc):
-                break
-            anc = nxt
-        self.ancestors = anc
+        self.states = cpds.states
+        self.cards = cpds.cards
+        self.scopes = cpds.scopes
+        self.tables = cpds.tables
+        self.parents = tuple(scope[1:] for scope in self.scopes)
+
+    def ancestral(self, targets: Sequence[int]) -> tuple[int, ...]:
+        """Positions of the targets and all their ancestors, sorted."""
+        seen = set(int(x) for x in targets)
+        stack = list(seen)
+        parents = self.parents
+        while stack:
+            for u in parents[stack.pop()]:
+                if u not in seen:
+                    seen.add(u)
+                    stack.append(u)
+        return tuple(sorted(seen))
 
     def plan(self, targets: Sequence[int]) -> EliminationPlan:
         """The greedy min-weight plan for P(X_targets), ties broken by position, and its largest factor."""
         t = tuple(int(x) for x in targets)
-        keep = self.ancestors[list(t)].any(axis=0)
-        factors = tuple(int(k) for k in np.flatnonzero(keep))
-        cards = self.cards
-        tset = set(t)
-        neighbours: dict[int, set[int]] = {v: set() for v in factors}
-        for k in factors:
-            scope = self.scopes[k]
-            for v in scope:
-                neighbours[v].update(scope)
-        for v in factors:
-            neighbours[v].discard(v)
-        remaining = [v for v in factors if v not in tset]
-        weight = {v: _size(cards, neighbours[v]) * int(cards[v]) for v in remaining}
-        order, largest = [], 0
-        while remaining:
-            x = min(remaining, key=lambda v: (weight[v], v))
-            remaining.remove(x)
-            order.append(x)
-            largest = max(largest, weight[x])
-            nb = neighbours.pop(x)
-            for y in nb:
-                neighbours[y] |= nb
-                neighbours[y].discard(y)
-                neighbours[y].discard(x)
-                if y in weight:
-                    weight[y] = _size(cards, neighbours[y]) * int(cards[y])
-            del weight[x]
-        largest = max(largest, _size(cards, tset))
-        return EliminationPlan(t, factors, tuple(order), int(largest))
+        factors = self.ancestral(t)
+        order, largest = _min_weight_order(factors, self.scopes, self.cards, set(t))
+        largest = max(largest, _size(self.cards, set(t)))
+        return EliminationPlan(t, factors, order, int(largest))
 
     def joint(self, plan: EliminationPlan, max_factor: int = MAX_FACTOR) -> np.ndarray:
-        """P(X_targets) with axes in ``plan.targets`` order (refused beyond ``max_factor`` entries)."""
+        """P(X_targets) with axes in ``plan.targets`` order (refused beyond ``max_factor`` entries).
+
+        The factors are kept in the order they entered the pool (the CPDs by position, then each bucket's
+        product appended), and each bucket multiplies its factors in that order: the arithmetic, hence every
+        bit of the result, depends on the plan alone.
+        """
         if plan.largest > max_factor:
             raise ValidationError(self.refusal(plan, max_factor))
-        pool: list[tuple[tuple[int, ...], np.ndarray]] = [(self.scopes[k], self.tables[k]) for k in plan.factors]
+        pool: list[tuple[tuple[int, ...], np.ndarray] | None] = [(self.scopes[k], self.tables[k]) for k in plan.factors]
+        holding: dict[int, list[int]] = {}  # variable -> positions in the pool of the factors mentioning it
+        for fid, (scope, _) in enumerate(pool):  # type: ignore[misc]
+            for v in scope:
+                holding.setdefault(v, []).append(fid)
         for x in plan.order:
-            bucket = [f for f in pool if x in f[0]]
-            pool = [f for f in pool if x not in f[0]]
+            ids = holding.pop(x)
+            bucket = [pool[i] for i in ids]
+            gone = set(ids)
+            for i in ids:
+                pool[i] = None
+            for v in set().union(*(f[0] for f in bucket)) - {x}:
+                holding[v] = [i for i in holding[v] if i not in gone]
             union = sorted(set().union(*(f[0] for f in bucket)))
             out = tuple(v for v in union if v != x)
             pool.append((out, _contract(bucket, out)))
-        return _contract(pool, plan.targets)
+            for v in out:
+                holding.setdefault(v, []).append(len(pool) - 1)
+        return _contract([f for f in pool if f is not None], plan.targets)
 
     def refusal(self, plan: EliminationPlan, max_factor: int) -> str:
         """The reason a plan is refused: its largest factor against the bound."""
@@ -159,6 +149,43 @@ class DiscreteTables:
         return (f"max_factor must bound the largest intermediate factor of the variable elimination for "
                 f"P({', '.join(shown)}); got max_factor={max_factor} and a plan (min-weight order over "
                 f"{len(plan.factors)} ancestral nodes) whose largest factor has {plan.largest} entries")
+
+
+def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], cards: np.ndarray,
+                      targets: set[int]) -> tuple[tuple[int, ...], int]:
+    """The greedy min-weight elimination order of the non-target ``factors`` and its largest bucket.
+
+    At each step the variable with the least (weight, position) is eliminated, weight being the entries of
+    its bucket (the product of the cards of the variable and its current neighbours). A heap with stale
+    entries skipped gives the same choice as a scan of all remaining variables.
+    """
+    neighbours: dict[int, set[int]] = {v: set() for v in factors}
+    for k in factors:
+        scope = scopes[k]
+        for v in scope:
+            neighbours[v].update(scope)
+    for v in factors:
+        neighbours[v].discard(v)
+    weight = {v: _size(cards, neighbours[v]) * int(cards[v]) for v in factors if v not in targets}
+    heap = [(w, v) for v, w in weight.items()]
+    heapq.heapify(heap)
+    order, largest = [], 0
+    while heap:
+        w, x = heapq.heappop(heap)
+        if weight.get(x) != w:
+            continue  # eliminated already, or an outdated weight
+        order.append(x)
+        largest = max(largest, w)
+        del weight[x]
+        nb = neighbours.pop(x)
+        for y in nb:
+            neighbours[y] |= nb
+            neighbours[y].discard(y)
+            neighbours[y].discard(x)
+            if y in weight:
+                weight[y] = _size(cards, neighbours[y]) * int(cards[y])
+                heapq.heappush(heap, (weight[y], y))
+    return tuple(order), largest
 
 
 def _size(cards: np.ndarray, scope: Any) -> int:

@@ -62,7 +62,9 @@ import numpy as np
 
 from .._validation import check_mapping, check_positive_int, check_real, described, fail
 from ..errors import ParameterTypeError, ValidationError
+from ..datamodels.cpd_tables import cpds_by_node, network_states
 from .elimination import MAX_FACTOR, DiscreteTables
+from .quilt_search import GraphIndex
 
 __all__ = [
     "MaxInfluence",
@@ -246,11 +248,14 @@ def _member_nodes(net: Any) -> tuple:
     return tuple(net.names) if _is_density(net) else tuple(net.nodes())
 
 
-def _discrete_states(net: Any, node: Hashable) -> list:
-    states = getattr(net, "states", None)
-    if isinstance(states, Mapping) and node in states:
+def _discrete_states(net: Any, node: Hashable, states: Mapping[Hashable, Any] | None = None,
+                     cpds: Mapping[Hashable, Any] | None = None) -> list:
+    """The states of ``node``: from the network's ``states`` mapping, else from its CPD (``states`` and ``cpds``,
+    when given, are those mappings read once for the whole network)."""
+    states = network_states(net) if states is None else states
+    if node in states:
         return list(states[node])
-    cpd = net.get_cpds(node)
+    cpd = net.get_cpds(node) if cpds is None else cpds.get(node)
     if cpd is None:
         raise fail("network", "a network with a CPD for every node (check_model passes)", described(f"no CPD for node {node!r}"))
     return list(cpd.state_names[node])
@@ -258,8 +263,9 @@ def _discrete_states(net: Any, node: Hashable) -> list:
 
 def _check_parameter_states(net: Any, member: int) -> None:
     """Refuse a discrete network whose states are record values (the signature of a record-level network)."""
+    known, cpds = network_states(net), cpds_by_node(net)
     for v in net.nodes():
-        states = _discrete_states(net, v)
+        states = _discrete_states(net, v, known, cpds)
         if not all(_is_parameter_value(s) for s in states):
             where = "" if member == 0 else f" (family member {member})"
             raise ValidationError(
@@ -370,8 +376,10 @@ class ParameterNetwork:
     networks: tuple[Any, ...] = field(init=False, repr=False)
     nodes: tuple[Hashable, ...] = field(init=False, repr=False)
     kind: str = field(init=False)
+    _derived: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_derived", {})
         members = [self.network] if isinstance(self.network, ParameterNetwork) else _as_network_list(self.network)
         if any(isinstance(m, ParameterNetwork) for m in members):
             raise ParameterTypeError("network must be a network (or a sequence of them), not a ParameterNetwork; "
@@ -427,6 +435,30 @@ class ParameterNetwork:
         g.add_nodes_from(src.nodes())
         g.add_edges_from(src.edges())
         return g
+
+    @property
+    def structure(self) -> GraphIndex:
+        """The sparse index of the DAG (parents, children, moral graph, Bayes-ball), built on first use and kept:
+        every calibration and quilt search of this network shares it."""
+        return self._derive("structure", lambda: GraphIndex(self.graph(0)))
+
+    def discrete_tables(self, j: int = 0) -> DiscreteTables:
+        """Member ``j``'s CPDs as arrays over node positions (discrete networks), read on first use and kept.
+
+        The tables are a snapshot: a later edit of the pgmpy network's CPDs is not seen by this
+        ParameterNetwork (wrap the edited network in a new one).
+        """
+        if self.kind != "discrete":
+            raise fail("kind", "'discrete' for CPD tables", self.kind)
+        if isinstance(j, bool) or not isinstance(j, (int, np.integer)) or not 0 <= j < len(self.networks):
+            raise fail("j", f"a member index in [0, {len(self.networks) - 1}]", j)
+        return self._derive(("tables", int(j)), lambda: DiscreteTables(self.networks[int(j)], self.nodes))
+
+    def _derive(self, key: Any, build: Any) -> Any:
+        hit = self._derived.get(key)
+        if hit is None:
+            hit = self._derived.setdefault(key, build())
+        return hit
 
     def owner(self, column: str) -> Hashable | None:
         """The parameter node governing ``column`` (None if none does)."""
@@ -529,6 +561,7 @@ class InfluenceEngine:
                     f"member 0 has {sorted(map(str, nodes0))}"
                 )
         self.networks = tuple(nets)
+        self._declared = networks if isinstance(networks, ParameterNetwork) else None
         self.members = tuple(range(len(nets))) if members is None else tuple(members)
         self.nodes = node_lists[0]
         if self.kind != "density":
@@ -545,7 +578,9 @@ class InfluenceEngine:
 
     def _discrete_tables(self, j: int) -> Any:
         if self._tables[j] is None:
-            self._tables[j] = DiscreteTables(self.networks[j], self.nodes)
+            declared = self._declared
+            self._tables[j] = (declared.discrete_tables(j) if declared is not None
+                               else DiscreteTables(self.networks[j], self.nodes))
         return self._tables[j]
 
     def plan(self, node: Hashable, quilt: Iterable[Hashable]) -> Any:

@@ -34,45 +34,220 @@ of :class:`GraphIndex` (the largest remote set for that conditioning set).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
 
 import networkx as nx
 import numpy as np
-from scipy import sparse
 
-__all__ = ["GraphIndex", "candidate_rows"]
+__all__ = ["GraphIndex", "Adjacency", "NodeLayout", "candidate_quilts", "candidate_rows"]
 
 
+# -- sparse adjacency and breadth-first search over many rows at once ---------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Adjacency:
+    """Neighbour lists of every node as one CSR pair (``indices[indptr[v]:indptr[v + 1]]``, ascending).
+
+    Attributes
+    ----------
+    indptr : ndarray of int64 (n + 1,)
+    indices : ndarray of int64
+    via : ndarray of int64 or None
+        Per entry, a third node the edge goes through (the common child of two co-parents), else None.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    via: np.ndarray | None = None
+
+    @classmethod
+    def from_pairs(cls, n: int, src: np.ndarray, dst: np.ndarray, via: np.ndarray | None = None) -> "Adjacency":
+        """Lists from edge arrays ``src -> dst`` (sorted by source then target; duplicates kept only with ``via``)."""
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        if via is None:
+            key = np.unique(src * n + dst)
+            src, dst = key // n, key % n
+        else:
+            order = np.lexsort((np.asarray(via, dtype=np.int64), dst, src))
+            src, dst, via = src[order], dst[order], np.asarray(via, dtype=np.int64)[order]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+        return cls(_frozen(indptr), _frozen(dst), None if via is None else _frozen(via))
+
+    def of(self, v: int) -> np.ndarray:
+        """The neighbours of node ``v`` (ascending positions)."""
+        return self.indices[self.indptr[v]:self.indptr[v + 1]]
+
+    def gather(self, flat: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Neighbours of many (row, node) states given as flat indices ``row * n + node``.
+
+        Returns the neighbours as flat indices in the same rows, and each one's entry in ``indices``.
+        """
+        v = flat % n
+        lo = self.indptr[v]
+        count = self.indptr[v + 1] - lo
+        total = int(count.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        owner = np.repeat(np.arange(flat.size), count)
+        entry = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count) + lo[owner]
+        return (flat - v)[owner] + self.indices[entry], entry
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    out = np.ascontiguousarray(a, dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def _fresh(targets: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndarray:
+    """The distinct ``targets`` not yet ``seen`` (in no particular order), now marked seen.
+
+    ``stamp`` is scratch space as large as ``seen``: each target writes its rank there and keeps itself
+    only if its own rank survived, which keeps one copy of each value without sorting.
+    """
+    new = targets[~seen[targets]]
+    rank = np.arange(new.size)
+    stamp[new] = rank
+    new = new[stamp[new] == rank]
+    seen[new] = True
+    return new
+
+
+def _closure(step: Adjacency, start: np.ndarray) -> np.ndarray:
+    """Every state reachable from ``start`` (bool rows × n) along ``step``, row by row (start included)."""
+    s, n = start.shape
+    seen = start.reshape(-1).copy()
+    stamp = np.empty(seen.size, dtype=np.int64)
+    frontier = np.flatnonzero(seen)
+    while frontier.size:
+        frontier = _fresh(step.gather(frontier, n)[0], seen, stamp)
+    return seen.reshape(s, n)
+
+
+@dataclass(frozen=True, eq=False)
+class NodeLayout:
+    """The nodes of a network in position order: what a bit mask over positions means.
+
+    Attributes
+    ----------
+    nodes : tuple
+    everything : frozenset
+    index : mapping
+        Node -> position.
+    """
+
+    nodes: tuple
+    everything: frozenset = field(init=False, repr=False)
+    index: Mapping[Any, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        object.__setattr__(self, "everything", frozenset(self.nodes))
+        object.__setattr__(self, "index", MappingProxyType({v: k for k, v in enumerate(self.nodes)}))
+
+    def mask(self, bits: bytes) -> np.ndarray:
+        """The bool mask over the nodes packed (``numpy.packbits``) in ``bits``."""
+        return np.unpackbits(np.frombuffer(bits, dtype=np.uint8), count=len(self.nodes)).astype(bool)
+
+    def members(self, bits: bytes) -> frozenset:
+        """The nodes whose bit is set."""
+        nodes = self.nodes
+        return frozenset(nodes[j] for j in np.flatnonzero(self.mask(bits)))
+
+
+# -- the graph ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
 class GraphIndex:
-    """Index arrays of a DAG: adjacency, ancestors, moral graph, and a vectorised Bayes-ball."""
+    """Sparse index arrays of a DAG and the searches over them, built once per graph.
 
-    def __init__(self, graph: nx.DiGraph) -> None:
-        self.graph = graph
-        self.nodes = list(graph.nodes())
-        self.index = {v: k for k, v in enumerate(self.nodes)}
-        n = len(self.nodes)
-        parent = np.zeros((n, n), dtype=bool)
-        for u, v in graph.edges():
-            parent[self.index[u], self.index[v]] = True
-        self.parent = parent  # parent[u, v]: u -> v
-        # Sparse products (single-threaded, no BLAS): small dense float32 products oversubscribe busy cores.
-        self.adj = sparse.csr_matrix(parent.astype(np.float32))
-        self.adj_t = sparse.csr_matrix(parent.T.astype(np.float32))
-        reach = np.eye(n, dtype=bool)
-        for v in reversed([self.index[u] for u in nx.topological_sort(graph)]):  # reach[v, z]: z is v or below v
-            children = np.flatnonzero(parent[v])
-            if children.size:
-                reach[v] |= reach[children].any(axis=0)
-        self.reach_t = sparse.csr_matrix(reach.T.astype(np.float32))  # reach_t[z, v]
-        self.ancestors = reach.T  # ancestors[v, u]: u is v or an ancestor of v
-        self.skeleton = parent | parent.T
-        # Co-parent pairs (a, b) through a child c: the moral edges of an ancestral set are the skeleton
-        # edges inside it plus the pairs whose child is inside it.
-        pa = [np.flatnonzero(parent[:, c]).tolist() for c in range(n)]
-        trip = [(a, b, c) for c in range(n) for j, a in enumerate(pa[c]) for b in pa[c][j + 1:]]
-        arr = np.array(trip, dtype=np.int64).reshape(-1, 3)
-        self._cop_a, self._cop_b, self._cop_c = arr[:, 0], arr[:, 1], arr[:, 2]
-        self.moral = self.ancestral_moral(np.ones(n, dtype=bool))
+    Everything is stored as neighbour lists (memory and time in the number of
+    edges, no n × n table); the searches run breadth-first over many rows —
+    one per conditioning set — at once, on flat ``row * n + node`` indices.
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph
+        The DAG (u → v: u is a parent of v); a frozen copy is kept.
+
+    Attributes
+    ----------
+    nodes : tuple
+        The nodes in the graph's order (positions).
+    index : mapping
+        Node -> position.
+    layout : NodeLayout
+        The nodes and their positions (what the search's bit masks mean).
+    parents, children, skeleton, moral : Adjacency
+        Parents, children, both, and the moral graph (the skeleton plus an
+        edge between every two parents of a child).
+    coparents : Adjacency
+        Co-parent pairs with their common child in ``via`` (a pair appears
+        once per common child): the moral graph of an ancestral set A is the
+        skeleton inside A plus the pairs whose child is in A.
+    """
+
+    graph: nx.DiGraph
+    nodes: tuple = field(init=False, repr=False)
+    index: Mapping[Any, int] = field(init=False, repr=False)
+    layout: NodeLayout = field(init=False, repr=False)
+    parents: Adjacency = field(init=False, repr=False)
+    children: Adjacency = field(init=False, repr=False)
+    skeleton: Adjacency = field(init=False, repr=False)
+    moral: Adjacency = field(init=False, repr=False)
+    coparents: Adjacency = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        graph = nx.freeze(nx.DiGraph(self.graph))
+        layout = NodeLayout(tuple(graph.nodes()))
+        nodes, index = layout.nodes, layout.index
+        n = len(nodes)
+        edges = np.array([(index[u], index[v]) for u, v in graph.edges()], dtype=np.int64).reshape(-1, 2)
+        u, v = edges[:, 0], edges[:, 1]
+        children = Adjacency.from_pairs(n, u, v)
+        parents = Adjacency.from_pairs(n, v, u)
+        a, b, c = _coparent_triples(parents, n)
+        setter = object.__setattr__
+        setter(self, "graph", graph)
+        setter(self, "nodes", nodes)
+        setter(self, "index", index)
+        setter(self, "layout", layout)
+        setter(self, "parents", parents)
+        setter(self, "children", children)
+        setter(self, "skeleton", Adjacency.from_pairs(n, np.concatenate([u, v]), np.concatenate([v, u])))
+        setter(self, "moral", Adjacency.from_pairs(n, np.concatenate([u, v, a, b]), np.concatenate([v, u, b, a])))
+        setter(self, "coparents", Adjacency.from_pairs(n, np.concatenate([a, b]), np.concatenate([b, a]),
+                                                       np.concatenate([c, c])))
+
+    @property
+    def n(self) -> int:
+        """Number of nodes."""
+        return len(self.nodes)
+
+    def mask(self, positions: Any) -> np.ndarray:
+        """A bool mask over the nodes, true at ``positions``."""
+        out = np.zeros(self.n, dtype=bool)
+        out[np.asarray(positions, dtype=np.int64)] = True
+        return out
+
+    def neighbours_of(self, adjacency: Adjacency, members: np.ndarray) -> np.ndarray:
+        """Nodes adjacent (in ``adjacency``) to some node of the bool mask ``members`` (a bool mask)."""
+        return self.mask(adjacency.gather(np.flatnonzero(members), self.n)[0])
+
+    def distances(self, adjacency: Adjacency, source: int) -> np.ndarray:
+        """Breadth-first distances from ``source`` (−1: unreachable)."""
+        dist = np.full(self.n, -1, dtype=np.int64)
+        dist[source] = 0
+        seen = dist == 0
+        stamp = np.empty(self.n, dtype=np.int64)
+        frontier = np.array([source], dtype=np.int64)
+        d = 0
+        while frontier.size:
+            d += 1
+            frontier = _fresh(adjacency.gather(frontier, self.n)[0], seen, stamp)
+            dist[frontier] = d
+        return dist
 
     def d_connected(self, node: int, conditioned: np.ndarray) -> np.ndarray:
         """Nodes d-connected to ``node`` given each row of ``conditioned`` (bool S × V).
@@ -81,25 +256,26 @@ class GraphIndex:
         ``down`` = reached from a parent. A node outside Z passes a ball from a
         child to its parents and children, and from a parent to its children;
         a node in Z or with a descendant in Z (an open collider) passes a ball
-        from a parent up to its parents.
+        from a parent up to its parents. Breadth-first from the new states of
+        each round, all rows at once.
         """
-        z = conditioned
+        z = np.asarray(conditioned, dtype=bool)
         s, n = z.shape
-        anc = _product(z, self.reach_t)  # v in Z or a descendant of v in Z
-        free = ~z
-        up = np.zeros((s, n), dtype=bool)
-        down = np.zeros((s, n), dtype=bool)
-        up[:, node] = True
-        for _ in range(2 * n + 2):
-            to_parents = _product((up & free) | (down & anc), self.adj_t)
-            to_children = _product((up | down) & free, self.adj)
-            new_up = to_parents & ~up
-            new_down = to_children & ~down
-            if not new_up.any() and not new_down.any():
-                break
-            up |= new_up
-            down |= new_down
-        return (up | down) & free
+        free = ~z.reshape(-1)
+        opens = _closure(self.parents, z).reshape(-1)  # v in Z or an ancestor of a node of Z
+        up = np.zeros(s * n, dtype=bool)
+        down = np.zeros(s * n, dtype=bool)
+        stamp = np.empty(s * n, dtype=np.int64)
+        new_up = np.arange(s, dtype=np.int64) * n + node
+        up[new_up] = True
+        new_down = np.zeros(0, dtype=np.int64)
+        while new_up.size or new_down.size:
+            passing = new_up[free[new_up]]
+            to_parents = np.concatenate([passing, new_down[opens[new_down]]])
+            to_children = np.concatenate([passing, new_down[free[new_down]]])
+            new_up = _fresh(self.parents.gather(to_parents, n)[0], up, stamp)
+            new_down = _fresh(self.children.gather(to_children, n)[0], down, stamp)
+        return ((up | down) & free).reshape(s, n)
 
     def remote(self, node: int, conditioned: np.ndarray) -> np.ndarray:
         """Remote sets (bool S × V): nodes d-separated from ``node`` given each row, outside the row."""
@@ -107,66 +283,70 @@ class GraphIndex:
         r[:, node] = False
         return r
 
-    def ancestral_moral(self, within: np.ndarray) -> np.ndarray:
-        """The moral graph of the ancestral set ``within`` (bool V × V, zero outside it)."""
-        m = self.skeleton & within[:, None] & within[None, :]
-        sel = within[self._cop_c]
-        a, b = self._cop_a[sel], self._cop_b[sel]
-        m[a, b] = True
-        m[b, a] = True
-        return m
+    def moral_reach(self, start: np.ndarray, blocked: np.ndarray, within: np.ndarray) -> np.ndarray:
+        """Per row, nodes reached from ``start`` in the moral graph of the ancestral set ``within`` without
+        passing through ``blocked`` (blocked nodes are reached, not crossed). All arguments bool S × V."""
+        s, n = start.shape
+        inside, stop = within.reshape(-1), blocked.reshape(-1)
+        seen = start.reshape(-1).copy()
+        stamp = np.empty(seen.size, dtype=np.int64)
+        frontier = np.flatnonzero(seen & ~stop)
+        while frontier.size:
+            direct = self.skeleton.gather(frontier, n)[0]
+            paired, entry = self.coparents.gather(frontier, n)
+            through = (paired - paired % n) + self.coparents.via[entry]
+            step = np.concatenate([direct[inside[direct]], paired[inside[through]]])
+            frontier = _fresh(step, seen, stamp)
+            frontier = frontier[~stop[frontier]]
+        return seen.reshape(s, n)
+
+    def minimal_separators(self, x: int, targets: np.ndarray, *, included: np.ndarray | None = None,
+                           restricted: np.ndarray | None = None, near_source: np.ndarray | bool = True
+                           ) -> tuple[np.ndarray, np.ndarray]:
+        """Minimal d-separators Z with I ⊆ Z ⊆ R between ``x`` and each row of ``targets`` (bool S × V).
+
+        ``near_source`` (per row or one value): prune first from the targets' side, which leaves the
+        separator bordering ``x``'s component (close to ``x``); False gives one close to the targets.
+        Returns the separators (S × V) and, per row, whether one exists.
+        """
+        n = self.n
+        given = [np.asarray(a, dtype=bool) for a in (targets, included, restricted) if a is not None]
+        near = np.asarray(near_source, dtype=bool)
+        s = max([len(a) for a in given if a.ndim == 2] + [near.size if near.ndim else 1])
+        t = np.broadcast_to(np.asarray(targets, dtype=bool), (s, n))
+        inc = np.zeros((s, n), dtype=bool) if included is None else np.broadcast_to(included, (s, n))
+        res = np.ones((s, n), dtype=bool) if restricted is None else np.broadcast_to(restricted, (s, n))
+        near = np.broadcast_to(near, (s,))
+        src = np.zeros((s, n), dtype=bool)
+        src[:, x] = True
+        an = _closure(self.parents, src | t | inc)
+        z0 = res & an & ~src & ~t
+        ok = ~(inc & ~z0).any(axis=1)
+        ok &= ~(self.moral_reach(src, z0, an) & t).any(axis=1)
+        first = np.where(near[:, None], t, src)
+        second = np.where(near[:, None], src, t)
+        z1 = inc | (z0 & self.moral_reach(first, z0, an))
+        return inc | (z1 & self.moral_reach(second, z1, an)), ok
 
     def minimal_separator(self, x: int, targets: np.ndarray, *, included: np.ndarray | None = None,
                           restricted: np.ndarray | None = None, near_source: bool = True) -> np.ndarray | None:
-        """A minimal d-separator Z (bool mask) with I ⊆ Z ⊆ R between ``x`` and ``targets``, or None.
-
-        ``near_source``: prune first from the ``targets`` side, which leaves the separator bordering ``x``'s
-        component (close to ``x``); False gives one close to the targets.
-        """
-        n = len(self.nodes)
-        inc = np.zeros(n, dtype=bool) if included is None else included
-        res = np.ones(n, dtype=bool) if restricted is None else restricted.copy()
-        src = np.zeros(n, dtype=bool)
-        src[x] = True
-        an = self.ancestors[src | targets | inc].any(axis=0)
-        moral = self.ancestral_moral(an)
-        z0 = res & an & ~src & ~targets
-        if (inc & ~z0).any():
-            return None
-        if (_reach(moral, src, z0) & targets).any():
-            return None
-        first, second = (targets, src) if near_source else (src, targets)
-        z1 = inc | (z0 & _reach(moral, first, z0))
-        return inc | (z1 & _reach(moral, second, z1))
+        """A minimal d-separator Z (bool mask) with I ⊆ Z ⊆ R between ``x`` and ``targets``, or None."""
+        seps, ok = self.minimal_separators(x, targets[None, :], included=None if included is None else included[None],
+                                           restricted=None if restricted is None else restricted[None],
+                                           near_source=near_source)
+        return seps[0] if ok[0] else None
 
 
-def _product(rows: np.ndarray, matrix: sparse.csr_matrix) -> np.ndarray:
-    """Boolean rows (S × V) times a sparse 0/1 matrix (V × V), as booleans: (matrixᵀ · rowsᵀ)ᵀ > 0."""
-    return np.asarray((matrix.T @ rows.T.astype(np.float32)).T) > 0
-
-
-def _reach(moral: np.ndarray, start: np.ndarray, blocked: np.ndarray) -> np.ndarray:
-    """Nodes reached from ``start`` along moral edges without passing through ``blocked`` (reached, not crossed)."""
-    seen = start.copy()
-    frontier = start & ~blocked
-    while frontier.any():
-        nxt = moral[frontier].any(axis=0) & ~seen
-        seen |= nxt
-        frontier = nxt & ~blocked
-    return seen
-
-
-def _distances(adjacency: np.ndarray, source: int) -> np.ndarray:
-    """Breadth-first distances from ``source`` (−1: unreachable)."""
-    dist = np.full(adjacency.shape[0], -1, dtype=np.int64)
-    dist[source] = 0
-    frontier = dist == 0
-    d = 0
-    while frontier.any():
-        d += 1
-        frontier = adjacency[frontier].any(axis=0) & (dist < 0)
-        dist[frontier] = d
-    return dist
+def _coparent_triples(parents: Adjacency, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, c): every pair a < b (in the child's parent order) of parents of a child c."""
+    out = []
+    for c in range(n):
+        pa = parents.of(c)
+        if pa.size > 1:
+            i, j = np.triu_indices(pa.size, k=1)
+            out.append(np.stack([pa[i], pa[j], np.full(i.size, c)], axis=1))
+    arr = np.concatenate(out) if out else np.zeros((0, 3), dtype=np.int64)
+    return arr[:, 0], arr[:, 1], arr[:, 2]
 
 
 class _Rows:
@@ -177,11 +357,17 @@ class _Rows:
         self.rows: list[np.ndarray] = []
         self.seen: set[bytes] = set()
 
+    @staticmethod
+    def normal(mask: np.ndarray, node: int) -> np.ndarray:
+        """A bool copy of ``mask`` without ``node`` (a quilt never holds its own node)."""
+        m = np.asarray(mask, dtype=bool).copy()
+        m[node] = False
+        return m
+
     def add(self, mask: np.ndarray | None) -> bool:
         if mask is None:
             return False
-        m = np.asarray(mask, dtype=bool).copy()
-        m[self.node] = False
+        m = self.normal(mask, self.node)
         key = m.tobytes()
         if key in self.seen:
             return False
@@ -192,8 +378,8 @@ class _Rows:
 
 def _local_rows(g: GraphIndex, v: int, rows: _Rows) -> np.ndarray:
     """Parents, children, both and the Markov blanket; returns the adjacency mask."""
-    parents, children = g.parent[:, v], g.parent[v]
-    spouses = g.parent[:, children].any(axis=1)
+    parents, children = g.mask(g.parents.of(v)), g.mask(g.children.of(v))
+    spouses = g.neighbours_of(g.parents, children)
     rows.add(np.zeros(rows.n, dtype=bool))
     rows.add(parents)
     rows.add(children)
@@ -204,70 +390,102 @@ def _local_rows(g: GraphIndex, v: int, rows: _Rows) -> np.ndarray:
 
 def _ring_rows(g: GraphIndex, v: int, dist: np.ndarray, rows: _Rows) -> None:
     """Moral rings, their borders with the nodes beyond, minimal separators from everything beyond each ring."""
-    for d in range(1, int(dist.max()) + 1):
+    top = int(dist.max())
+    levels = np.arange(1, top + 1)
+    beyond = dist[None, :] > levels[:, None]  # (rings, n)
+    within = (dist[None, :] > 0) & (dist[None, :] <= levels[:, None])
+    cut = np.flatnonzero(beyond.any(axis=1))
+    pairs = np.repeat(cut, 2)
+    sides = np.tile([True, False], cut.size)
+    seps, ok = g.minimal_separators(v, beyond[pairs], restricted=within[pairs], near_source=sides)
+    found = {(int(j), bool(near)): seps[k] if ok[k] else None for k, (j, near) in enumerate(zip(pairs, sides))}
+    for j, d in enumerate(levels):
         ring = dist == d
         rows.add(ring)
-        beyond = dist > d
-        if not beyond.any():
+        if not beyond[j].any():
             continue
-        rows.add(ring & g.moral[beyond].any(axis=0))
-        within = (dist > 0) & (dist <= d)
+        rows.add(ring & g.neighbours_of(g.moral, beyond[j]))
         for near in (True, False):
-            rows.add(g.minimal_separator(v, beyond, restricted=within, near_source=near))
-    skel = _distances(g.skeleton, v)
+            rows.add(found[(j, near)])
+    skel = g.distances(g.skeleton, v)
     for d in range(1, int(skel.max()) + 1):
         rows.add(skel == d)
 
 
-def _separators_towards_nodes(g: GraphIndex, v: int, dist: np.ndarray, adjacent: np.ndarray, rows: _Rows) -> None:
-    """A minimal d-separator towards each non-adjacent node not yet separated by one found before."""
-    n = len(g.nodes)
-    found = [r for r in rows.rows[1:] if r.any()]
-    covered = g.remote(v, np.array(found)).any(axis=0) if found else np.zeros(n, dtype=bool)
-    covered |= g.remote(v, np.zeros((1, n), dtype=bool))[0]
+def _separators_towards_nodes(g: GraphIndex, v: int, dist: np.ndarray, adjacent: np.ndarray, rows: _Rows,
+                              covered: np.ndarray, known: dict[bytes, np.ndarray]) -> None:
+    """A minimal d-separator towards each non-adjacent node not yet separated by one found before, in order of
+    moral distance (then position). ``covered``: the nodes remote for some row so far (updated); ``known``:
+    remote sets by row bytes (each new separator's is added)."""
+    n = g.n
     order = np.lexsort((np.arange(n), np.where(dist < 0, n + 1, dist)))
-    for u in order:
-        if u == v or adjacent[u] or covered[u]:
-            continue
-        target = np.zeros(n, dtype=bool)
-        target[u] = True
-        sep = g.minimal_separator(v, target, near_source=False)
+    skip = adjacent.copy()
+    skip[v] = True
+    start = 0
+    while True:
+        pending = np.flatnonzero(~(skip | covered)[order[start:]])
+        if not pending.size:
+            return
+        start += int(pending[0])
+        u = int(order[start])
+        start += 1
+        sep = g.minimal_separator(v, g.mask([u]), near_source=False)
         if sep is None:  # pragma: no cover - a non-adjacent node always has a separator
             continue
         rows.add(sep)
-        covered |= g.remote(v, sep[None, :])[0]
+        key = sep.tobytes()
+        if key not in known:
+            known[key] = g.remote(v, sep[None, :])[0]
+        covered |= known[key]
 
 
-def _target_rows(g: GraphIndex, v: int, dist: np.ndarray, adjacent: np.ndarray, aims: np.ndarray,
-                 rows: _Rows) -> None:
-    """The targets, and at every moral ring the minimal separators keeping the non-adjacent targets remote."""
-    rows.add(aims)
+def _target_separators(g: GraphIndex, v: int, dist: np.ndarray, adjacent: np.ndarray,
+                       aims: np.ndarray) -> list[np.ndarray | None]:
+    """The targets, and at every moral ring the minimal separators keeping the non-adjacent targets remote
+    (None where none exists), in the order they join the candidates."""
     near_aims, far_aims = aims & adjacent, aims & ~adjacent
     if not far_aims.any():
-        return
+        return [aims]
     allowed = ~far_aims
     allowed[v] = False
     top = int(dist.max())
-    for d in range(1, top + 1):
-        within = allowed & (dist > 0) & (dist <= d) | near_aims
-        for near in (True, False):
-            rows.add(g.minimal_separator(v, far_aims, included=near_aims, restricted=within, near_source=near))
-    for near in (True, False):
-        rows.add(g.minimal_separator(v, far_aims, included=near_aims, restricted=allowed, near_source=near))
+    levels = np.arange(1, top + 1)[:, None]
+    within = allowed & (dist > 0) & (dist <= levels) | near_aims  # (rings, n), then every allowed node
+    restricted = np.repeat(np.concatenate([within, allowed[None, :]]), 2, axis=0)
+    seps, ok = g.minimal_separators(v, far_aims, included=near_aims, restricted=restricted,
+                                    near_source=np.tile([True, False], top + 1))
+    return [aims] + [seps[k] if ok[k] else None for k in range(len(restricted))]
 
 
-def candidate_rows(g: GraphIndex, node: int, targets: Iterable[Any] = ()) -> np.ndarray:
-    """Candidate quilts of ``node`` (bool rows × n, deduplicated, in a deterministic order)."""
-    n = len(g.nodes)
+def candidate_quilts(g: GraphIndex, node: int, targets: Iterable[Any] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate quilts of ``node`` and their remote sets (bool rows × n each, deduplicated, in a
+    deterministic order).
+
+    The remote sets of the local, ring and target candidates come from one Bayes-ball over all of them;
+    each separator towards a node adds its own (it decides which nodes are still to be separated).
+    """
+    n = g.n
     rows = _Rows(n, node)
     adjacent = _local_rows(g, node, rows)
-    dist = _distances(g.moral, node)
+    dist = g.distances(g.moral, node)
     _ring_rows(g, node, dist, rows)
-    _separators_towards_nodes(g, node, dist, adjacent, rows)
     aims = np.zeros(n, dtype=bool)
     for u in targets:
         aims[g.index[u]] = True
     aims[node] = False
-    if aims.any():
-        _target_rows(g, node, dist, adjacent, aims, rows)
-    return np.array(rows.rows, dtype=bool).reshape(-1, n)
+    extra = _target_separators(g, node, dist, adjacent, aims) if aims.any() else []
+    base = len(rows.rows)
+    batch = rows.rows + [_Rows.normal(m, node) for m in extra if m is not None]
+    remote = g.remote(node, np.array(batch, dtype=bool).reshape(-1, n))
+    known = {row.tobytes(): r for row, r in zip(batch, remote)}
+    _separators_towards_nodes(g, node, dist, adjacent, rows, remote[:base].any(axis=0), known)
+    for m in extra:
+        rows.add(m)
+    z = np.array(rows.rows, dtype=bool).reshape(-1, n)
+    r = np.array([known[row.tobytes()] for row in rows.rows], dtype=bool).reshape(-1, n)
+    return z, r
+
+
+def candidate_rows(g: GraphIndex, node: int, targets: Iterable[Any] = ()) -> np.ndarray:
+    """Candidate quilts of ``node`` (bool rows × n, deduplicated, in a deterministic order)."""
+    return candidate_quilts(g, node, targets)[0]

@@ -49,7 +49,7 @@ from .._validation import check_finite_array, check_positive_int, fail, seal_fie
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from .elimination import MAX_FACTOR
-from .quilt_search import GraphIndex, candidate_rows
+from .quilt_search import GraphIndex, NodeLayout, candidate_quilts
 from .signing import FileProvenance
 from .influence import (
     InfluenceEngine,
@@ -97,6 +97,39 @@ class Quilt:
     quilt: frozenset
     nearby: frozenset
     remote: frozenset
+
+    @classmethod
+    def _from_mask(cls, layout: NodeLayout, quilt: frozenset, remote: np.ndarray) -> "Quilt":
+        """A quilt from the search: Q as a set, R as a bit mask over ``layout``'s nodes (N = the rest).
+
+        ``nearby`` and ``remote`` are built on first access: a whole-network calibration keeps thousands of
+        quilts whose sets would each hold most of the network's nodes.
+        """
+        out = object.__new__(cls)
+        object.__setattr__(out, "quilt", quilt)
+        object.__setattr__(out, "_split", (layout, np.packbits(remote).tobytes()))
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        split = self.__dict__.get("_split") if name in ("nearby", "remote") else None
+        if split is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        layout, bits = split
+        remote = layout.members(bits)
+        object.__setattr__(self, "remote", remote)
+        object.__setattr__(self, "nearby", layout.everything - self.quilt - remote)
+        return self.__dict__[name]
+
+    def roles(self, layout: NodeLayout) -> np.ndarray:
+        """int8 per node of ``layout``: 0 nearby, 1 quilt, 2 remote (without building the sets when possible)."""
+        split = self.__dict__.get("_split")
+        out = np.zeros(len(layout.nodes), dtype=np.int8)
+        if split is not None and split[0] is layout:
+            out[layout.mask(split[1])] = 2
+        else:
+            out[[layout.index[v] for v in self.remote]] = 2
+        out[[layout.index[v] for v in self.quilt]] = 1
+        return out
 
     def __post_init__(self) -> None:
         for name in ("quilt", "nearby", "remote"):
@@ -166,6 +199,30 @@ def _check_max_nodes(max_nodes: Any) -> int:
     return m
 
 
+def _check_exhaustive(exhaustive: Any) -> bool | None:
+    if exhaustive is not None and not isinstance(exhaustive, bool):
+        raise ParameterTypeError(f"exhaustive must be True, False or None (automatic); got {exhaustive!r}")
+    return exhaustive
+
+
+def _search_mode(exhaustive: bool | None, n: int, max_nodes: int) -> bool:
+    """Whether to enumerate every subset: as asked, or (None) when the network has at most ``max_nodes`` nodes."""
+    return n <= max_nodes if exhaustive is None else exhaustive
+
+
+def _search_note(exhaustive: bool, asked: bool | None, n: int, max_nodes: int, refine: int) -> str:
+    """How the quilts were searched, in words (kept on the calibration)."""
+    if exhaustive:
+        return f"exhaustive: every subset of the other {n - 1} nodes ({1 << (n - 1)} quilts per node)"
+    note = ("candidate search: parents, children, Markov blanket, moral rings and skeleton layers, minimal "
+            "d-separators (towards every node and the queried ones), "
+            + (f"refined by up to {refine} one-node moves per node" if refine else "no refinement"))
+    if asked is None:
+        note += (f"; chosen automatically: exhaustive enumeration above max_nodes={max_nodes} nodes is infeasible "
+                 f"(this network has {n}, 2^{n - 1} subsets per node)")
+    return note
+
+
 def _quilt_rows(
     structure: _Structure, node: int, exhaustive: bool, max_nodes: int, targets: Iterable[Hashable] = ()
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -189,8 +246,7 @@ def _quilt_rows(
         z, r = np.concatenate(zs), np.concatenate(rs)
         r[:, node] = False
     else:
-        z = candidate_rows(structure, node, targets)
-        r = structure.remote(node, z)
+        z, r = candidate_quilts(structure, node, targets)
     sizes = z.sum(axis=1)
     # Sort by size, then lexicographically by the sorted member indices (weights 2^-j favour low indices).
     weights = np.exp2(-np.arange(n, dtype=float))
@@ -198,28 +254,22 @@ def _quilt_rows(
     return z[order], r[order]
 
 
+def _quilt_set(structure: _Structure, row: np.ndarray) -> frozenset:
+    """The nodes of a bool row."""
+    nodes = structure.nodes
+    return frozenset(nodes[j] for j in np.flatnonzero(row))
+
+
 def _to_quilts(structure: _Structure, z: np.ndarray, r: np.ndarray) -> list[Quilt]:
     """Quilt objects of the rows (built without re-validation: the rows are disjoint by construction)."""
-    nodes = structure.nodes
-    everything = frozenset(nodes)
-    setter = object.__setattr__
-    out = []
-    for zr, rr in zip(z.tolist(), r.tolist()):
-        q = frozenset(v for v, inside in zip(nodes, zr) if inside)
-        rem = frozenset(v for v, inside in zip(nodes, rr) if inside)
-        quilt = object.__new__(Quilt)
-        setter(quilt, "quilt", q)
-        setter(quilt, "nearby", everything - q - rem)
-        setter(quilt, "remote", rem)
-        out.append(quilt)
-    return out
+    return [Quilt._from_mask(structure.layout, _quilt_set(structure, zr), rr) for zr, rr in zip(z, r)]
 
 
 def markov_quilts(
     dag: Any,
     node: Hashable,
     *,
-    exhaustive: bool = True,
+    exhaustive: bool | None = True,
     max_nodes: int = EXHAUSTIVE_MAX_NODES,
     targets: Iterable[Hashable] = (),
 ) -> list[Quilt]:
@@ -230,12 +280,15 @@ def markov_quilts(
     dag : networkx.DiGraph, pgmpy network or ParameterNetwork
         A ``DiscreteBayesianNetwork`` / ``LinearGaussianBayesianNetwork`` is
         read through its nodes and edges, a ParameterNetwork through its
-        first member's graph. Quilts are a property of the graph alone.
+        first member's graph (its index is built once and kept on it).
+        Quilts are a property of the graph alone.
     node : hashable
         The node X_i.
-    exhaustive : bool
+    exhaustive : bool or None
         True: every subset Q of the other nodes (2^(m−1) quilts for m nodes),
-        allowed for networks of at most ``max_nodes`` nodes. False: a candidate
+        allowed for networks of at most ``max_nodes`` nodes. None: the
+        exhaustive search up to ``max_nodes`` nodes, the candidate search
+        beyond. False: a candidate
         search for large networks (:mod:`~bayespriv.calibration.quilt_search`)
         — the empty quilt, the parents, the children, both, the Markov
         blanket, every breadth-first ring of the moral graph (and its border
@@ -244,8 +297,9 @@ def markov_quilts(
         skeleton, and a minimal d-separator towards each non-adjacent node
         not yet separated by one found before (each distinct separator is
         computed once). Masks over node positions throughout: the same
-        quilts for any ``PYTHONHASHSEED``. Remote sets come from the
-        vectorised Bayes-ball (tested against Lauritzen's criterion).
+        quilts for any ``PYTHONHASHSEED``. Remote sets come from a
+        breadth-first Bayes-ball over sparse neighbour lists, every quilt
+        at once (tested against Lauritzen's criterion).
     max_nodes : int
         Largest network (counting every node) for the exhaustive search;
         default 16 (32 768 subsets), at most 20.
@@ -278,16 +332,15 @@ def markov_quilts(
     >>> [str(q) for q in markov_quilts(chain, "a")]
     ['Q={} N={a, b, c} R={}', 'Q={b} N={a} R={c}', 'Q={c} N={a, b} R={}', 'Q={b, c} N={a} R={}']
     """
-    graph = dag.graph(0) if isinstance(dag, ParameterNetwork) else as_digraph(dag)
-    structure = _Structure(graph)
+    structure = dag.structure if isinstance(dag, ParameterNetwork) else _Structure(as_digraph(dag))
     idx = _check_node(structure, node)
-    if not isinstance(exhaustive, bool):
-        raise ParameterTypeError(f"exhaustive must be True or False; got {exhaustive!r}")
+    asked = _check_exhaustive(exhaustive)
     aims = list(targets) if not isinstance(targets, (str, bytes)) else [targets]
     unknown = [u for u in aims if u not in structure.index]
     if unknown:
         raise fail("targets", "nodes of the network", unknown)
-    z, r = _quilt_rows(structure, idx, exhaustive, _check_max_nodes(max_nodes), aims)
+    limit = _check_max_nodes(max_nodes)
+    z, r = _quilt_rows(structure, idx, _search_mode(asked, structure.n, limit), limit, aims)
     return _to_quilts(structure, z, r)
 
 
@@ -355,6 +408,7 @@ class QuiltCalibration:
         Sensitive node -> number of quilts not scored (joint table above
         ``max_states``, elimination plan above ``max_factor``, grid too large).
     exhaustive : bool
+        Whether every subset of the other nodes was searched (see ``search``).
     confidence : float or None
         1.0: every max-influence is exact; None when some are numerical
         estimates (continuous parameters; assumption ``"numerical_influence"``).
@@ -374,6 +428,10 @@ class QuiltCalibration:
         The file it was loaded from and whether it verified (None when
         computed in this process); see :attr:`Calibration.provenance
         <bayespriv.Calibration.provenance>`.
+    search : str
+        How the quilts were searched, in words: exhaustive, or the candidate
+        search with its refinement, and whether it was chosen automatically
+        because the network has more than ``max_nodes`` nodes.
 
     Notes
     -----
@@ -402,6 +460,7 @@ class QuiltCalibration:
     parameter_network: ParameterNetwork | None = field(default=None, repr=False)
     skip_reasons: Mapping[Hashable, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}), repr=False)
     provenance: FileProvenance | None = field(default=None, repr=False)
+    search: str = ""
 
     @property
     def content_hash(self) -> str | None:
@@ -409,6 +468,22 @@ class QuiltCalibration:
         :attr:`Calibration.content_hash <bayespriv.Calibration.content_hash>`); None otherwise."""
         p = self.provenance
         return p.content_hash if p is not None and p.verified else None
+
+    def roles(self, node: Hashable) -> np.ndarray:
+        """The candidates of a sensitive ``node`` as an int8 array (candidates × network nodes, in the
+        graph's node order): 0 nearby, 1 quilt, 2 remote. Read from the search's masks, without building
+        the nearby and remote sets."""
+        if node not in self.candidates:
+            raise fail("node", f"a sensitive node {list(self.sensitive)!r}", node)
+        layout = self._layout()
+        rows = [c.quilt.roles(layout) for c in self.candidates[node]]
+        return np.array(rows, dtype=np.int8).reshape(len(rows), len(layout.nodes))
+
+    def _layout(self) -> NodeLayout:
+        pnet = self.parameter_network
+        if pnet is not None and tuple(pnet.structure.nodes) == tuple(self.graph.nodes()):
+            return pnet.structure.layout
+        return NodeLayout(tuple(self.graph.nodes()))
 
     @property
     def n_members(self) -> int:
@@ -441,7 +516,7 @@ class QuiltCalibration:
         if isinstance(members, (str, bytes)) or not isinstance(members, Iterable):
             raise ParameterTypeError(f"quilt must be a collection of nodes or a Quilt; got {type(quilt).__name__}")
         q = frozenset(members)
-        structure = _Structure(self.graph)
+        structure = self._structure()
         unknown = [v for v in q if v not in structure.index]
         if unknown or node in q:
             raise fail("quilt", f"nodes of the network other than {node!r}", sorted(map(str, q)))
@@ -459,6 +534,13 @@ class QuiltCalibration:
         sens = self.query.column_sensitivity(cols, self.n_records, ord=1) if cols else 0.0
         engine = self.engine if self.engine is not None else InfluenceEngine(list(self.networks))
         return QuiltScore(full, float(sens), engine(node, q))
+
+    def _structure(self) -> _Structure:
+        """The graph index: the declared network's (built once per network), else one of ``graph``."""
+        pnet = self.parameter_network
+        if pnet is not None and tuple(pnet.structure.nodes) == tuple(self.graph.nodes()):
+            return pnet.structure
+        return _Structure(self.graph)
 
     def to_netcdf(self, path: Any, *, seed: int | None = None, key: bytes | None = None) -> Any:
         """Save to a netCDF file, signed with ``key`` (default: the owner's key;
@@ -532,14 +614,16 @@ def _undominated(z: np.ndarray, sens: np.ndarray, exhaustive: bool, n: int, node
             has = full[(full >> b) & 1 == 1]
             strict[has] = np.minimum(strict[has], sub[has ^ (1 << b)])
         return sens < strict[masks]
-    keep = np.ones(s, dtype=bool)
-    zi = z.astype(np.float32)
+    return ~(_strict_subsets(z) & (sens[:, None] <= sens[None, :])).any(axis=0)
+
+
+def _strict_subsets(z: np.ndarray) -> np.ndarray:
+    """``out[a, b]``: row a is a strict subset of row b (bool S × S), on the bits of the columns in use."""
+    used = z[:, z.any(axis=0)]
+    packed = np.packbits(used, axis=1)  # S × words
     sizes = z.sum(axis=1)
-    inter = zi @ zi.T  # |Q_a ∩ Q_b|
-    subset = (inter == sizes[:, None]) & (sizes[:, None] < sizes[None, :])  # a ⊂ b strictly
-    dominated = (subset & (sens[:, None] <= sens[None, :])).any(axis=0)
-    keep &= ~dominated
-    return keep
+    inside = ~(packed[:, None, :] & ~packed[None, :, :]).any(axis=2)  # a ⊆ b
+    return inside & (sizes[:, None] < sizes[None, :])
 
 
 def _scores(cands: Sequence[QuiltScore], n_members: int, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
@@ -600,14 +684,15 @@ def _neighbours(g: GraphIndex, node: int, z: np.ndarray) -> list[np.ndarray]:
         w = z.copy()
         w[u] = False
         out.append(w)
-    around = g.moral[np.append(members, node)].any(axis=0) & ~z
+    around = g.neighbours_of(g.moral, g.mask(np.append(members, node))) & ~z
     around[node] = False
     for u in np.flatnonzero(around):
         w = z.copy()
         w[u] = True
         out.append(w)
     for u in members:
-        for t in np.flatnonzero(g.moral[u] & ~z):
+        near = g.moral.of(u)
+        for t in near[~z[near]]:
             if t != node:
                 w = z.copy()
                 w[u] = False
@@ -659,6 +744,8 @@ class _QuiltSearch:
     max_nodes: int
     max_states: int
     refine: int = 0
+    note: str = ""
+    graph: nx.DiGraph | None = None
 
 
 def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int, options: Mapping[str, Any]) -> _QuiltSearch:
@@ -669,7 +756,7 @@ def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int,
     for j in range(1, len(engine.networks)):
         if set(engine.graph(j).edges()) != set(graph.edges()):
             raise ValidationError(f"networks of a family must share one graph; member {j} has different edges")
-    structure = _Structure(graph)
+    structure = pnet.structure
     sens_nodes = (sensitive,) if not isinstance(sensitive, (list, tuple)) else tuple(sensitive)
     if not sens_nodes:
         raise fail("sensitive", "a node or a non-empty sequence of nodes", sensitive)
@@ -686,16 +773,17 @@ def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int,
             f"query must read only columns governed by the network's parameters {governed!r}; got {stray!r} "
             "(declare the parameter of each column in ParameterNetwork(network, columns=...))"
         )
-    if not isinstance(options["exhaustive"], bool):
-        raise ParameterTypeError(f"exhaustive must be True or False; got {options['exhaustive']!r}")
+    asked = _check_exhaustive(options["exhaustive"])
     kq = query.k if options["k"] is None else check_positive_int(options["k"], "k")
     if kq is None:
         raise ValidationError(f"k must be given for query {query.name!r}, whose number of components is unknown; got None")
+    limit = _check_max_nodes(options["max_nodes"])
+    refine = check_positive_int(options["refine"], "refine", minimum=0)
+    exhaustive = _search_mode(asked, structure.n, limit)
     return _QuiltSearch(pnet, engine, structure, sens_nodes, tuple(sens_idx),
-                        frozenset(pnet.owner(c) for c in query.columns), n, int(kq), options["exhaustive"],
-                        _check_max_nodes(options["max_nodes"]),
-                        check_positive_int(options["max_states"], "max_states", minimum=2),
-                        check_positive_int(options["refine"], "refine", minimum=0))
+                        frozenset(pnet.owner(c) for c in query.columns), n, int(kq), exhaustive, limit,
+                        check_positive_int(options["max_states"], "max_states", minimum=2), refine,
+                        _search_note(exhaustive, asked, structure.n, limit, refine), graph)
 
 
 def _score_quilts(s: _QuiltSearch, query: Query) -> tuple[dict, dict, dict, dict, float]:
@@ -734,29 +822,27 @@ def _row_sensitivities(s: _QuiltSearch, z: np.ndarray, r: np.ndarray, delta: Any
     """Δ_{A∩N} F of each row (computed once per distinct pattern A ∩ N)."""
     if len(z) == 0:
         return np.zeros(0)
-    queried_mask = np.array([u in s.queried for u in s.structure.nodes])
-    nodes_arr = np.array(s.structure.nodes, dtype=object)
-    patterns, inverse = np.unique(~z & ~r & queried_mask, axis=0, return_inverse=True)
-    pattern_sens = np.array([delta(frozenset(nodes_arr[p])) for p in patterns])
+    cols = np.array(sorted(s.structure.index[u] for u in s.queried), dtype=np.int64)
+    patterns, inverse = np.unique(~z[:, cols] & ~r[:, cols], axis=0, return_inverse=True)
+    nodes = s.structure.nodes
+    pattern_sens = np.array([delta(frozenset(nodes[j] for j in cols[p])) for p in patterns])
     return pattern_sens[np.asarray(inverse).reshape(-1)]
 
 
 def _score_rows(s: _QuiltSearch, v: Hashable, z: np.ndarray, r: np.ndarray, sens: np.ndarray, state: _Scored) -> int:
     """Score rows (e(X_Q | X_i) per member); rows refused by the engine are recorded with the reason."""
-    nodes_arr = np.array(s.structure.nodes, dtype=object)
-    everything = frozenset(s.structure.nodes)
     added = 0
     for row in range(len(z)):
-        q = frozenset(nodes_arr[z[row]])
+        q = _quilt_set(s.structure, z[row])
         why = s.engine.refusal(v, q, s.max_states) if q else None
         if why is not None:
             state.reasons.append(why)
             continue
-        rem = frozenset(nodes_arr[r[row]])
         state.z.append(z[row])
         state.r.append(r[row])
         state.sens.append(float(sens[row]))
-        state.scores.append(QuiltScore(Quilt(q, everything - q - rem, rem), float(sens[row]), s.engine(v, q)))
+        quilt = Quilt._from_mask(s.structure.layout, q, r[row])
+        state.scores.append(QuiltScore(quilt, float(sens[row]), s.engine(v, q)))
         added += 1
     return added
 
@@ -800,7 +886,7 @@ def calibrate_quilts(
     *,
     n_records: int,
     columns: Mapping[Hashable, str | Sequence[str]] | None = None,
-    exhaustive: bool = True,
+    exhaustive: bool | None = None,
     max_nodes: int = EXHAUSTIVE_MAX_NODES,
     k: int | None = None,
     max_states: int = 2**16,
@@ -841,8 +927,14 @@ def calibrate_quilts(
         Only with a PyMC model or parameter density: node -> dataset
         column(s) of its attribute; default: the node's name. A
         ParameterNetwork carries its own (passing both is refused).
-    exhaustive, max_nodes
-        As in :func:`markov_quilts`.
+    exhaustive : bool or None
+        None (default): the exhaustive search for networks of at most
+        ``max_nodes`` nodes, the candidate search beyond (enumerating 2^(m−1)
+        subsets per node is infeasible there); the calibration's ``search``
+        says which ran and why. True / False force one (True refuses a
+        network above ``max_nodes``); see :func:`markov_quilts`.
+    max_nodes : int
+        Largest network for the exhaustive search (default 16, at most 20).
     k : int, optional
         Number of components of F, when the query cannot tell without data.
     max_states : int
@@ -884,8 +976,8 @@ def calibrate_quilts(
         What ``ParameterNetwork`` refuses (e.g. states that are record
         values), ``columns`` together with a ParameterNetwork, unknown
         sensitive node, a query reading columns that no parameter governs, a
-        query without column sensitivity, too large a network for the
-        exhaustive search.
+        query without column sensitivity, a network above ``max_nodes``
+        with ``exhaustive=True``.
 
     Privacy
     -------
@@ -918,7 +1010,7 @@ def calibrate_quilts(
     extra = tuple(dict.fromkeys(a for scores in candidates.values() for c in scores for a in c.influence.assumptions))
     return QuiltCalibration(
         networks=search.engine.networks,
-        graph=search.structure.graph,
+        graph=search.graph,
         sensitive=search.sensitive,
         query=query,
         n_records=n,
@@ -936,6 +1028,7 @@ def calibrate_quilts(
         assumptions=("parameters_bayes_net",) + extra,
         engine=search.engine,
         parameter_network=pnet,
+        search=search.note,
     )
 
 
