@@ -426,13 +426,16 @@ def calibrate(
                                  posteriors=m.posteriors, finite_laws=None if laws is None else laws[i])
         for i, m in enumerate(prepared)
     ]
-    if not family:
-        return cals[0]
+    return _family_result(cals, model.covers) if family else cals[0]
+
+
+def _family_result(cals: list[Calibration], covers: str) -> Calibration:
+    """A family's calibration: its worst member (largest L2 sensitivity bound) holding every member."""
     worst = int(np.argmax([c.pair_sensitivities(2, bound=True).max() for c in cals]))
     diagnostics = dict(cals[worst].diagnostics)
     diagnostics["family"] = {
         "members": len(cals),
-        "covers": model.covers,
+        "covers": covers,
         "worst_theta": dict(cals[worst].theta or {}),
     }
     return replace(cals[worst], family=tuple(cals), diagnostics=diagnostics)
