@@ -10,11 +10,13 @@ Independent computations, written here without the library:
 * δ(ε) of the released laws ``P_s = μ_s ∗ N(0, σ²)`` (and ``∗ Lap(b)``): the sign changes of
   D(y) = p_a(y) − e^ε p_b(y) on a dense float grid (log space), each root refined by mpmath at 40 digits,
   and the masses of the intervals where D > 0 summed in closed form (normal / Laplace CDFs in mpmath).
-  Agreement to 1e-9 relative.
+  Agreement to 1e-9 relative;
+* for the Wasserstein mechanism (pure ε, Δ_W the exact W∞ of the laws): the largest privacy loss
+  |log p_a(y) − log p_b(y)| of the released laws, on a dense grid and at ±∞ (closed form), is at most ε.
 
 Nothing here is random beyond the calibration's draws, which the exact route does not read: every
-comparison is deterministic. Twin: half the noise variance (standard deviations × 1/√2) gives an
-independent δ above the target.
+comparison is deterministic. Twins: half the noise variance (standard deviations × 1/√2) gives an
+independent δ above the target; half the Wasserstein mechanism's Laplace scale a privacy loss above ε.
 """
 
 from __future__ import annotations
@@ -166,3 +168,25 @@ def test_exact_laws_need_no_more_noise_than_the_sampled_route(calibration):
     exact, other = APGM(calibration, epsilon=EPSILON, delta=DELTA), APGM(sampled, epsilon=EPSILON, delta=DELTA)
     assert "sampled_law" in other.guarantee.assumptions and other.guarantee.confidence == 0.95
     assert exact.noise_cov[0, 0] <= other.noise_cov[0, 0]
+
+
+def _largest_privacy_loss(scale: float) -> float:
+    """sup_y |log p_a(y) − log p_b(y)| of the two laws convolved with Lap(scale): on a grid of spacing
+    scale/100 over the support and 40 scales beyond, and the limits at ±∞ (closed form)."""
+    (xa, wa), (xb, wb) = LAWS
+    y = np.linspace(min(xa.min(), xb.min()) - 40 * scale, max(xa.max(), xb.max()) + 40 * scale, 200_001)
+    loss = np.abs(_log_density(y, xa, wa, "laplace", scale) - _log_density(y, xb, wb, "laplace", scale))
+    tails = [abs(logsumexp(s * xa / scale, b=wa) - logsumexp(s * xb / scale, b=wb)) for s in (1, -1)]
+    return float(max(loss.max(), *tails))
+
+
+def test_wasserstein_mechanism_on_exact_laws_keeps_its_pure_epsilon(calibration):
+    """Δ_W is the exact W∞ of the laws (confidence 1): the released laws' largest privacy loss is at most ε
+    (Theorem 3.1); the twin with half the Laplace scale exceeds it."""
+    w = bp.mechanisms.Wasserstein(calibration, epsilon=EPSILON)
+    assert (w.guarantee.epsilon, w.guarantee.delta, w.guarantee.confidence) == (EPSILON, 0.0, 1.0)
+    assert w.guarantee.assumptions == ()
+    scale = float(w.noise_scale[0])
+    assert scale == w.sensitivity / EPSILON
+    assert _largest_privacy_loss(scale) <= EPSILON * (1 + 1e-9)
+    assert _largest_privacy_loss(scale / 2) > EPSILON
