@@ -212,3 +212,12 @@ def test_a_family_root_and_members_all_hold_laws_or_none():
     with pytest.raises(ValidationError, match="finite_laws must be given for every member"):
         dataclasses.replace(plain, family=(member, member))
     assert dataclasses.replace(member, family=(member, member)).is_family
+
+
+def test_convergence_of_the_draws_is_refused_for_exact_laws():
+    """Nothing rests on the draws of an exact-law calibration: their number has nothing to converge."""
+    cal = bp.calibrate(_model(), PAIR, bp.count("xray", "pos"), n_draws=100, rng=1)
+    for call in (cal.convergence, lambda: cal.draws_for_slack(0.1), lambda: bp.diagnostics.plot_convergence(cal)):
+        with pytest.raises(ValidationError, match="no bound rests on its draws"):
+            call()
+    assert cal.to_inference_data().posterior.sizes["draw"] == 100  # the draws themselves stay available
