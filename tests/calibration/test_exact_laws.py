@@ -221,3 +221,11 @@ def test_convergence_of_the_draws_is_refused_for_exact_laws():
         with pytest.raises(ValidationError, match="no bound rests on its draws"):
             call()
     assert cal.to_inference_data().posterior.sizes["draw"] == 100  # the draws themselves stay available
+
+
+def test_a_plug_in_request_is_exact_with_the_laws_and_plug_in_without():
+    query = bp.count("xray", "pos")
+    cal = bp.calibrate(_model(), PAIR, query, n_draws=50, rng=1, confidence=None)
+    assert cal.exact and not cal.plug_in and "estimated_moments" not in cal.assumptions
+    plug = bp.calibrate(_model(), PAIR, query, n_draws=50, rng=1, confidence=None, exact_laws=False)
+    assert plug.plug_in and "estimated_moments" in plug.assumptions
