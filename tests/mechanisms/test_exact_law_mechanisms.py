@@ -190,3 +190,37 @@ def test_wasserstein_mechanism_on_exact_laws_keeps_its_pure_epsilon(calibration)
     assert scale == w.sensitivity / EPSILON
     assert _largest_privacy_loss(scale) <= EPSILON * (1 + 1e-9)
     assert _largest_privacy_loss(scale / 2) > EPSILON
+
+
+def _independent_count_calibration(sampled: bool) -> bp.Calibration:
+    """A category independent of the secret's column: the count's law barely moves with the share."""
+    g = np.random.default_rng(8)
+    table = pd.DataFrame({"sex": g.choice(["F", "M"], 3000), "xray": g.choice(["pos", "neg"], 3000)})
+    model = bp.EmpiricalDataModel(table, N_RECORDS)
+    return bp.calibrate(model, bp.SecretPair(*SECRETS), bp.count("xray", "pos"), n_draws=2000, rng=5,
+                        exact_laws=not sampled)
+
+
+def test_an_exact_law_that_meets_delta_alone_gets_no_noise_and_a_sampled_one_always_does():
+    """Independent check: releasing the count itself has δ(ε) = max over directions of
+    Σ_x max(0, p_a(x) − e^ε p_b(x)) (here by hand on the exact laws); the smallest ε with δ(ε) ≤ δ is
+    found by bisection. Above it APGM adds no noise; below it (the twin) it must add some."""
+    exact = _independent_count_calibration(sampled=False)
+    (cond,) = conditions_of(exact)
+    pa, pb = cond.law_a.weights, cond.law_b.weights  # the same support, counts 0..n
+
+    def bare_delta(eps: float) -> float:
+        return max(float(np.maximum(0.0, pa - math.exp(eps) * pb).sum()),
+                   float(np.maximum(0.0, pb - math.exp(eps) * pa).sum()))
+
+    lo, hi = 0.0, 20.0
+    for _ in range(60):
+        lo, hi = (lo, (lo + hi) / 2) if bare_delta((lo + hi) / 2) <= DELTA else ((lo + hi) / 2, hi)
+    assert 0.01 < hi < 5  # the laws differ a little: a real threshold
+    quiet = APGM(exact, epsilon=hi * 1.02, delta=DELTA)
+    assert quiet.noise_cov.tolist() == [[0.0]] and quiet.accounting.factor == 0.0
+    assert "no noise" in quiet.guarantee.theorem
+    # Twin: below the threshold the exact law alone does not meet δ, so noise is added.
+    assert APGM(exact, epsilon=hi * 0.9, delta=DELTA).noise_cov[0, 0] > 0
+    # The sampled route never releases without noise: its draws say nothing of the law between atoms.
+    assert APGM(_independent_count_calibration(sampled=True), epsilon=hi * 1.02, delta=DELTA).noise_cov[0, 0] > 0
