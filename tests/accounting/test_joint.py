@@ -176,6 +176,9 @@ def test_joint_gaussian_reports_a_leak_as_such():
     with pytest.raises(JointLeakError, match=r"together reveal the secret: joint ε = ∞ at δ = 0.002"):
         bp.JointGaussian([ma, mb], stacked)
     na, nb = _mechanisms()  # with the accountant's noise: a finite joint ε, at least the exact one
+    with pytest.raises(JointLeakError, match=r"the draws cannot establish it: .* calibrate with more draws"):
+        bp.JointGaussian([na, nb], stacked)  # 4 000 draws: the estimate meets δ, its upper bound does not
+    stacked = bp.calibrate(MODEL, PAIR, bp.stack(QA, bp.mean("y")), n_draws=20_000, rng=3)
     joint = bp.JointGaussian([na, nb], stacked)
     sa, sb = float(na.noise_cov[0, 0]), float(nb.noise_cov[0, 0])
     cov = np.array([[8.0 + sa, 8.0], [8.0, 8.0 + sb]])
