@@ -20,6 +20,17 @@ Target: under 10 s in total. Run by hand (never as a timed unit test)::
     .venv/bin/python benchmarks/bench_quilts.py [--nodes 50] [--seed 0] [--max-states 65536] [--no-write]
     .venv/bin/python benchmarks/bench_quilts.py --quality 30   # candidate / exhaustive ratio table (old vs new)
 
+Whole-network calibration scaling (``--scaling``): ``calibrate_quilts`` with
+every node sensitive, candidate search without refinement, a stack of bounded
+means over every ``n // 5``-th node, 100 records, on the same random network
+at each size; each size in a fresh interpreter. ``--code PATH`` times the
+package found at PATH instead (e.g. a worktree of an older commit), and
+``--before FILE`` adds the figures of such a run (saved with ``--json FILE``)
+as the "before" column::
+
+    .venv/bin/python benchmarks/bench_quilts.py --scaling 100,1000,3200 --code /tmp/old --json before.json
+    .venv/bin/python benchmarks/bench_quilts.py --scaling 100,1000,3200,5000 --before before.json
+
 Appends a section to benchmarks/RESULTS_quilts.md unless ``--no-write``.
 """
 
@@ -28,7 +39,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import datetime as _dt
+import json
 import os
+import subprocess
 import platform
 import sys
 import time
@@ -150,6 +163,77 @@ def quality(n_networks: int = 30) -> list[str]:
     return out
 
 
+_SCALING_SCRIPT = r"""
+import hashlib, json, sys, time, warnings
+warnings.filterwarnings("ignore")
+code, bench, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path[:0] = [code, bench]
+import bayespriv as bp
+from bench_quilts import random_network
+from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
+bn = random_network(n, 0)
+names = list(bn.nodes())
+t0 = time.perf_counter()
+net = ParameterNetwork(bn, columns={v: v for v in names})
+query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0)) for v in names[::max(1, n // 5)]])
+cal = calibrate_quilts(net, names, query, n_records=100, exhaustive=False, refine=0)
+seconds = time.perf_counter() - t0
+rows = [(str(v), sorted(map(str, c.quilt.quilt)), c.sensitivity.hex(), float(c.influence.value).hex())
+        for v in cal.sensitive for c in cal.candidates[v]]
+print(json.dumps({"nodes": n, "edges": bn.number_of_edges(), "seconds": seconds, "sensitivity": cal.sensitivity.hex(),
+                  "scored": len(rows), "skipped": sum(cal.skipped.values()),
+                  "hash": hashlib.sha256(repr(rows).encode()).hexdigest()[:16]}))
+"""
+
+
+def scaling(sizes: list[int], code: Path) -> list[dict]:
+    """Whole-network ``calibrate_quilts`` at each size, each in a fresh interpreter running the package at ``code``."""
+    out = []
+    for n in sizes:
+        done = subprocess.run([sys.executable, "-c", _SCALING_SCRIPT, str(code), str(ROOT / "benchmarks"), str(n)],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"scaling run at {n} nodes failed:\n{done.stderr[-3000:]}")
+        out.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(out[-1], flush=True)
+    return out
+
+
+def scaling_lines(after: list[dict], before: list[dict]) -> list[str]:
+    """The scaling table (before / after per size) and the targets, in Markdown."""
+    old = {r["nodes"]: r for r in before}
+    first = after[0]
+    lines = ["| nodes (edges) | before (s) | after (s) | after / after at "
+             f"{first['nodes']} nodes | quilts scored (skipped) | result hash before / after |", "|---|---|---|---|---|---|"]
+    for r in after:
+        b = old.get(r["nodes"])
+        lines.append(f"| {r['nodes']} ({r['edges']}) | {'–' if b is None else format(b['seconds'], '.1f')} | "
+                     f"{r['seconds']:.1f} | {r['seconds'] / first['seconds']:.1f}× | {r['scored']} ({r['skipped']}) | "
+                     f"{'–' if b is None else b['hash']} / {r['hash']} |")
+    by = {r["nodes"]: r for r in after}
+    if 1000 in by and 100 in by:
+        t, ratio = by[1000]["seconds"], by[1000]["seconds"] / by[100]["seconds"]
+        lines.append(f"\n1 000 nodes: {t:.1f} s (target < 120 s: {'met' if t < 120 else 'NOT met'}), "
+                     f"{ratio:.1f}× the 100-node time (target ≤ 15×: {'met' if ratio <= 15 else 'NOT met'}).")
+    if 5000 in by:
+        t = by[5000]["seconds"]
+        lines.append(f"5 000 nodes: {t:.1f} s (target < 600 s: {'met' if t < 600 else 'NOT met'}).")
+    same = [n for n in old if n in by and old[n]["hash"] == by[n]["hash"]]
+    lines.append(f"Identical quilts, sensitivities and max-influence bits before and after at {same or 'no size'}.")
+    return lines
+
+
+def _write_section(title: str, command: str, lines: list[str], bullets: bool = True) -> None:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    text = (f"\n## {title} ({stamp})\n\n`{command}`; {platform.python_implementation()} {platform.python_version()}, "
+            f"{os.cpu_count()} CPUs (load average {load:.1f} at the end), `time.perf_counter`, one run.\n\n"
+            + "".join((f"- {line}\n" if bullets else f"{line}\n") for line in lines))
+    with RESULTS.open("a", encoding="utf-8") as fh:
+        fh.write(text)
+    print(f"appended to {RESULTS}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=50)
@@ -161,7 +245,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--quality", type=int, default=0, metavar="N",
                     help="instead: the candidate / exhaustive APMQM scale table on N small random networks")
+    ap.add_argument("--scaling", default="", metavar="N,N,...",
+                    help="instead: whole-network calibrate_quilts at these sizes (each in a fresh interpreter)")
+    ap.add_argument("--code", default=str(ROOT), help="with --scaling: the package root to time")
+    ap.add_argument("--json", default="", help="with --scaling: also save the figures to this file")
+    ap.add_argument("--before", default="", help="with --scaling: figures of an older package (from --json)")
     args = ap.parse_args(argv)
+    if args.scaling:
+        after = scaling([int(x) for x in args.scaling.split(",")], Path(args.code))
+        before = json.loads(Path(args.before).read_text()) if args.before else []
+        if args.json:
+            Path(args.json).write_text(json.dumps(after))
+        lines = scaling_lines(after, before)
+        print("\n".join(lines))
+        if not args.no_write:
+            _write_section("Whole-network calibrate_quilts, random sparse binary network",
+                           f"benchmarks/bench_quilts.py --scaling {args.scaling}", lines, bullets=False)
+        return 0
     if args.quality:
         print("\n".join(quality(args.quality)))
         return 0

@@ -32,7 +32,7 @@ import numpy as np
 from ..datamodels.cpd_tables import CPDTables, read_cpd_tables
 from ..errors import ValidationError
 
-__all__ = ["DiscreteTables", "EliminationPlan", "MAX_FACTOR"]
+__all__ = ["BucketMemo", "DiscreteTables", "EliminationPlan", "MAX_FACTOR"]
 
 #: Default bound on the largest intermediate factor (entries) of one query.
 MAX_FACTOR = 2**22
@@ -93,6 +93,7 @@ class DiscreteTables:
         self.scopes = cpds.scopes
         self.tables = cpds.tables
         self.parents = tuple(scope[1:] for scope in self.scopes)
+        self.buckets = BucketMemo(len(self.nodes))
 
     def ancestral(self, targets: Sequence[int]) -> tuple[int, ...]:
         """Positions of the targets and all their ancestors, sorted."""
@@ -119,14 +120,16 @@ class DiscreteTables:
 
         The factors are kept in the order they entered the pool (the CPDs by position, then each bucket's
         product appended), and each bucket multiplies its factors in that order: the arithmetic, hence every
-        bit of the result, depends on the plan alone.
+        bit of the result, depends on the plan alone. A bucket already summed for an earlier plan (the same
+        variable over the same factors, in the same order) is taken from :attr:`buckets`: the same inputs
+        give the same bits, so reusing it changes nothing but the time.
         """
         if plan.largest > max_factor:
             raise ValidationError(self.refusal(plan, max_factor))
-        pool: list[tuple[tuple[int, ...], np.ndarray] | None] = [(self.scopes[k], self.tables[k]) for k in plan.factors]
+        pool: list[_Factor | None] = [_Factor(self.scopes[k], self.tables[k], k) for k in plan.factors]
         holding: dict[int, list[int]] = {}  # variable -> positions in the pool of the factors mentioning it
-        for fid, (scope, _) in enumerate(pool):  # type: ignore[misc]
-            for v in scope:
+        for fid, f in enumerate(pool):
+            for v in f.scope:  # type: ignore[union-attr]
                 holding.setdefault(v, []).append(fid)
         for x in plan.order:
             ids = holding.pop(x)
@@ -134,14 +137,12 @@ class DiscreteTables:
             gone = set(ids)
             for i in ids:
                 pool[i] = None
-            for v in set().union(*(f[0] for f in bucket)) - {x}:
+            for v in set().union(*(f.scope for f in bucket)) - {x}:
                 holding[v] = [i for i in holding[v] if i not in gone]
-            union = sorted(set().union(*(f[0] for f in bucket)))
-            out = tuple(v for v in union if v != x)
-            pool.append((out, _contract(bucket, out)))
-            for v in out:
+            pool.append(self.buckets.summed(x, bucket))
+            for v in pool[-1].scope:
                 holding.setdefault(v, []).append(len(pool) - 1)
-        return _contract([f for f in pool if f is not None], plan.targets)
+        return _contract([(f.scope, f.values) for f in pool if f is not None], plan.targets)
 
     def refusal(self, plan: EliminationPlan, max_factor: int) -> str:
         """The reason a plan is refused: its largest factor against the bound."""
@@ -149,6 +150,58 @@ class DiscreteTables:
         return (f"max_factor must bound the largest intermediate factor of the variable elimination for "
                 f"P({', '.join(shown)}); got max_factor={max_factor} and a plan (min-weight order over "
                 f"{len(plan.factors)} ancestral nodes) whose largest factor has {plan.largest} entries")
+
+
+@dataclass(frozen=True)
+class _Factor:
+    """A factor of the elimination: its variables (positions), values, and an id naming how it was computed
+    (a CPD's position, or a number given by :class:`BucketMemo` to a summed bucket)."""
+
+    scope: tuple[int, ...]
+    values: np.ndarray
+    key: int
+
+
+class BucketMemo:
+    """Summed buckets of the variable elimination, kept per network and shared by every query on it.
+
+    A bucket is named by the variable summed out and the ids of its factors in order; the same name means
+    the same inputs in the same order, hence the same einsum and the same bits. At most ``limit`` buckets
+    are kept; beyond, the memo starts afresh (results do not depend on it).
+
+    Parameters
+    ----------
+    first_id : int
+        The first id given to a summed bucket (ids below are the CPDs' positions).
+    limit : int
+        Largest number of buckets kept.
+    """
+
+    def __init__(self, first_id: int, limit: int = 400_000) -> None:
+        self.first_id = int(first_id)
+        self.limit = int(limit)
+        self._known: dict[tuple[int, ...], _Factor] = {}
+        self._next = self.first_id
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def summed(self, x: int, bucket: list[_Factor]) -> _Factor:
+        """The product of ``bucket`` (in order) with ``x`` summed out."""
+        name = (x, *(f.key for f in bucket))
+        hit = self._known.get(name)
+        if hit is not None:
+            return hit
+        union = sorted(set().union(*(f.scope for f in bucket)))
+        out = tuple(v for v in union if v != x)
+        values = _contract([(f.scope, f.values) for f in bucket], out)
+        values.setflags(write=False)
+        if len(self._known) >= self.limit:
+            self._known.clear()
+        factor = _Factor(out, values, self._next)
+        self._next += 1
+        self._known[name] = factor
+        return factor
 
 
 def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], cards: np.ndarray,
