@@ -250,12 +250,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--code", default=str(ROOT), help="with --scaling: the package root to time")
     ap.add_argument("--json", default="", help="with --scaling: also save the figures to this file")
     ap.add_argument("--before", default="", help="with --scaling: figures of an older package (from --json)")
+    ap.add_argument("--measured", default="", help="with --scaling: write the section from figures saved by --json "
+                                                   "instead of measuring again")
     args = ap.parse_args(argv)
     if args.scaling:
-        after = scaling([int(x) for x in args.scaling.split(",")], Path(args.code))
-        before = json.loads(Path(args.before).read_text()) if args.before else []
+        if args.measured:
+            after = json.loads(Path(args.measured).read_text())
+        else:
+            after = scaling([int(x) for x in args.scaling.split(",")], Path(args.code))
         if args.json:
             Path(args.json).write_text(json.dumps(after))
+        before = json.loads(Path(args.before).read_text()) if args.before else []
         lines = scaling_lines(after, before)
         print("\n".join(lines))
         if not args.no_write:
