@@ -571,7 +571,7 @@ def _save_quilt(cal: Any, p: Path, seed: Any, key: bytes | None) -> Path:
             "n_records": cal.n_records, "columns": [list(pnet.columns[v]) for v in nodes],
             "queried": sorted(index[v] for v in cal.queried), "sensitivity": cal.sensitivity,
             "n_quilts": [cal.n_quilts[v] for v in cal.sensitive], "skipped": [cal.skipped[v] for v in cal.sensitive],
-            "exhaustive": cal.exhaustive, "confidence": cal.confidence, "k": cal.k,
+            "exhaustive": cal.exhaustive, "search": cal.search, "confidence": cal.confidence, "k": cal.k,
             "assumptions": list(cal.assumptions), "n_networks": len(cal.networks),
             "skip_reasons": [list(cal.skip_reasons.get(v, ())) for v in cal.sensitive],
             "family": isinstance(pnet.network, (list, tuple)), "influences": influences,
@@ -655,7 +655,7 @@ def _load_quilt(tree: dict[str, xr.Dataset], meta: dict[str, Any], query: Query 
         sensitivity=float(meta["sensitivity"]), candidates=MappingProxyType(candidates),
         n_quilts=MappingProxyType(dict(zip(sensitive, meta["n_quilts"]))),
         skipped=MappingProxyType(dict(zip(sensitive, meta["skipped"]))), exhaustive=bool(meta["exhaustive"]),
-        confidence=meta["confidence"], k=int(meta["k"]), component_names=names,
+        search=str(meta.get("search", "")), confidence=meta["confidence"], k=int(meta["k"]), component_names=names,
         assumptions=_assumptions(meta["assumptions"], provenance), engine=engine, parameter_network=pnet,
         skip_reasons=MappingProxyType(dict(zip(sensitive, (tuple(r) for r in meta.get("skip_reasons")
                                                            or [()] * len(sensitive))))), provenance=provenance)

@@ -404,6 +404,7 @@ def _assert_same_quilt_calibration(cal, loaded) -> None:
         assert getattr(loaded, attr) == getattr(cal, attr), attr
     for attr in ("columns", "n_quilts", "skipped"):
         assert dict(getattr(loaded, attr)) == dict(getattr(cal, attr)), attr
+    assert loaded.search == cal.search and cal.search.startswith("exhaustive")
     assert loaded.parameter_network.kind == "discrete" and loaded.query.fingerprint == cal.query.fingerprint
 
 
