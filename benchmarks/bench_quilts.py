@@ -250,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--code", default=str(ROOT), help="with --scaling: the package root to time")
     ap.add_argument("--json", default="", help="with --scaling: also save the figures to this file")
     ap.add_argument("--before", default="", help="with --scaling: figures of an older package (from --json)")
+    ap.add_argument("--note", default="", help="with --scaling: a sentence added under the table")
     ap.add_argument("--measured", default="", help="with --scaling: write the section from figures saved by --json "
                                                    "instead of measuring again")
     args = ap.parse_args(argv)
@@ -261,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(after))
         before = json.loads(Path(args.before).read_text()) if args.before else []
-        lines = scaling_lines(after, before)
+        lines = scaling_lines(after, before) + ([args.note] if args.note else [])
         print("\n".join(lines))
         if not args.no_write:
             _write_section("Whole-network calibrate_quilts, random sparse binary network",
