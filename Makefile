@@ -10,9 +10,9 @@ STAMP := $(VENV)/.installed
 venv: $(STAMP)
 
 # The editable install maps models/ to bayespriv.models (pyproject.toml), which setuptools can
-# only do with an import finder, and for every such install it emits an InformationOnly
-# "Editable installation." note that pip prints as a warning. Nothing in our metadata causes it,
-# so that one message, and nothing else, is filtered here.
+# only do with an import finder, and for every such install the build backend emits an
+# InformationOnly "Editable installation." warning (a note on folders that shadow the package).
+# Nothing in our metadata causes it, so that one message, and nothing else, is filtered here.
 EDITABLE_NOTE := ignore:Editable installation:UserWarning
 
 $(STAMP): pyproject.toml

@@ -165,7 +165,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description=(
             "Calibrate the Attribute-Private Gaussian Mechanism for the average weight, blood pressure and "
             "temperature of a synthetic hospital of 50 patients, hiding whether the share of women is below or "
-            "above 50%%; release on one simulated hospital and compare with the paper's reported values."
+            "above 50%; release on one simulated hospital and compare with the paper's reported values."
         ),
     )
     demo.add_argument("--draws", type=_int_at_least(2), default=2000, help="datasets drawn per secret (default 2000)")
