@@ -42,12 +42,12 @@ def _require_build_backend() -> None:
                         "`make test` installs it (test extra)")
 
 
-def _python(code: str, cwd: Path, pythonpath: Path | None) -> str:
+def _python(code: str, cwd: Path, pythonpath: Path | None, hint: str = "") -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, hint + done.stderr[-3000:]
     return done.stdout
 
 
@@ -96,7 +96,9 @@ def test_editable_install_resolves_models_to_the_checkout(tmp_path: Path):
     if not (direct.get("dir_info", {}).get("editable") and direct.get("url") == ROOT.as_uri()):
         pytest.skip(f"bayespriv is not installed in editable mode from {ROOT} in this environment "
                     f"(install: {direct or 'none'}); `make test` does that")
-    printed = _python("import bayespriv.models as m; print(m.__file__)", cwd=tmp_path, pythonpath=None)
+    printed = _python("import bayespriv.models as m; print(m.__file__)", cwd=tmp_path, pythonpath=None,
+                      hint="this editable install predates the models/ mapping of pyproject.toml: "
+                           "reinstall it (`make venv`, or `pip install -e .`)\n")
     assert Path(printed.strip()) == ROOT / "models" / "__init__.py"
 
 
