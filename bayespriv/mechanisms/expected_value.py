@@ -1039,8 +1039,40 @@ def _dau_plan(cons: PairConstraints, radius: float, direction: Any) -> _DauPlan:
     v, notes = _dau_direction(cons, direction)
     if cons.uncertain_dims > MAX_CORNER_DIMS:
         return _dau_plan_box(cons, radius, v, notes)
-    k, m = cons.k, len(cons)
+    m = len(cons)
     target = radius**2 * (1.0 - SAFETY)
+    corners = _dau_corners(cons, v)
+    per_pair = np.empty(m)
+    credit = np.full(m, np.nan)
+    perp = np.zeros(m)
+    for i in range(m):  # m is small (pairs x members); (k-1) x (k-1) solves
+        per_pair[i], credit[i], perp[i] = _dau_row(corners, i, target, cons.labels[i], radius)
+    parallel = bool(np.all(corners.par_rows))
+    if not parallel:
+        notes += (
+            "parallel_differences: the mean differences (or corners of their confidence boxes) are not all "
+            "parallel to v, so Theorem A.1 does not apply; σ² solves Corollary A.1 exactly for every corner "
+            "(closed form in the DauM docstring), valid because Σ hides the part orthogonal to v",
+        )
+    sigma2 = float(per_pair.max(initial=0.0))
+    return _DauPlan(v, sigma2, per_pair, corners.alpha, credit, perp, parallel, notes)
+
+
+@dataclass(frozen=True)
+class _DauCorners:
+    """The corners of every row's difference box along v and in v⊥, with the rows' symmetrised covariance bounds."""
+
+    v: np.ndarray  # (k,)
+    U: np.ndarray  # (k, k-1): orthonormal basis of v⊥
+    dv: np.ndarray  # (m, c)
+    dU: np.ndarray  # (m, c, k-1)
+    alpha: np.ndarray  # (m,) largest |vᵀd| over the corners
+    par_rows: np.ndarray  # (m,) bool: every corner parallel to v
+    C: np.ndarray  # (m, k, k)
+
+
+def _dau_corners(cons: PairConstraints, v: np.ndarray) -> _DauCorners:
+    """Project each row's box corners on v and on v⊥; flag the rows whose corners are all parallel to v."""
     corners = cons.corners()  # (m, c, k)
     U = np.linalg.svd(v[None, :])[2][1:].T  # (k, k-1): orthonormal basis of v⊥
     dv = corners @ v  # (m, c)
@@ -1049,55 +1081,47 @@ def _dau_plan(cons: PairConstraints, radius: float, direction: Any) -> _DauPlan:
     par_rows = np.all(np.linalg.norm(dU, axis=2) <= ROUNDING_RTOL * dnorm, axis=1)
     alpha = np.abs(dv).max(axis=1)
     C = (cons.cov_common + np.swapaxes(cons.cov_common, 1, 2)) / 2.0
-    per_pair = np.empty(m)
-    credit = np.full(m, np.nan)
-    perp = np.zeros(m)
-    for i in range(m):  # m is small (pairs x members); (k-1) x (k-1) solves
-        a = float(v @ C[i] @ v)
-        scale = max(float(np.abs(C[i]).max()), np.finfo(float).tiny)
-        if k == 1:
-            pd, p_perp, e, s0 = True, np.zeros_like(dv[i]), dv[i], a
-        else:
-            M = U.T @ C[i] @ U
-            b = U.T @ C[i] @ v
-            pd = bool(np.linalg.eigvalsh(M)[0] > 1e-12 * scale)
-            if pd:
-                Minv_dU = np.linalg.solve(M, dU[i].T)  # (k-1, c)
-                p_perp = np.einsum("jc,jc->c", dU[i].T, Minv_dU)
-                e = dv[i] - b @ Minv_dU
-                s0 = a - float(b @ np.linalg.solve(M, b))
-        no_credit = alpha[i] ** 2 / target  # valid for parallel differences: Σ + σ²vvᵀ ⪰ σ²vvᵀ
-        if pd:
-            perp[i] = float(p_perp.max(initial=0.0))
-            credit[i] = s0
-            if perp[i] >= target:
-                raise ValidationError(
-                    "direction must be one along which noise can hide every mean difference (DauM adds noise "
-                    f"along v only); got v = {np.array2string(v, precision=4)}: the part of the difference of "
-                    f"{cons.labels[i]!r} orthogonal to v has Mahalanobis distance {np.sqrt(perp[i]):.4g} ≥ "
-                    f"r* = {radius:.4g}, which no noise along v can reduce. Use EigM, OptimalGaussian, DirM, "
-                    "or another direction"
-                )
-            general = float((e**2 / (target - p_perp)).max(initial=0.0)) - s0
-            per_pair[i] = max(0.0, min(general, no_credit)) if par_rows[i] else max(0.0, general)
-        elif par_rows[i]:
-            per_pair[i] = no_credit
-        else:
+    return _DauCorners(v=v, U=U, dv=dv, dU=dU, alpha=alpha, par_rows=par_rows, C=C)
+
+
+def _dau_row(corners: _DauCorners, i: int, target: float, label: str, radius: float) -> tuple[float, float, float]:
+    """One row of :func:`_dau_plan`: ``(σ², s₀ or nan, p⊥)`` over the row's box corners."""
+    v, U, C, dv, dU = corners.v, corners.U, corners.C[i], corners.dv[i], corners.dU[i]
+    k = v.shape[0]
+    a = float(v @ C @ v)
+    scale = max(float(np.abs(C).max()), np.finfo(float).tiny)
+    if k == 1:
+        definite, p_perp, e, s0 = True, np.zeros_like(dv), dv, a
+    else:
+        M = U.T @ C @ U
+        b = U.T @ C @ v
+        definite = bool(np.linalg.eigvalsh(M)[0] > 1e-12 * scale)
+        if definite:
+            Minv_dU = np.linalg.solve(M, dU.T)  # (k-1, c)
+            p_perp = np.einsum("jc,jc->c", dU.T, Minv_dU)
+            e = dv - b @ Minv_dU
+            s0 = a - float(b @ np.linalg.solve(M, b))
+    no_credit = corners.alpha[i] ** 2 / target  # valid for parallel differences: Σ + σ²vvᵀ ⪰ σ²vvᵀ
+    if definite:
+        perp = float(p_perp.max(initial=0.0))
+        if perp >= target:
             raise ValidationError(
-                "direction must be parallel to every mean difference when the covariance lower bound is "
-                f"singular (or indefinite) orthogonal to it; got v = {np.array2string(v, precision=4)} and a "
-                f"difference of {cons.labels[i]!r} with a part orthogonal to v that Σ cannot hide. Use "
-                "OptimalGaussian, DirM, more calibration draws, or another direction"
+                "direction must be one along which noise can hide every mean difference (DauM adds noise "
+                f"along v only); got v = {np.array2string(v, precision=4)}: the part of the difference of "
+                f"{label!r} orthogonal to v has Mahalanobis distance {np.sqrt(perp):.4g} ≥ "
+                f"r* = {radius:.4g}, which no noise along v can reduce. Use EigM, OptimalGaussian, DirM, "
+                "or another direction"
             )
-    parallel = bool(np.all(par_rows))
-    if not parallel:
-        notes += (
-            "parallel_differences: the mean differences (or corners of their confidence boxes) are not all "
-            "parallel to v, so Theorem A.1 does not apply; σ² solves Corollary A.1 exactly for every corner "
-            "(closed form in the DauM docstring), valid because Σ hides the part orthogonal to v",
-        )
-    sigma2 = float(per_pair.max(initial=0.0))
-    return _DauPlan(v, sigma2, per_pair, alpha, credit, perp, parallel, notes)
+        general = float((e**2 / (target - p_perp)).max(initial=0.0)) - s0
+        return (max(0.0, min(general, no_credit)) if corners.par_rows[i] else max(0.0, general)), s0, perp
+    if corners.par_rows[i]:
+        return no_credit, np.nan, 0.0
+    raise ValidationError(
+        "direction must be parallel to every mean difference when the covariance lower bound is "
+        f"singular (or indefinite) orthogonal to it; got v = {np.array2string(v, precision=4)} and a "
+        f"difference of {label!r} with a part orthogonal to v that Σ cannot hide. Use "
+        "OptimalGaussian, DirM, more calibration draws, or another direction"
+    )
 
 
 #: Relative margin below r*² of DauM's σ² beyond ``MAX_CORNER_DIMS`` uncertain components
