@@ -612,6 +612,25 @@ def _span_basis(points: np.ndarray) -> np.ndarray:
 _SHAPE_EXPONENTS = (0.0, 1.0 / 3.0, 0.5, 2.0 / 3.0, 1.0, 1.5, 2.0)
 
 
+@dataclass(frozen=True)
+class _DirGeometry:
+    """DirM's orthonormal noise directions (k, D), the corners' coordinates along them (m, c, D) and their extents (D,)."""
+
+    basis: np.ndarray
+    coords: np.ndarray
+    extent: np.ndarray
+
+
+def _dirm_theorem(noise_kind: str, n_directions: int) -> str:
+    """The theorem DirM's guarantee rests on, for its noise and number of directions."""
+    return (
+        f"DirM({'L' if noise_kind == 'laplace' else 'G'}): Chen & Ohrimenko 2023, Theorem 4.3"
+        + (" (no mean difference: no noise)" if n_directions == 0 else " (one direction)" if n_directions == 1
+           else f" extended to {n_directions} orthogonal directions (§4.2; proof in DirM docstring)")
+        + ("" if noise_kind == "laplace" else ", Gaussian noise (appendix B.3 remark)")
+    )
+
+
 class DirM(Mechanism):
     """Directional Expected Value Mechanism: noise only where the means move.
 
@@ -720,28 +739,11 @@ class DirM(Mechanism):
             check_choice(gaussian_calibration, "gaussian_calibration", GAUSSIAN_CALIBRATIONS)
         cons = calibration.pair_constraints()
         self.constraints = cons
-        corners = cons.corners()  # (m, c, k)
-        flat = corners.reshape(-1, self.k)
-        basis = self._basis(flat, directions, corners.shape[1])
-        coords = corners @ basis  # (m, c, D)
-        a = np.abs(coords).reshape(-1, basis.shape[1]).max(axis=0) if basis.shape[1] else np.zeros(0)
-        keep = a > 0
-        basis, coords, a = basis[:, keep], coords[..., keep], a[keep]
+        geometry = self._geometry(cons, directions)
+        basis = geometry.basis
         self.directions = basis
         self.directions.setflags(write=False)
-        if self.noise_kind == "laplace":
-            target = self.epsilon * (1.0 - SAFETY)
-            scales = self._best_scales(np.abs(coords), a, target, laplace=True)
-            self.scales = scales
-            self._set_laplace(scales, basis)
-            loss = (np.abs(coords) / scales).sum(axis=2).max(axis=1) if scales.size else np.zeros(len(cons))
-        else:
-            target = self.radius**2 * (1.0 - SAFETY)
-            var = self._best_scales(coords**2, a**2, target, laplace=False)
-            self.scales = np.sqrt(var)
-            self.sigma2 = var
-            self._set_gaussian((basis * var) @ basis.T)
-            loss = (coords**2 / var).sum(axis=2).max(axis=1) if var.size else np.zeros(len(cons))
+        loss = self._fit_noise(geometry, len(cons))
         self.scales.setflags(write=False)
         worst = int(np.argmax(loss)) if loss.size else 0
         self.pair_table = pd.DataFrame(
@@ -750,17 +752,38 @@ class DirM(Mechanism):
         self.worst_theta = cons.thetas[worst]
         self.worst_pair = cons.labels[worst]
         d = basis.shape[1]
-        self.theorem = (
-            f"DirM({'L' if self.noise_kind == 'laplace' else 'G'}): Chen & Ohrimenko 2023, Theorem 4.3"
-            + (" (no mean difference: no noise)" if d == 0 else " (one direction)" if d == 1
-               else f" extended to {d} orthogonal directions (§4.2; proof in DirM docstring)")
-            + ("" if self.noise_kind == "laplace" else ", Gaussian noise (appendix B.3 remark)")
-        )
+        self.theorem = _dirm_theorem(self.noise_kind, d)
         if self.delta > 0 and d > 0 and uses_real_law(calibration, accountant):
             account_noise(self)
             self.scales = np.sqrt(np.diag(self.directions.T @ self.noise_cov @ self.directions)) \
                 if self.noise_kind == "gaussian" else np.array(self._laplace[0])
             self.scales.setflags(write=False)
+
+    def _geometry(self, cons: PairConstraints, directions: Any) -> _DirGeometry:
+        """The noise directions that carry some difference, and every corner's coordinates along them."""
+        corners = cons.corners()  # (m, c, k)
+        flat = corners.reshape(-1, self.k)
+        basis = self._basis(flat, directions, corners.shape[1])
+        coords = corners @ basis  # (m, c, D)
+        a = np.abs(coords).reshape(-1, basis.shape[1]).max(axis=0) if basis.shape[1] else np.zeros(0)
+        keep = a > 0
+        return _DirGeometry(basis=basis[:, keep], coords=coords[..., keep], extent=a[keep])
+
+    def _fit_noise(self, geometry: _DirGeometry, n_rows: int) -> np.ndarray:
+        """Set the scales (Laplace) or variances (Gaussian) along the directions; return each row's loss bound."""
+        basis, coords, a = geometry.basis, geometry.coords, geometry.extent
+        if self.noise_kind == "laplace":
+            target = self.epsilon * (1.0 - SAFETY)
+            scales = self._best_scales(np.abs(coords), a, target, laplace=True)
+            self.scales = scales
+            self._set_laplace(scales, basis)
+            return (np.abs(coords) / scales).sum(axis=2).max(axis=1) if scales.size else np.zeros(n_rows)
+        target = self.radius**2 * (1.0 - SAFETY)
+        var = self._best_scales(coords**2, a**2, target, laplace=False)
+        self.scales = np.sqrt(var)
+        self.sigma2 = var
+        self._set_gaussian((basis * var) @ basis.T)
+        return (coords**2 / var).sum(axis=2).max(axis=1) if var.size else np.zeros(n_rows)
 
     def _basis(self, flat: np.ndarray, directions: Any, n_corners: int) -> np.ndarray:
         if directions is None:
