@@ -46,6 +46,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_delta, check_positive_int, fail
+from .._display import NO_CLAIM, frame_html
 from ..errors import ParameterTypeError
 from .attack import AttackResult
 
@@ -131,7 +132,10 @@ class EmpiricalEpsilon:
                 f"estimate={self.estimate:.4g}, TPR={self.tpr:.4f}, FPR={self.fpr:.4f}, delta={self.delta:g}{claim})")
 
     def _repr_html_(self) -> str:
-        return f"<div><p><code>{html.escape(repr(self))}</code></p>{self.summary().to_html(float_format='%.4g')}</div>"
+        table = frame_html(self.summary(), index=False, missing={"claimed ε": NO_CLAIM},
+                           infinite={"ε estimate": "no false positive among the trials",
+                                     "ε lower bound": "no false positive among the trials"})
+        return f"<div><p><code>{html.escape(repr(self))}</code></p>{table}</div>"
 
 
 def epsilon_lower_bound(

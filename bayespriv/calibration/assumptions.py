@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from .._display import frame_html
 from .._validation import check_delta, check_positive_int, check_real, fail
 from ..errors import ParameterTypeError, ValidationError
 from .result import Calibration, _theta_label
@@ -164,6 +165,11 @@ class AssumptionCheck:
         return "unchecked" if self.holds is None else ("passed" if self.holds else "FAILED")
 
 
+#: What a missing entry of :meth:`AssumptionReport.summary` means, for views made for a person.
+SUMMARY_MISSING = {"holds": "unchecked", "statistic": "not computed", "p-value": "no test run",
+                   "n_min": "no power rule", "detail": ""}
+
+
 @dataclass(frozen=True)
 class AssumptionReport:
     """Every check run for a calibration and a set of assumption names.
@@ -233,7 +239,7 @@ class AssumptionReport:
                 "a passed check is not a proof of the assumption; an <b>unchecked</b> one could not be run or "
                 "had fewer draws than n_min, the fewest at which its test detects the departures that matter "
                 "(POWER_RULES): it is vouched for, not checked.</small></p>")
-        return f"<div><p><code>{head}</code></p>{self.summary().to_html(float_format='%.4g')}{note}</div>"
+        return f"<div><p><code>{head}</code></p>{frame_html(self.summary(), missing=SUMMARY_MISSING)}{note}</div>"
 
 
 # -- power: the fewest draws at which a check can detect the departures that matter -------------------

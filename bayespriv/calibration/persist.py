@@ -202,7 +202,7 @@ def _node(cal: Calibration, enc: _Encoder, where: str, *, with_samples: bool = T
         "theta": enc.encode(None if cal.theta is None else thaw(cal.theta), f"{where}theta"),
         "diagnostics": enc.encode(thaw(cal.diagnostics), f"{where}diagnostics"),
         "has_samples": cal.sample_array is not None,
-        "query_name": q.name if q is not None else None,
+        "query_name": cal.query_name,
         "query_columns": list(q.columns) if q is not None else None,
         "query_fingerprint": cal.query_fingerprint,
         "posteriors": list(cal.posteriors),
@@ -715,7 +715,8 @@ def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
             secrets=node.secrets, pairs=node.pairs, confidence=m["confidence"], z=m["z"], query=query,
             n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples,
             component_names=node.component_names, theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
-            query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance, **node.arrays)
+            query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance,
+            query_name=m.get("query_name"), **node.arrays)
     except ReleaseMismatchError:
         raise
     except ValidationError as exc:  # e.g. a z too small for the stated confidence, shapes that disagree
