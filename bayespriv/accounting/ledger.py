@@ -103,9 +103,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import frame_html
 from .._validation import check_real, fail
 from ..errors import BudgetExceededError, LedgerError, ParameterTypeError, ValidationError, warn
-from .epsilon import VariableRelease, epsilon_table
+from .epsilon import UNPROTECTED, VariableRelease, epsilon_table
 from .joint import DECLARED_INDEPENDENT, PriorRelease, joint_guarantee
 
 __all__ = [
@@ -1213,7 +1214,7 @@ class Ledger:
                       joint.to_html(float_format=fmt, na_rep="-")]
         if len(report) and report["releases"].sum():
             parts += ["<div><em>ε per variable (Tan, Propositions 3.3–3.5)</em></div>",
-                      self.epsilon_table().to_html(float_format=fmt)]
+                      frame_html(self.epsilon_table(), infinite=UNPROTECTED, digits=6)]
         return "\n".join(p for p in parts if p)
 
     def _not_established_html(self) -> str:

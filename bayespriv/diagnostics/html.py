@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._display import cell, frame_html
+from .._display import cell, frame_html, frame_text
 from ..calibration.assumptions import SUMMARY_MISSING
 from ..errors import BayesPrivError, ParameterTypeError
 
@@ -34,6 +34,8 @@ __all__ = [
     "joint_gaussian_html",
     "quilt_calibration_repr",
     "chain_calibration_repr",
+    "epsilon_table_view",
+    "TableView",
 ]
 
 #: Largest k for which a k × k noise covariance is shown in full (beyond: its diagonal only).
@@ -316,3 +318,70 @@ def joint_gaussian_html(joint: Any) -> str:
     parts = [_kv_table(facts, "Joint Gaussian release"), _frame_html(joint.summary(), "ε per release, summed, joint"),
              joint.guarantee._repr_html_()]
     return _section("JointGaussian", repr(joint), parts)
+
+
+# -- tables of numbers, shown with their meaning -----------------------------------------------------------------
+@dataclass(frozen=True)
+class TableView:
+    """A table as a person reads it: an HTML table in a notebook, text in a console.
+
+    The numbers stay in :attr:`frame` (``inf`` included); only the view writes ``∞ (why)``.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        The table, unchanged.
+    caption : str
+    infinite : str or mapping of column to str, optional
+        Why a value (of a column) can be infinite.
+    """
+
+    frame: pd.DataFrame
+    caption: str
+    infinite: Any = None
+
+    def _repr_html_(self) -> str:
+        return _frame_html(self.frame, self.caption, infinite=self.infinite)
+
+    def __repr__(self) -> str:
+        return f"{self.caption}\n{frame_text(self.frame, infinite=self.infinite)}"
+
+
+def epsilon_table_view(table: pd.DataFrame) -> TableView:
+    """A per-variable ε table (:func:`bayespriv.epsilon_table`, :meth:`Ledger.epsilon_table`) to show.
+
+    Each ``inf`` reads ``∞ (used without protection: not private on this variable)``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Rows: releases (and the composed total); columns: variables.
+
+    Returns
+    -------
+    TableView
+        Its ``frame`` is ``table`` itself.
+
+    Raises
+    ------
+    bayespriv.ParameterTypeError
+        ``table`` is not a DataFrame.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> from bayespriv.accounting import VariableRelease
+    >>> view = bp.diagnostics.epsilon_table_view(bp.epsilon_table(
+    ...     [VariableRelease("counts", 1.0, ["income", "degree"], protected=["income"])]))
+    >>> print(view)  # doctest: +NORMALIZE_WHITESPACE
+    ε per variable (Tan, Propositions 3.3–3.5)
+    variable income                                                   degree
+    release
+    counts        1  ∞ (used without protection: not private on this variable)
+    Total         1  ∞ (used without protection: not private on this variable)
+    """
+    from ..accounting.epsilon import UNPROTECTED
+
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterTypeError(f"table must be a pandas DataFrame from epsilon_table(...); got {type(table).__name__}")
+    return TableView(table, "ε per variable (Tan, Propositions 3.3–3.5)", UNPROTECTED)
