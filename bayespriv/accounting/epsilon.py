@@ -38,7 +38,7 @@ from ..errors import ParameterTypeError
 __all__ = ["UNPROTECTED", "VariableRelease", "as_variable_release", "epsilon_on", "epsilon_table"]
 
 #: What an ``inf`` of :func:`epsilon_table` means, for views made for a person.
-UNPROTECTED = "used without protection: not private on this variable"
+UNPROTECTED = "not private: used without protection"
 
 
 def _names(value: Any, name: str) -> tuple[str, ...]:

@@ -837,7 +837,7 @@ class Calibration:
 
         lo, hi = query_support(self.query, self.k, self.n_records)
         name = self.query_name or "the query"
-        why = (f"unbounded: {name} declares no bounds on its records"
+        why = (f"unbounded: {name} has no declared bounds"
                if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
                else "not provable from these draws")
         return {"W∞ bound": why, "W∞": why}

@@ -47,8 +47,8 @@ _STATE_COLOURS = {"FAILED": "#b00", "unchecked": "#a60", "passed": "#070"}
 # -- building blocks ------------------------------------------------------------------------------------------
 #: Why a mechanism's parameter can be infinite, by its label in :func:`mechanism_html`.
 _INFINITE_FACTS = {
-    "W∞ bound": "unbounded: the query declares no bounds on its records",
-    "sensitivity": "unbounded: the query declares no bounds on its records",
+    "W∞ bound": "unbounded: the query has no declared bounds",
+    "sensitivity": "unbounded: the query has no declared bounds",
     "Laplace scale": "no finite noise reaches this ε",
     "σ": "no finite noise reaches this (ε, δ)",
 }
@@ -350,7 +350,7 @@ class TableView:
 def epsilon_table_view(table: pd.DataFrame) -> TableView:
     """A per-variable ε table (:func:`bayespriv.epsilon_table`, :meth:`Ledger.epsilon_table`) to show.
 
-    Each ``inf`` reads ``∞ (used without protection: not private on this variable)``.
+    Each ``inf`` reads ``∞ (not private: used without protection)``.
 
     Parameters
     ----------
@@ -375,10 +375,10 @@ def epsilon_table_view(table: pd.DataFrame) -> TableView:
     ...     [VariableRelease("counts", 1.0, ["income", "degree"], protected=["income"])]))
     >>> print(view)  # doctest: +NORMALIZE_WHITESPACE
     ε per variable (Tan, Propositions 3.3–3.5)
-    variable income                                                   degree
+    variable income                                 degree
     release
-    counts        1  ∞ (used without protection: not private on this variable)
-    Total         1  ∞ (used without protection: not private on this variable)
+    counts        1  ∞ (not private: used without protection)
+    Total         1  ∞ (not private: used without protection)
     """
     from ..accounting.epsilon import UNPROTECTED
 
