@@ -59,9 +59,10 @@ from __future__ import annotations
 import html
 import math
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -185,6 +186,8 @@ class AssumptionReport:
     checks: tuple[AssumptionCheck, ...]
     names: tuple[str, ...]
     alpha: float
+    #: What a missing entry of :meth:`summary` reads in a view (:data:`SUMMARY_MISSING`).
+    summary_missing: ClassVar[Mapping[str, str]] = MappingProxyType(SUMMARY_MISSING)
 
     def __iter__(self):
         return iter(self.checks)

@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 from .._display import cell, frame_html, frame_text
-from ..calibration.assumptions import SUMMARY_MISSING
 from ..errors import BayesPrivError, ParameterTypeError
 
 __all__ = [
@@ -159,7 +158,7 @@ def _checks_html(mech: Any) -> str:
         return ("<p style='margin:0.2em 0'><b>Assumption checks</b>: none can be run on samples for this mechanism "
                 "(its assumptions, listed in the guarantee, are about Θ or vouched for)</p>")
     shown = summary.drop(columns=[c for c in ("holds", "detail") if c in summary.columns])
-    table = frame_html(shown, missing=SUMMARY_MISSING)
+    table = frame_html(shown, missing=dict(getattr(report, "summary_missing", {})))
     for state, colour in _STATE_COLOURS.items():
         table = table.replace(f"<td>{state}</td>", f"<td style='color:{colour}'><b>{state}</b></td>")
     return (f"<div style='margin:0.3em 0'><b>Assumption checks</b> (α = {report.alpha:g} per assumption; "
