@@ -127,6 +127,7 @@ def test_ledger_and_epsilon_table_explain_infinite_epsilon(tmp_path):
     for obj in (ledger, view):
         assert _unexplained(obj) == []
         assert "∞ (not private: used without protection)" in _views(obj)["html"]
+    assert "none accounted jointly" in _views(ledger)["html"]  # the joint columns of releases accounted apart
     example = bp.epsilon_table([VariableRelease("A", 1, ["age", "sex"], protected=["age"])])
     assert "∞ (not private: used without protection)" in repr(bp.diagnostics.epsilon_table_view(example))
 
