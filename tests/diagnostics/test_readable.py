@@ -134,3 +134,13 @@ def test_ledger_and_epsilon_table_explain_infinite_epsilon(tmp_path):
 
 def test_quilt_and_chain_calibrations():
     assert _unexplained(F.quilt_calibration()) == [] and _unexplained(F.chain_calibration()) == []
+
+
+def test_a_guarantee_says_what_is_unchecked_or_none():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nothing = E.BUILDERS["Wasserstein"](1.0)[0].guarantee
+        something = E.BUILDERS["APGM"](1.0)[0].guarantee
+    assert nothing.unchecked_assumptions == () and something.unchecked_assumptions == ("gaussian_query",)
+    assert re.search(r"unchecked\s+none\s", _views(nothing)["html"])
+    assert re.search(r"unchecked\s+gaussian_query\s", _views(something)["html"])
