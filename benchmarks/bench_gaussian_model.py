@@ -8,11 +8,12 @@ Two samplers of the same law, side by side in one run, on the same model, seed a
 
 * **old**: what ``GaussianDataModel._sample`` did — Z of shape ``(n_draws, n_records, m)``
   drawn at once, ``X = μ + Z @ Lᵀ`` (a 3-D batched matmul: one tiny ``(n_records, m) @ (m, m)``
-  product per dataset, which NumPy does without BLAS), the mean shift on the strided column,
+  product per dataset, each one BLAS call large enough for OpenBLAS's thread pool), the mean
+  shift on the strided column,
   and the columns returned as strided views of X;
 * **new**: ``GaussianDataModel.sample`` — Z drawn in the same order in blocks of records into one
-  reused buffer, one 2-D product ``L_rows @ Z_blockᵀ`` per block (single-threaded ufuncs for these
-  small products) written straight into a column-major output (each column contiguous) and μ
+  reused buffer, one 2-D BLAS product ``L_rows @ Z_blockᵀ`` per block (blocks small enough for
+  OpenBLAS to stay on the calling thread) written straight into a column-major output (each column contiguous) and μ
   added while the block is in cache, only the requested columns (and the secret's) computed.
 
 Each case is timed interleaved (old, new and the normals alone, in rotating order) and the best of
@@ -174,7 +175,7 @@ def main() -> None:
         "Reading. The old sampler's cost beyond the normals is the 3-D batched product (a multi-threaded "
         "BLAS call per dataset, whose thread pool waits for a free core when the machine is busy) and three "
         "full-size arrays (Z, Z Lᵀ and μ + Z Lᵀ, each freshly page-faulted). The new one makes the small "
-        "product per block of records with single-threaded ufuncs into a reused buffer and writes the output "
+        "product per block of records by one-thread BLAS from a reused buffer and writes the output "
         "once, so it stays within a small margin of drawing the normals alone, busy machine or not. That floor "
         "caps the speed-up on an idle machine (drawing the normals is most of the new sampler's time, and "
         "cannot change without changing the numbers a seed gives); once another process holds a core, the "
@@ -182,7 +183,7 @@ def main() -> None:
         "column bounds the speed-up of any sampler giving the same numbers for the same seed: where it is "
         "below 2×, a 2× speed-up over the old sampler is out of reach without changing the stream of normals.",
         "",
-        f"The new sampler's memory is the returned columns plus one block of `BLOCK_ELEMENTS` = "
+        f"The new sampler's memory is the returned columns plus one block of at most `BLOCK_ELEMENTS` = "
         f"{gaussian.BLOCK_ELEMENTS:,} standard normals (whole records); only the requested columns and the "
         "secret's are computed.",
         "",
