@@ -320,6 +320,19 @@ class Calibration:
         instead of the draws (which stay, for diagnostics and plots). Empty
         otherwise; either every secret has its law or none. For a family,
         each member holds its own.
+
+    Examples
+    --------
+    Moments known exactly (here the Gaussian quickstart's: mean weight 150 ∓ 10/3 given a mean height
+    of 65 or 67, variance 6):
+
+    >>> import bayespriv as bp
+    >>> a, b = bp.DatasetSecret.mean("height", 65.0), bp.DatasetSecret.mean("height", 67.0)
+    >>> cal = bp.Calibration.from_moments({a: [146.67], b: [153.33]}, {a: [[6.0]], b: [[6.0]]}, bp.SecretPair(a, b))
+    >>> round(cal.sensitivity(), 2), cal.confidence, str(cal.worst_pair)
+    (6.66, 1.0, 'mean(height)=65 vs mean(height)=67')
+    >>> cal.means[a], cal.covs[b]
+    (array([146.67]), array([[6.]]))
     """
 
     secrets: tuple[Secret, ...]
