@@ -5,7 +5,7 @@ C.1): for each of the two secrets "45 % / 55 % of the 100 records earn >50K", dr
 100 Adult records without replacement, compute the five statistics of interest (mean age, mean
 years of education, number never married, number of women, mean weekly hours), and estimate their
 mean vector and covariance matrix. Every implementation reads the same DataFrame, the whole
-45,222-row table of :func:`models.census.load_adult`, and is timed from that DataFrame.
+45,222-row table of :func:`bayespriv.models.census.load_adult`, and is timed from that DataFrame.
 
 * **notebook**: the authors' method as published in ``exp_adult.ipynb`` of
   github.com/mgcsls/mechanisms-global-properties (cells 3, 5 and 11): the table split once into
@@ -365,7 +365,7 @@ def report(table: pd.DataFrame, args: argparse.Namespace) -> str:
 The census workload of the distribution-privacy paper (appendix C.1): 2 secrets (45 / 55 of {N_RECORDS}
 records >50K) × {N_DRAWS:,} subsets drawn without replacement, five statistics, mean vector and
 covariance matrix per secret. Every implementation starts from the same DataFrame, the whole
-{len(table):,}-row Adult table ({n_high:,} rows >50K) of `models.census.load_adult`.
+{len(table):,}-row Adult table ({n_high:,} rows >50K) of `bayespriv.models.census.load_adult`.
 
 The notebook method is the authors' published code ({NOTEBOOK}, cells 3, 5 and 11), reproduced
 call for call in `notebook_method`: the table split once into the two income groups, each subset
