@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench study venv clean
+.PHONY: demo test bench study screenshots venv clean
 
 venv: $(STAMP)
 
@@ -32,6 +32,10 @@ bench: $(STAMP)
 
 study: $(STAMP)
 	$(PY) examples/census_study.py --out benchmarks/census-study
+
+# Executes the four example notebooks and redraws docs/screenshots/*.png from their outputs.
+screenshots: $(STAMP)
+	$(PY) examples/notebooks/screenshots.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

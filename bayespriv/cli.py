@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 import bayespriv as bp
+from bayespriv._display import frame_text
 from bayespriv.errors import BayesPrivError, BayesPrivWarning, PrivacyAssumptionWarning
 from bayespriv.mechanisms import APGM, gaussian_radius
 
@@ -807,9 +808,9 @@ def _inspect_cmd(args: argparse.Namespace) -> int:
     print(repr(cal))
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 60):
         print()
-        print(cal.summary().to_string(float_format=lambda x: f"{x:.6g}"))
+        print(frame_text(cal.summary(), infinite=cal._summary_reasons(), digits=6))
         print()
-        print(cal.moments_table().to_string(float_format=lambda x: f"{x:.6g}"))
+        print(frame_text(cal.moments_table(), digits=6))
     if args.out is not None:
         _inspect_plots(cal, args.out)
     return 0

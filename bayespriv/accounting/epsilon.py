@@ -35,7 +35,10 @@ import pandas as pd
 from .._validation import check_name_or_none, check_real, check_sequence, fail, seal_fields
 from ..errors import ParameterTypeError
 
-__all__ = ["VariableRelease", "as_variable_release", "epsilon_on", "epsilon_table"]
+__all__ = ["UNPROTECTED", "VariableRelease", "as_variable_release", "epsilon_on", "epsilon_table"]
+
+#: What an ``inf`` of :func:`epsilon_table` means, for views made for a person.
+UNPROTECTED = "not private: used without protection"
 
 
 def _names(value: Any, name: str) -> tuple[str, ...]:

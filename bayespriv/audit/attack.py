@@ -30,6 +30,7 @@ from scipy import stats
 
 from .._validation import check_covariance, check_finite_array, check_positive_int, described, fail
 from ..datamodels.base import DataModel
+from .._display import NO_CLAIM, frame_html
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from ..random import RNGLike, as_seed_sequence
@@ -255,7 +256,8 @@ class AttackResult:
         shadow = "noisy" if self.noisy_shadow else "exact"
         head = html.escape(f"Property-inference attack on {self.query!r}: {self.pair.label} "
                            f"({self.classifier}, trained on {shadow} shadow releases)")
-        return f"<div><p><b>{head}</b></p>{self.summary().to_html(float_format='%.4g')}</div>"
+        table = frame_html(self.summary(), missing={"claimed ε": NO_CLAIM, "claimed δ": NO_CLAIM})
+        return f"<div><p><b>{head}</b></p>{table}</div>"
 
 
 # -- the attack ----------------------------------------------------------------------------------

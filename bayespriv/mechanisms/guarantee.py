@@ -125,7 +125,7 @@ class Guarantee:
         conf = "plug-in (no probability claimed)" if self.confidence is None else f"{self.confidence:g}"
         rows = [("ε", f"{self.epsilon:g}"), ("δ", f"{self.delta:g}"), ("confidence", conf),
                 ("assumptions", ", ".join(self.assumptions) or "none"),
-                ("unchecked", ", ".join(self.unchecked_assumptions) or "—"), ("status", state),
+                ("unchecked", ", ".join(self.unchecked_assumptions) or "none"), ("status", state),
                 ("theorem", self.theorem)]
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                        f"{v if k == 'status' else html.escape(v)}</td></tr>" for k, v in rows)
