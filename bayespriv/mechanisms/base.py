@@ -848,9 +848,9 @@ class Mechanism(abc.ABC):
 
     def _repr_html_(self) -> str:
         """Notebook view: parameters, noise per component, the guarantee and each assumption check."""
-        from ..diagnostics.html import mechanism_html
+        from .._display import view
 
-        return mechanism_html(self)
+        return view("mechanism_html", self)
 
 
 def _below(delta: float, reserve: float) -> float:
