@@ -15,6 +15,13 @@ How each mechanism composes is what it declares (``Mechanism.composition``), nev
 * ``"chain"`` — MQM on a Markov chain: Song & Chaudhuri (2017, *Composition properties of
   inferential privacy for time-series data*) show that MQM releases on the same chain compose
   linearly, like pure DP; they add;
+* ``"quilt"`` — Markov quilt mechanisms on a parameter network (APMQM): releases that share, for
+  every sensitive node and θ, a quilt valid for each of them compose linearly. The proof of the
+  quilt theorems (Song, Wang & Chaudhuri 2017, §4; Zhang et al. 2022, Theorem 3) conditions on X_Q
+  once: the remote factor e^{e_θ(Q)} is paid once and, given X_Q, the nearby part of release k moves
+  by at most Δ_k, so its Laplace factor is at most e^{Δ_k / b_k} ≤ e^{ε_k − e_θ(Q)}; K releases give
+  e_θ(Q) + Σ_k (ε_k − e_θ(Q)) ≤ Σ_k ε_k. The ledger checks that such a common quilt exists (each row
+  records its valid quilts) and refuses the release otherwise, unless declared independent;
 * ``"joint"`` — every other mechanism (Pufferfish): accounted jointly here.
 
 Joint accounting
@@ -73,6 +80,7 @@ COMPOSITIONS: Mapping[str, str] = {
     "dp": "differential privacy: sequential composition (Dwork & Roth 2014, Theorem 3.16)",
     "subset": "privacy on a subset of variables: composition (Tan, Proposition 3.4)",
     "chain": "MQM on a Markov chain: linear composition (Song & Chaudhuri 2017)",
+    "quilt": "Markov quilt mechanism: linear composition over a quilt valid for every release (bayespriv.accounting.joint)",
     "joint": "joint accounting of the releases on the same data (bayespriv.accounting.joint)",
 }
 #: The assumption recorded on a row whose release the caller declared independent of the others.
