@@ -206,7 +206,7 @@ def _route_row(label: str, cal: bp.Calibration) -> str:
 
 
 def other_models() -> list[str]:
-    from models.schools import schools_model, schools_query
+    from bayespriv.models.schools import schools_model, schools_query
 
     out = ["## 4. Eight schools and a record-level pgmpy network: APGM with default arguments", "",
            "| scenario | established | accounted δ (method) | noise variance (auto) | noise variance (gaussian route) "
@@ -227,7 +227,7 @@ def other_models() -> list[str]:
 
 
 def hospital() -> list[str]:
-    import models.hospital as H
+    import bayespriv.models.hospital as H
 
     out = ["## 5. Hospital: average blood pressure, all 144 pairs of shares of women", "",
            "| draws per secret | calibration s | APGM construction s | established | accounted δ (method) | "
@@ -245,7 +245,7 @@ def hospital() -> list[str]:
 
 
 def main(argv=None) -> None:
-    from models.census import DEFAULT_ADULT_DIR, census_model, census_query, income_pairs, load_adult
+    from bayespriv.models.census import DEFAULT_ADULT_DIR, census_model, census_query, income_pairs, load_adult
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adult-dir", type=Path, default=Path(os.environ.get("BAYESPRIV_ADULT_DIR", DEFAULT_ADULT_DIR)))

@@ -48,7 +48,7 @@ import bayespriv as bp  # noqa: E402
 from bayespriv.audit import likelihood_ratio_attack, noise_sampler, property_inference_attack  # noqa: E402
 from bayespriv.calibration.laws import conditions_of  # noqa: E402
 from bayespriv.mechanisms.accountant import GaussianNoise, PrivacyAccount, account  # noqa: E402
-from models.census import (  # noqa: E402
+from bayespriv.models.census import (  # noqa: E402
     DEFAULT_ADULT_DIR,
     census_model,
     census_query,

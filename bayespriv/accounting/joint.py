@@ -277,6 +277,16 @@ def _block(mats: list[np.ndarray]) -> np.ndarray:
 
 
 # -------------------------------------------------------------------------------------- the joint ε
+def leak_reason(acc: Any, delta: float) -> str:
+    """Why no ε up to :data:`MAX_JOINT_EPSILON` meets δ: the law itself, or only the draws' margin (the point
+    estimate meets δ but its upper confidence bound does not — more draws would settle it)."""
+    where = f"at ε = {MAX_JOINT_EPSILON:g}"
+    if acc.estimate <= delta < acc.delta:
+        return (f"the draws cannot establish it: {where} the estimate of δ is {acc.estimate:.3g} but its upper "
+                f"confidence bound is {acc.delta:.3g}, worst {acc.worst.label}; calibrate with more draws")
+    return f"accounted δ {where} is {acc.delta:.3g}, worst {acc.worst.label}"
+
+
 def _smallest_epsilon(conds: tuple[Condition, ...], noise: Any, delta: float, start: float,
                       confidence: float | None) -> tuple[float, Any]:
     """Smallest ε (to :data:`EPSILON_RTOL`) with accounted δ_J(ε) ≤ δ; inf when none up to MAX_JOINT_EPSILON.
@@ -345,6 +355,6 @@ def joint_guarantee(mechanism: Any, priors: Sequence[PriorRelease], *, live: Map
     if not math.isfinite(eps):
         raise JointLeakError(
             f"these releases together reveal the secret (or cannot be accounted): with release(s) {list(ids)} already "
-            f"made on this dataset, {type(mechanism).__name__}'s release has joint ε = ∞ at δ = {delta:g} (accounted δ at ε = "
-            f"{MAX_JOINT_EPSILON:g} is {acc.delta:.3g}, worst {acc.worst.label}); nothing was spent and no noise was drawn")
+            f"made on this dataset, {type(mechanism).__name__}'s release has joint ε = ∞ at δ = {delta:g} "
+            f"({leak_reason(acc, delta)}); nothing was spent and no noise was drawn")
     return JointResult(eps, delta, method, ids, acc.assumptions, acc.confidence)

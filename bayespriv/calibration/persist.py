@@ -91,7 +91,9 @@ from .._validation import fail, thaw
 from ..errors import ParameterTypeError, ReleaseMismatchError, UnverifiedCalibrationError, ValidationError
 from ..queries import Query
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair
-from . import consistency, signing
+import bayespriv.calibration.consistency as consistency  # the modules (a flag and a check read at call time)
+import bayespriv.calibration.signing as signing
+
 from .result import Calibration
 from .signing import UNVERIFIED, FileProvenance
 
@@ -215,7 +217,7 @@ def _node(cal: Calibration, enc: _Encoder, where: str, *, with_samples: bool = T
         "diagnostics": enc.encode(thaw(cal.diagnostics), f"{where}diagnostics"),
         "has_samples": cal.sample_array is not None,
         "has_laws": bool(cal.finite_laws),
-        "query_name": q.name if q is not None else None,
+        "query_name": cal.query_name,
         "query_columns": list(q.columns) if q is not None else None,
         "query_fingerprint": cal.query_fingerprint,
         "posteriors": list(cal.posteriors),
@@ -584,22 +586,17 @@ def _save_quilt(cal: Any, p: Path, seed: Any, key: bytes | None) -> Path:
 
 def _rebuild_network(ds: xr.Dataset, nodes: list) -> Any:
     """The DiscreteBayesianNetwork of a ``network_XXX`` group: same node, edge and CPD order, same value bits."""
-    from pgmpy.factors.discrete import TabularCPD
-    from pgmpy.models import DiscreteBayesianNetwork
+    from ..datamodels.network_tables import CPDTable, discrete_network
 
     meta = json.loads(ds.attrs["bayespriv_network"])
-    net = DiscreteBayesianNetwork()
-    net.add_nodes_from([nodes[i] for i in meta["nodes"]])
-    net.add_edges_from([(nodes[u], nodes[v]) for u, v in meta["edges"]])
+    cpds = []
     for c in meta["cpds"]:
         names = [nodes[i] for i in c["variables"]]
         card = [int(k) for k in c["cardinality"]]
         values = np.array(ds[c["array"]].values, dtype=np.float64).reshape(card[0], -1)
         states = {v: [_decode_key(s) for s in st] for v, st in zip(names, c["states"])}
-        net.add_cpds(TabularCPD(names[0], card[0], values, evidence=names[1:] or None,
-                                evidence_card=card[1:] or None, state_names=states))
-    net.check_model()
-    return net
+        cpds.append(CPDTable(tuple(names), tuple(card), values, states))
+    return discrete_network([nodes[i] for i in meta["nodes"]], [(nodes[u], nodes[v]) for u, v in meta["edges"]], cpds)
 
 
 def _rebuild_candidates(ds: xr.Dataset, meta: dict[str, Any], nodes: list, sensitive: tuple) -> dict:
@@ -675,7 +672,7 @@ def _checked_seed(seed: Any) -> Any:
 
 
 def _library_version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return str(__version__)
 
@@ -765,7 +762,7 @@ def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
             n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples,
             component_names=node.component_names, theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
             query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance,
-            finite_laws=laws, **node.arrays)
+            query_name=m.get("query_name"), finite_laws=laws, **node.arrays)
     except ReleaseMismatchError:
         raise
     except ValidationError as exc:  # e.g. a z too small for the stated confidence, shapes that disagree

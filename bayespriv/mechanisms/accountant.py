@@ -56,7 +56,7 @@ from .._validation import check_delta, check_epsilon, described, fail
 from ..calibration.laws import SAMPLED_LAW, Condition, FiniteLaw, GaussianLaw, SampledLaw
 from ..errors import ValidationError
 from .finite_exact import finite_hockey
-from .mixture_1d import grid_hockey
+from .mixture_1d import grid_hockey, grid_hockey_both
 from .mixture_mc import mixture_hockey
 from .privacy_loss import one_direction_delta
 
@@ -231,11 +231,14 @@ def _finite_1d_row(cond: Condition, noise: Noise | None, eps: float, label: str,
 
 
 def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward: bool, index: int,
-                 z: float | None, halves: bool = True) -> DirectionBound:
+                 z: float | None, halves: bool = True, est: Any = None) -> DirectionBound:
+    """One direction of a condition known through draws or atoms: by quadrature in one dimension (or
+    ``est``, already computed so), else by Monte Carlo over the released mixture."""
     a, b = (cond.law_a, cond.law_b) if forward else (cond.law_b, cond.law_a)
     (xa, wa), (xb, wb) = _atoms(a), _atoms(b)
     sampled = isinstance(a, SampledLaw) or isinstance(b, SampledLaw)
-    est = grid_hockey(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves) if cond.k == 1 else None
+    if est is None and cond.k == 1:
+        est = grid_hockey(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves)
     quadrature = est is not None
     if est is None:
         points = POINTS_GAUSSIAN if noise.kind == "gaussian" else POINTS_LAPLACE
@@ -245,6 +248,21 @@ def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward:
     method = ("sampled" if sampled else "finite") + ("_quadrature" if quadrature else "_mixture")
     return DirectionBound(label, _dir(forward), method, est.value, upper, est.se_mc, est.se_draws, est.halves,
                           est.gaussian_fit)
+
+
+def _quadrature_pair(cond: Condition, noise: Noise | None, eps: float, index: int, z: float | None,
+                     halves: bool) -> dict[tuple[int, bool], DirectionBound]:
+    """Both directions of a one-dimensional condition known through draws or atoms, from one evaluation of
+    the two densities; empty when the condition takes another route (:func:`_row`)."""
+    if cond.k != 1 or cond.kind != "sampled" or _is_noiseless(noise) or not noise.full_rank:
+        return {}
+    (xa, wa), (xb, wb) = _atoms(cond.law_a), _atoms(cond.law_b)
+    sampled = isinstance(cond.law_a, SampledLaw) or isinstance(cond.law_b, SampledLaw)
+    both = grid_hockey_both(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves)
+    if both is None:
+        return {}
+    return {(index, fwd): _mixture_row(cond, noise, eps, cond.label, fwd, index, z, halves, est)
+            for fwd, est in zip((True, False), both)}
 
 
 #: Below this effective number of draws carrying P̂(A*), the draws' term is bounded as a Poisson count.
@@ -361,6 +379,15 @@ def _notes(rows: tuple[DirectionBound, ...], target: float | None) -> tuple[str,
     return tuple(out)
 
 
+def _rows(conds: tuple[Condition, ...], noise: Noise | None, eps: float, which: list[tuple[int, bool]],
+          z: float | None, halves: bool) -> tuple[DirectionBound, ...]:
+    """The requested directions; a one-dimensional condition asked in both directions shares its densities."""
+    shared: dict[tuple[int, bool], DirectionBound] = {}
+    for i in sorted({i for i, fwd in which if (i, not fwd) in which}):
+        shared.update(_quadrature_pair(conds[i], noise, eps, i, z, halves))
+    return tuple(shared.get((i, fwd)) or _row(conds[i], noise, eps, i, fwd, z, halves=halves) for i, fwd in which)
+
+
 def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence: float | None,
             target: float | None = None, rows: Any = None, diagnostics: bool = True) -> PrivacyAccount:
     """The privacy profile δ(ε) of the released law, worst over conditions and both directions.
@@ -405,7 +432,7 @@ def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence:
     which = [(i, fwd) for i in range(len(conds)) for fwd in (True, False)] if rows is None else list(rows)
     final = rows is None and diagnostics
     with _one_blas_thread():  # small products over many atoms are memory-bound: one thread is faster, and robust
-        out = tuple(_row(conds[i], noise, eps, i, fwd, z, halves=final) for i, fwd in which)
+        out = _rows(conds, noise, eps, which, z, final)
     exact = all(r.exact for r in out)
     conf = 1.0 if exact else confidence
     return PrivacyAccount(eps, max(r.upper for r in out), max(r.value for r in out), conf,

@@ -125,7 +125,7 @@ class Guarantee:
         conf = "plug-in (no probability claimed)" if self.confidence is None else f"{self.confidence:g}"
         rows = [("ε", f"{self.epsilon:g}"), ("δ", f"{self.delta:g}"), ("confidence", conf),
                 ("assumptions", ", ".join(self.assumptions) or "none"),
-                ("unchecked", ", ".join(self.unchecked_assumptions) or "—"), ("status", state),
+                ("unchecked", ", ".join(self.unchecked_assumptions) or "none"), ("status", state),
                 ("theorem", self.theorem)]
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                        f"{v if k == 'status' else html.escape(v)}</td></tr>" for k, v in rows)
@@ -187,6 +187,19 @@ class Release:
         Attributes whose secrets the guarantee protects (budget names).
     ledger_id : int or None
         The ledger's release row, when a ledger was charged.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import bayespriv as bp
+    >>> a, b = bp.DatasetSecret.mean("height", 65.0), bp.DatasetSecret.mean("height", 67.0)
+    >>> cal = bp.Calibration.from_moments({a: [146.67], b: [153.33]}, {a: [[6.0]], b: [[6.0]]},
+    ...                                   bp.SecretPair(a, b), bp.mean("weight"), n_records=3)
+    >>> release = bp.mechanisms.APGM(cal, epsilon=1.0, delta=1e-3).release(pd.DataFrame({"weight": [150.0, 160.0, 170.0]}))
+    >>> release.value.shape, release.mechanism, release.seeded, release.protected, release.variables
+    ((1,), 'APGM', False, ('height',), ('weight',))
+    >>> release.guarantee.epsilon, release.guarantee.delta
+    (1.0, 0.001)
     """
 
     value: np.ndarray

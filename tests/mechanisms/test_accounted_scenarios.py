@@ -51,7 +51,7 @@ def _half_noise_delta(mech: M.Mechanism) -> float:
 # ------------------------------------------------------------------------------------------ census
 @pytest.fixture(scope="module")
 def census(adult_dir):
-    from models.census import census_model, census_query, income_pairs, load_adult
+    from bayespriv.models.census import census_model, census_query, income_pairs, load_adult
 
     return census_model(load_adult(adult_dir)), income_pairs(0.1), census_query()
 
@@ -83,7 +83,7 @@ def test_hospital_more_draws_never_cost_more_noise_and_half_noise_is_caught_exac
     narrowest of the paper's pairs). Given the share the average is exactly Gaussian with variance 9/50, so the
     δ of the released law is known in closed form: the accountant's noise (from draws) meets δ on it, half its
     variance does not."""
-    import models.hospital as H
+    import bayespriv.models.hospital as H
 
     share = lambda p: bp.DatasetSecret.proportion("gender", "female", p)  # noqa: E731
     shares = ((0.26, 0.74), (0.48, 0.52))
