@@ -27,7 +27,7 @@ import pandas as pd
 from ._validation import check_column_names, check_frame, check_name_or_none, check_positive_int, check_real, fail, freeze, thaw
 from .errors import ParameterTypeError, ValidationError
 
-__all__ = ["Batch", "Query", "Component", "mean", "count", "proportion", "stack", "batch_from_frame", "query_fingerprint"]
+__all__ = ["Batch", "Query", "Component", "Indicator", "mean", "count", "proportion", "stack", "batch_from_frame", "query_fingerprint"]
 
 Batch = Mapping[str, np.ndarray]
 
@@ -239,6 +239,31 @@ class Query:
     def additive(self) -> bool:
         """True when F is a sum of per-record terms (``components`` known), as for ``mean`` and ``count``."""
         return bool(self.components)
+
+    @property
+    def indicator(self) -> "Indicator | None":
+        """What the query counts, when it says so: an :class:`Indicator` ``(column, category, statistic)``.
+
+        Set for ``count(column, category)`` and ``proportion(column, category)``
+        (and a :func:`stack` of just one of them); None for every other query,
+        including the predicate forms, whose predicate is opaque. Derived from
+        the query's components, which :attr:`fingerprint` covers.
+
+        Examples
+        --------
+        >>> import bayespriv as bp
+        >>> bp.proportion("sex", "Female").indicator
+        Indicator(column='sex', category='Female', statistic='proportion')
+        >>> bp.mean("age").indicator is None
+        True
+        """
+        if len(self.components) != 1:
+            return None
+        comp = self.components[0]
+        h = comp.h
+        if not (isinstance(h, _Indicator) and isinstance(h.predicate, _Equals) and comp.columns == (h.predicate.column,)):
+            return None
+        return Indicator(h.predicate.column, h.predicate.category, "proportion" if comp.per_mean else "count")
 
     # -- evaluation --------------------------------------------------------------
     def evaluate(self, batch: Batch) -> np.ndarray:
@@ -568,23 +593,178 @@ def mean(column: str, *, bounds: tuple[float, float] | None = None, name: str | 
     return _additive([Component(_Clipped(column, lo, hi), True, hi - lo, None, label, (column,))], label)
 
 
-def _predicate_component(predicate, columns, per_mean, name) -> Component:
-    if not callable(predicate):
-        raise ParameterTypeError(f"predicate must be callable; got {type(predicate).__name__}")
-    cols = check_column_names(columns, "columns")
-    return Component(_Indicator(predicate, cols[0], name), per_mean, 1.0, None, name, cols)
+#: Marks an argument the caller did not give (``None`` may be a category).
+_UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<not given>"})()
 
 
-def count(predicate: Callable[[Batch], np.ndarray], columns: str | Sequence[str], *, name: str | None = None) -> Query:
-    """Number of records satisfying ``predicate`` (batch -> bool ``(draws, n_records)``)."""
-    label = check_name_or_none(name, "name") or "count"
-    return _additive([_predicate_component(predicate, columns, False, label)], label)
+def _equals_text(values: np.ndarray, category: Any) -> np.ndarray:
+    """``values == category`` on a text column: both compared as text (``str(category)``)."""
+    return values.astype(str, copy=False) == str(category)
 
 
-def proportion(predicate: Callable[[Batch], np.ndarray], columns: str | Sequence[str], *, name: str | None = None) -> Query:
-    """Share of records satisfying ``predicate``."""
-    label = check_name_or_none(name, "name") or "proportion"
-    return _additive([_predicate_component(predicate, columns, True, label)], label)
+@dataclass(frozen=True)
+class _Equals:
+    """predicate(x) = (x[column] == category), with the category compared as the column holds it.
+
+    A text column (strings, as data models and :func:`batch_from_frame` give
+    non-numeric columns) is compared with ``str(category)``; a boolean column
+    needs a bool category; a numeric column a number (compared as float). A
+    category of the wrong type for the column is refused, never silently
+    counted as no match.
+    """
+
+    column: str
+    category: Any
+
+    def __call__(self, batch: Batch) -> np.ndarray:
+        values = np.asarray(batch[self.column])
+        cat = self.category
+        if values.dtype.kind in "USO":
+            return _equals_text(values, cat)
+        if values.dtype == bool:
+            if not isinstance(cat, (bool, np.bool_)):
+                raise fail("category", f"a bool for the boolean column {self.column!r}", cat)
+            return values == bool(cat)
+        if isinstance(cat, (bool, np.bool_)) or not isinstance(cat, (int, float, np.integer, np.floating)):
+            raise fail("category", f"a number for the numeric column {self.column!r}", cat)
+        return values == float(cat)
+
+
+@dataclass(frozen=True)
+class Indicator:
+    """What a ready-made count or proportion counts: the records with ``column == category``.
+
+    :attr:`Query.indicator` of ``count(column, category)`` and
+    ``proportion(column, category)``; data models that can tabulate the law of
+    such a count read it (e.g. a hypergeometric law for a table resampled
+    without replacement).
+
+    Attributes
+    ----------
+    column : str
+    category : object
+        A value of the column: a string for a text column (compared as
+        ``str(category)``), a bool for a boolean column, a number for a
+        numeric one.
+    statistic : {"count", "proportion"}
+        The number of such records, or their share among the ``n_records``.
+    """
+
+    column: str
+    category: Any
+    statistic: str
+
+
+_FORMS = ("{f}(column, category) — the records whose column equals category, e.g. bp.{f}(\"xray\", \"pos\") — or "
+          "{f}(predicate, columns) with predicate(batch) a boolean array (draws, n_records), e.g. "
+          "bp.{f}(lambda b: b[\"age\"] > 65, \"age\")")
+
+
+def _indicator_component(what: Any, of: Any, per_mean: bool, name: str | None, func: str) -> tuple[Component, str]:
+    """The component of ``count``/``proportion`` in either form, and the query's name."""
+    forms = _FORMS.format(f=func)
+    if isinstance(what, str):
+        from .secrets import _check_category
+
+        if not what:
+            raise fail("column", f"a non-empty column name ({forms})", what)
+        if of is _UNSET:
+            raise ParameterTypeError(f"category must be given with a column name: {forms}; got {func}({what!r}) alone")
+        try:
+            _check_category(of)
+        except ValidationError as exc:
+            raise fail("category", f"one value of column {what!r} (a string, number or bool); {forms}", of) from exc
+        label = check_name_or_none(name, "name") or f"{func}({what}={of})"
+        h = _Indicator(_Equals(what, of), what, label)
+        return Component(h, per_mean, 1.0, None, label, (what,)), label
+    if not callable(what):
+        raise ParameterTypeError(f"predicate must be a column name (str) or a callable; {forms}; got {what!r} of type "
+                                 f"{type(what).__name__}")
+    if of is _UNSET:
+        raise ParameterTypeError(f"columns must be given with a predicate (the columns it reads): {forms}")
+    label = check_name_or_none(name, "name") or func
+    cols = check_column_names(of, "columns")
+    return Component(_Indicator(what, cols[0], label), per_mean, 1.0, None, label, cols), label
+
+
+def count(predicate: Callable[[Batch], np.ndarray] | str, columns: str | Sequence[str] | Any = _UNSET, *,
+          name: str | None = None) -> Query:
+    """The number of records in a category, or satisfying a predicate.
+
+    Two forms:
+
+    * ``count(column, category)`` — records with ``column == category`` (a
+      text column is compared as ``str(category)``, a boolean column with a
+      bool, a numeric column with a number). The query records what it counts
+      (:attr:`Query.indicator`), so data models that can tabulate the law of
+      the count exactly do so (:func:`~bayespriv.calibrate` with
+      ``exact_laws="auto"``).
+    * ``count(predicate, columns)`` — records for which ``predicate(batch)``
+      (a boolean array ``(draws, n_records)``) is true; ``columns`` are the
+      columns it reads. Opaque to the data models (``indicator`` is None).
+
+    Parameters
+    ----------
+    predicate : str or callable
+        The column (first form) or the predicate (second form).
+    columns : object or str or sequence of str
+        The category (first form) or the columns the predicate reads (second form).
+    name : str, optional
+        Default ``"count(column=category)"`` (first form) or ``"count"``.
+
+    Returns
+    -------
+    Query
+        Additive, one component; per-record sensitivity 1.
+
+    Examples
+    --------
+    >>> import bayespriv as bp, pandas as pd
+    >>> data = pd.DataFrame({"xray": ["pos", "neg", "pos"], "age": [70, 40, 66]})
+    >>> q = bp.count("xray", "pos")
+    >>> q(data), q.name, q.indicator
+    (array([2.]), 'count(xray=pos)', Indicator(column='xray', category='pos', statistic='count'))
+    >>> old = bp.count(lambda b: b["age"] > 65, "age", name="over 65")
+    >>> old(data), old.indicator is None
+    (array([2.]), True)
+    """
+    comp, label = _indicator_component(predicate, columns, False, name, "count")
+    return _additive([comp], label)
+
+
+def proportion(predicate: Callable[[Batch], np.ndarray] | str, columns: str | Sequence[str] | Any = _UNSET, *,
+               name: str | None = None) -> Query:
+    """The share of records in a category, or satisfying a predicate.
+
+    The same two forms as :func:`count` — ``proportion(column, category)``
+    (recorded in :attr:`Query.indicator`) and ``proportion(predicate,
+    columns)`` — divided by the number of records.
+
+    Parameters
+    ----------
+    predicate : str or callable
+        The column (first form) or the predicate (second form).
+    columns : object or str or sequence of str
+        The category (first form) or the columns the predicate reads (second form).
+    name : str, optional
+        Default ``"proportion(column=category)"`` (first form) or ``"proportion"``.
+
+    Returns
+    -------
+    Query
+        Additive, one component; per-record sensitivity 1/n.
+
+    Examples
+    --------
+    >>> import bayespriv as bp, pandas as pd
+    >>> data = pd.DataFrame({"xray": ["pos", "neg", "pos", "neg"], "age": [70, 40, 66, 12]})
+    >>> bp.proportion("xray", "pos")(data), bp.proportion("xray", "pos").indicator.statistic
+    (array([0.5]), 'proportion')
+    >>> bp.proportion(lambda b: b["age"] > 65, "age")(data)
+    array([0.5])
+    """
+    comp, label = _indicator_component(predicate, columns, True, name, "proportion")
+    return _additive([comp], label)
 
 
 def stack(*queries: Query, name: str | None = None) -> Query:

@@ -87,3 +87,61 @@ def test_randomness_helpers():
     assert release_generator(None)[1] is False and release_generator(3)[1] is True
     with pytest.raises(bp.ParameterTypeError, match="rng"):
         as_generator(-1)
+
+
+# -- count / proportion in the column-and-category form ------------------------------------------
+FRAME = pd.DataFrame({"xray": ["pos", "neg", "pos", "neg", "pos"], "age": [70, 40, 66, 12, 70],
+                      "smoker": [True, False, False, True, True]})
+
+
+@pytest.mark.parametrize("func, per", [(bp.count, 1), (bp.proportion, 5)])
+def test_column_and_category_form_counts_the_category_and_says_so(func, per):
+    q = func("xray", "pos")
+    assert q(FRAME).tolist() == [3 / per]
+    assert q.indicator == bp.queries.Indicator("xray", "pos", func.__name__)
+    assert q.name == f"{func.__name__}(xray=pos)" and q.columns == ("xray",) and q.k == 1
+    assert func("age", 70)(FRAME).tolist() == [2 / per]  # numeric column: compared as a number
+    assert func("smoker", True)(FRAME).tolist() == [3 / per]  # boolean column: with a bool
+    assert func("xray", "pos", name="positives").name == "positives"
+    np.testing.assert_array_equal(q.record_sensitivity(5), [1 / per])
+    # on a batch of datasets, as data models draw them
+    batch = {"xray": np.array([["pos", "neg"], ["pos", "pos"]])}
+    n = 1 if func is bp.count else 2
+    assert q.evaluate(batch)[:, 0].tolist() == [1 / n, 2 / n]
+    # the same numbers as the predicate form, which stays opaque
+    old = func(lambda b: b["xray"] == "pos", "xray")
+    assert old(FRAME).tolist() == q(FRAME).tolist() and old.indicator is None
+
+
+def test_indicator_only_for_the_column_and_category_form():
+    assert bp.stack(bp.count("xray", "pos")).indicator is not None  # a stack of one is the same query
+    assert bp.stack(bp.count("xray", "pos"), bp.count("xray", "neg")).indicator is None
+    assert bp.mean("age").indicator is None and bp.mean("age", bounds=(0, 100)).indicator is None
+    assert bp.Query(lambda b: b["age"][:, :1], ["age"], "first").indicator is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bp.count("xray", "pos").indicator.category = "neg"
+
+
+def test_indicator_is_part_of_the_fingerprint():
+    prints = {bp.count("xray", "pos").fingerprint, bp.count("xray", "neg").fingerprint,
+              bp.count("age", 70).fingerprint, bp.count("age", 70.5).fingerprint,
+              bp.proportion("xray", "pos").fingerprint,
+              bp.count(lambda b: b["xray"] == "pos", "xray", name="count(xray=pos)").fingerprint}
+    assert len(prints) == 6
+    assert bp.count("xray", "pos").fingerprint == bp.count("xray", "pos").fingerprint
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: bp.proportion("xray"), bp.ParameterTypeError, r"category must be given.*proportion\(predicate, columns\)"),
+    (lambda: bp.count(lambda b: b["x"] > 0), bp.ParameterTypeError, r"columns must be given.*count\(column, category\)"),
+    (lambda: bp.proportion(3, "x"), bp.ParameterTypeError, r"predicate must be a column name \(str\) or a callable.*"
+                                                           r"proportion\(column, category\).*got 3 of type int"),
+    (lambda: bp.count("xray", ["pos"]), bp.ValidationError, r"category must be one value of column 'xray'"),
+    (lambda: bp.count("xray", float("nan")), bp.ValidationError, r"category must be one value"),
+    (lambda: bp.count("", "pos"), bp.ValidationError, r"column must be a non-empty column name"),
+    (lambda: bp.count("age", "70")(FRAME), bp.ValidationError, r"category must be a number for the numeric column 'age'"),
+    (lambda: bp.count("smoker", 1)(FRAME), bp.ValidationError, r"category must be a bool for the boolean column"),
+])
+def test_a_wrong_call_names_the_parameter_and_shows_both_forms(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -348,14 +348,14 @@ class JointGaussian:
         calibration of moments only, the exact Gaussian profile; a leak (no ε up to the search's end meets δ)
         is reported as such."""
         from ..mechanisms.accountant import GaussianNoise
-        from .joint import MAX_JOINT_EPSILON, JointLeakError, _smallest_epsilon
+        from .joint import JointLeakError, _smallest_epsilon, leak_reason
 
         if self._accounted:
             eps, acc = _smallest_epsilon(self._conditions(), GaussianNoise(self._laws.noise_cov), delta,
                                          self._epsilon_sum, self._calibration.confidence)
             if math.isfinite(eps):
                 return eps
-            found = f"accounted δ at ε = {MAX_JOINT_EPSILON:g} is {acc.delta:.3g}"
+            found = leak_reason(acc, delta)
         else:
             try:
                 return joint_epsilon(self._laws, delta)

@@ -15,6 +15,13 @@ How each mechanism composes is what it declares (``Mechanism.composition``), nev
 * ``"chain"`` — MQM on a Markov chain: Song & Chaudhuri (2017, *Composition properties of
   inferential privacy for time-series data*) show that MQM releases on the same chain compose
   linearly, like pure DP; they add;
+* ``"quilt"`` — Markov quilt mechanisms on a parameter network (APMQM): releases that share, for
+  every sensitive node and θ, a quilt valid for each of them compose linearly. The proof of the
+  quilt theorems (Song, Wang & Chaudhuri 2017, §4; Zhang et al. 2022, Theorem 3) conditions on X_Q
+  once: the remote factor e^{e_θ(Q)} is paid once and, given X_Q, the nearby part of release k moves
+  by at most Δ_k, so its Laplace factor is at most e^{Δ_k / b_k} ≤ e^{ε_k − e_θ(Q)}; K releases give
+  e_θ(Q) + Σ_k (ε_k − e_θ(Q)) ≤ Σ_k ε_k. The ledger checks that such a common quilt exists (each row
+  records its valid quilts) and refuses the release otherwise, unless declared independent;
 * ``"joint"`` — every other mechanism (Pufferfish): accounted jointly here.
 
 Joint accounting
@@ -73,6 +80,7 @@ COMPOSITIONS: Mapping[str, str] = {
     "dp": "differential privacy: sequential composition (Dwork & Roth 2014, Theorem 3.16)",
     "subset": "privacy on a subset of variables: composition (Tan, Proposition 3.4)",
     "chain": "MQM on a Markov chain: linear composition (Song & Chaudhuri 2017)",
+    "quilt": "Markov quilt mechanism: linear composition over a quilt valid for every release (bayespriv.accounting.joint)",
     "joint": "joint accounting of the releases on the same data (bayespriv.accounting.joint)",
 }
 #: The assumption recorded on a row whose release the caller declared independent of the others.
@@ -269,6 +277,16 @@ def _block(mats: list[np.ndarray]) -> np.ndarray:
 
 
 # -------------------------------------------------------------------------------------- the joint ε
+def leak_reason(acc: Any, delta: float) -> str:
+    """Why no ε up to :data:`MAX_JOINT_EPSILON` meets δ: the law itself, or only the draws' margin (the point
+    estimate meets δ but its upper confidence bound does not — more draws would settle it)."""
+    where = f"at ε = {MAX_JOINT_EPSILON:g}"
+    if acc.estimate <= delta < acc.delta:
+        return (f"the draws cannot establish it: {where} the estimate of δ is {acc.estimate:.3g} but its upper "
+                f"confidence bound is {acc.delta:.3g}, worst {acc.worst.label}; calibrate with more draws")
+    return f"accounted δ {where} is {acc.delta:.3g}, worst {acc.worst.label}"
+
+
 def _smallest_epsilon(conds: tuple[Condition, ...], noise: Any, delta: float, start: float,
                       confidence: float | None) -> tuple[float, Any]:
     """Smallest ε (to :data:`EPSILON_RTOL`) with accounted δ_J(ε) ≤ δ; inf when none up to MAX_JOINT_EPSILON.
@@ -337,6 +355,6 @@ def joint_guarantee(mechanism: Any, priors: Sequence[PriorRelease], *, live: Map
     if not math.isfinite(eps):
         raise JointLeakError(
             f"these releases together reveal the secret (or cannot be accounted): with release(s) {list(ids)} already "
-            f"made on this dataset, {type(mechanism).__name__}'s release has joint ε = ∞ at δ = {delta:g} (accounted δ at ε = "
-            f"{MAX_JOINT_EPSILON:g} is {acc.delta:.3g}, worst {acc.worst.label}); nothing was spent and no noise was drawn")
+            f"made on this dataset, {type(mechanism).__name__}'s release has joint ε = ∞ at δ = {delta:g} "
+            f"({leak_reason(acc, delta)}); nothing was spent and no noise was drawn")
     return JointResult(eps, delta, method, ids, acc.assumptions, acc.confidence)

@@ -329,10 +329,11 @@ def composition_of(mechanism: Any) -> str | None:
 
 def composes_unconditionally(mechanism: Any) -> bool:
     """True when summing ``mechanism``'s (ε, δ) with other releases is a theorem: it declares a
-    differential-privacy (``"dp"``), subset-of-variables (``"subset"``) or Markov-chain MQM
-    (``"chain"``) composition. Pufferfish mechanisms (``"joint"``) are accounted jointly with the
-    other releases on the same data instead."""
-    return composition_of(mechanism) in ("dp", "subset", "chain")
+    differential-privacy (``"dp"``), subset-of-variables (``"subset"``), Markov-chain MQM
+    (``"chain"``) or Markov-quilt (``"quilt"``, the ledger checks the common quilt) composition.
+    Pufferfish mechanisms (``"joint"``) are accounted jointly with the other releases on the same
+    data instead."""
+    return composition_of(mechanism) in _SUMMED
 
 
 #: Every Ledger of this process, to reset in a forked child (:meth:`Ledger._forget_connection`).
@@ -349,6 +350,11 @@ def _after_fork_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
+#: Compositions whose charges add by a theorem (``"quilt"``: once the ledger found a common quilt).
+_SUMMED = ("dp", "subset", "chain", "quilt")
+#: Relative tolerance under which two rows' max-influences of the same quilt are the same number.
+_QUILT_RTOL = 1e-12
+
 #: The dataset of releases made without one (``release_value`` without ``dataset=``): all accounted together.
 UNNAMED_DATASET = "unnamed"
 #: Attempts at accounting a release jointly while other processes keep granting releases on its dataset.
@@ -356,7 +362,10 @@ _JOINT_RETRIES = 5
 
 
 def _noise_json(mechanism: Any) -> str | None:
-    """What joint accounting needs of a release's noise, as JSON (exact floats), or None (no usable noise)."""
+    """What joint accounting needs of a release's noise, as JSON (exact floats), or None (no usable noise);
+    for a Markov quilt mechanism, the quilts its noise is valid for (``{"kind": "quilts", ...}``)."""
+    if composition_of(mechanism) == "quilt":
+        return json.dumps({"kind": "quilts", "valid": mechanism.valid_quilts()}, sort_keys=True)
     kind = getattr(mechanism, "noise", None)
     if kind == "gaussian" and callable(getattr(mechanism, "_noise_covariance", None)):
         return json.dumps({"kind": "gaussian", "cov": np.asarray(mechanism._noise_covariance(), float).tolist()})
@@ -375,6 +384,17 @@ def _noise_of(text: str | None) -> Any:
     if d.get("kind") == "gaussian":
         return GaussianNoise(np.array(d["cov"], dtype=float))
     return LaplaceNoise(np.array(d["scale"], dtype=float), np.array(d["basis"], dtype=float))
+
+
+def _shared_quilts(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Per ``"θ|node"`` key of ``a``, its quilts valid in ``b`` too with the same max-influence (a key
+    ``b`` lacks keeps none: no common quilt is known for it)."""
+    out = {}
+    for key, quilts in a.items():
+        other = b.get(key, {})
+        out[key] = {q: e for q, e in quilts.items()
+                    if q in other and abs(other[q] - e) <= _QUILT_RTOL * max(1.0, abs(e))}
+    return out
 
 
 def _dataset_name(dataset: Any) -> str:
@@ -438,12 +458,12 @@ class _Request:
         if independent:
             if not isinstance(independent, bool):
                 raise ParameterTypeError(f"independent must be a bool; got {type(independent).__name__}")
-            kind = "independent" if kind in ("joint", None) else kind
+            kind = "independent" if kind in ("joint", "quilt", None) else kind
         cal = getattr(mechanism, "calibration", None)
         pairs = [p.label for p in getattr(cal, "pairs", ())]
-        noise = _noise_json(mechanism) if kind == "joint" else None
+        noise = _noise_json(mechanism) if kind in ("joint", "quilt") else None
         assumptions = req.assumptions
-        if kind in ("joint", "independent", "dp", "subset", "chain"):
+        if kind in ("joint", "independent") + _SUMMED:
             assumptions = tuple(a for a in assumptions if a != COMPOSITION_ASSUMPTION)
         if kind == "independent":
             assumptions += (DECLARED_INDEPENDENT,)
@@ -1001,7 +1021,10 @@ class Ledger:
         on how the mechanism composes (``mechanism.composition``, see :mod:`bayespriv.accounting.joint`):
 
         * differential-privacy, subset-of-variables and Markov-chain MQM releases spend their own
-          (ε, δ) (sequential composition is a theorem for them; the row names it);
+          (ε, δ) (sequential composition is a theorem for them; the row names it); so do Markov quilt
+          (APMQM) releases when every (θ, sensitive node) has a quilt valid for them and for every
+          quilt release already on the dataset — otherwise they are refused
+          (:class:`~bayespriv.accounting.joint.JointAccountingError`) unless declared independent;
         * every other (Pufferfish) release is accounted **jointly** with the releases already granted
           on the same ``dataset`` (a table's fingerprint, or a name; releases without one share the
           dataset ``"unnamed"``) for each budget: it spends the increase of the joint ε of all of
@@ -1025,7 +1048,8 @@ class Ledger:
             with self._connect() as con, self._transaction(con):
                 if plan is not None and self._priors_moved(con, req, plan):
                     continue  # another process granted a release on this dataset meanwhile: account again
-                refusal = self._check_budgets(con, req, units)
+                refusal = self._no_common_quilt(con, req) if req.composition == "quilt" else None
+                refusal = refusal or self._check_budgets(con, req, units)
                 if refusal is None:
                     rid = self._record_release(con, req, units, seeded, None if plan is None else plan.record)
             break
@@ -1090,6 +1114,30 @@ class Ledger:
                     "reason, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (_now(), req.mechanism, req.epsilon, req.delta, json.dumps(req.protected),
                      json.dumps(req.variables), req.query, budget, reason, os.getpid()))
+
+    def _no_common_quilt(self, con: sqlite3.Connection, req: _Request) -> Exception | None:
+        """Inside the transaction: for a Markov quilt release, None when every (θ, sensitive node) has a
+        quilt valid for it and for every quilt release already granted on its dataset and budgets
+        (:mod:`bayespriv.accounting.joint`, ``"quilt"``); else the error refusing it (nothing recorded)."""
+        from .joint import JointAccountingError
+
+        common = json.loads(req.noise)["valid"]
+        for name in req.protected:
+            rows = con.execute(
+                "SELECT r.id, r.noise FROM releases r JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 "
+                "AND r.dataset = ? AND r.composition = 'quilt' AND c.budget = ? ORDER BY r.id",
+                (req.dataset, name)).fetchall()
+            for rid, text in rows:
+                common = _shared_quilts(common, json.loads(text)["valid"])
+                empty = sorted(key for key, quilts in common.items() if not quilts)
+                if empty:
+                    return JointAccountingError(
+                        f"releasing {req.mechanism} on dataset {req.dataset!r} needs, for every member θ and "
+                        f"sensitive node, a Markov quilt valid for it and for every earlier quilt release there "
+                        f"(linear composition conditions on one quilt); none is shared with release {rid} for "
+                        f"{empty}. Use the same ε and quilts (quilts=...), more noise, or pass independent=True "
+                        "to declare the releases independent (recorded as an assumption); nothing was spent")
+        return None
 
     # -- joint accounting of the releases on the same data --------------------------------------------
     def _priors(self, con: sqlite3.Connection, dataset: str, budget: str) -> list[tuple]:

@@ -36,7 +36,20 @@ family member):
   :func:`~bayespriv.calibrate` returns it, with that member's arrays bit for
   bit.
 
-A calibration without samples (:meth:`~bayespriv.Calibration.from_moments`,
+Calibrations with exact laws (:attr:`~bayespriv.Calibration.finite_laws`:
+:meth:`~bayespriv.Calibration.from_laws`, or :func:`~bayespriv.calibrate` on a
+model that tabulates them), per node: every stored law is a law (finite
+points, positive weights summing to 1 within 1e-9, one per secret, of the
+query's dimension; checked when the file is read, with no rescaling, so it
+comes back bit for bit); ``mean`` and ``cov`` are the laws' own moments
+(:func:`law_mismatch`, within :data:`RTOL` of the same natural scales as for
+samples); the standard errors are 0 and ``confidence`` 1.0. The draws such a
+calibration keeps are diagnostics — the moments and the accountant read the
+laws — so only their shape and ``n_draws`` are checked against the node. A
+law that was edited together with moments recomputed from it agrees with
+itself: only the MAC vouches that it is the model's law.
+
+A calibration without samples or laws (:meth:`~bayespriv.Calibration.from_moments`,
 exact moments) has nothing to recompute: its numbers are what its author
 stated, vouched for by the MAC alone. The draws of a PyMC calibration depend
 on its MCMC posteriors, and the posteriors on the model: neither can be
@@ -74,7 +87,7 @@ import numpy as np
 from ..errors import UnverifiedCalibrationError
 from .moments import sample_moments, shrink_factor
 
-__all__ = ["RTOL", "check_calibration", "check_chain", "check_quilt"]
+__all__ = ["RTOL", "check_calibration", "check_chain", "check_quilt", "law_mismatch"]
 
 #: Relative tolerance of a recomputed quantity, of its natural scale (see the module notes).
 RTOL = 1e-9
@@ -96,13 +109,66 @@ def _worst(diff: np.ndarray, scale: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), diff.shape))
 
 
-def _check_moments(cal: Any, node: str, source: str) -> None:
+def law_mismatch(secrets: Any, names: Any, laws: Any, mean_array: np.ndarray, cov_array: np.ndarray) -> str | None:
+    """Where ``mean_array`` / ``cov_array`` are not the moments of the exact ``laws`` (None when they are).
+
+    The moments are recomputed as :class:`~bayespriv.calibration.laws.FiniteLaw` computes them and
+    compared within :data:`RTOL` of their natural scale (the standard deviation of a component for a
+    mean, ``√(σ_c² σ_d²)`` for a covariance entry), as for samples.
+
+    Parameters
+    ----------
+    secrets : sequence of Secret
+    names : sequence of str
+        Component names, for the message.
+    laws : mapping of str to FiniteLaw
+        By secret label.
+    mean_array, cov_array : ndarray (S, k), (S, k, k)
+
+    Returns
+    -------
+    str or None
+        The quantity, secret and component, with the stored and recomputed values.
+    """
+    mean = np.stack([laws[s.label].mean for s in secrets])
+    cov = np.stack([laws[s.label].cov for s in secrets])
+    sd = np.sqrt(np.clip(np.diagonal(cov, axis1=1, axis2=2), 0, None))
+    for name, stored, fresh, scale in (("mean", mean_array, mean, sd + np.abs(mean)),
+                                       ("cov", cov_array, cov, sd[:, :, None] * sd[:, None, :] + np.abs(cov))):
+        if stored.shape != fresh.shape:
+            return f"{name} of shape {stored.shape} for laws giving {fresh.shape}"
+        where = _worst(stored - fresh, scale)
+        if where is not None:
+            comp = ", ".join(str(names[c]) for c in where[1:])
+            return (f"{name} of secret {secrets[where[0]].label!r}, component {comp}: stored {stored[where]!r}, "
+                    f"recomputed from the stored law {fresh[where]!r}")
+    return None
+
+
+def _check_draws(cal: Any, node: str, source: str) -> None:
     samples = cal.sample_array
     S, k = cal.mean_array.shape
     if samples.shape[0] != S or samples.shape[2] != k:
         raise _refuse(source, f"samples of shape {samples.shape} in {node} for {S} secrets and {k} components")
     if cal.n_draws != samples.shape[1]:
         raise _refuse(source, f"n_draws={cal.n_draws} in {node} but {samples.shape[1]} stored draws per secret")
+
+
+def _check_laws(cal: Any, node: str, source: str) -> None:
+    """A node with exact laws: its moments are theirs (its draws are diagnostics: shape only)."""
+    if cal.sample_array is not None:
+        _check_draws(cal, node, source)
+    wrong = law_mismatch(cal.secrets, cal.component_names, cal.finite_laws, cal.mean_array, cal.cov_array)
+    if wrong is not None:
+        raise _refuse(source, f"{wrong} in {node}")
+    if cal.confidence != 1.0 or any(np.any(getattr(cal, n)) for n in ("mean_se", "cov_se", "cov_se_white")):
+        raise _refuse(source, f"confidence {cal.confidence!r} or non-zero standard errors in {node}, whose moments are "
+                              "those of exact laws")
+
+
+def _check_moments(cal: Any, node: str, source: str) -> None:
+    _check_draws(cal, node, source)
+    samples = cal.sample_array
     mean, cov, mean_se, cov_se, white = sample_moments(samples)
     sd = np.sqrt(np.clip(np.diagonal(cov, axis1=1, axis2=2), 0, None))  # (S, k)
     per_secret = lambda a: np.max(np.abs(a), axis=tuple(range(1, a.ndim)), keepdims=True)  # noqa: E731
@@ -150,9 +216,13 @@ def check_calibration(cal: Any, source: str) -> None:
         Naming the quantity, the node (``root`` or ``member_XXX``), the secret and component, and both values.
     """
     for i, m in enumerate(cal.family):
-        if m.sample_array is not None:
+        if m.finite_laws:
+            _check_laws(m, f"member_{i:03d}", source)
+        elif m.sample_array is not None:
             _check_moments(m, f"member_{i:03d}", source)
-    if cal.sample_array is not None:
+    if cal.finite_laws:
+        _check_laws(cal, "root", source)
+    elif cal.sample_array is not None:
         _check_moments(cal, "root", source)
     if cal.family:
         bounds = [m.pair_sensitivities(2, bound=True).max() for m in cal.family]
@@ -160,6 +230,9 @@ def check_calibration(cal: Any, source: str) -> None:
         m = cal.family[worst]
         names = ("mean_array", "cov_array", "mean_se", "cov_se", "cov_se_white")
         same = all(np.array_equal(getattr(cal, n), getattr(m, n)) for n in names) and cal.z == m.z
+        same = same and list(cal.finite_laws) == list(m.finite_laws) and all(
+            np.array_equal(cal.finite_laws[s].points, m.finite_laws[s].points)
+            and np.array_equal(cal.finite_laws[s].weights, m.finite_laws[s].weights) for s in cal.finite_laws)
         if not same:
             raise _refuse(source, f"a family whose root is not its worst member (member_{worst:03d}, L2 sensitivity "
                                   f"bound {bounds[worst]!r}; the root's is {cal.sensitivity(2, bound=True)!r})")

@@ -93,6 +93,10 @@ def _checked_sampled(calibration: Any) -> Calibration:
     if any(m.sample_array is None for m in calibration.members):
         raise fail("calibration", "a sampled calibration (its draws are recomputed on prefixes)",
                    described("a calibration without samples (exact moments, or loaded without them)"))
+    if calibration.finite_laws:
+        raise fail("calibration", "a calibration whose bounds rest on its draws (with the exact laws of F its "
+                                  "moments are exact: no bound rests on its draws, whatever their number)",
+                   described("one holding finite_laws"))
     return calibration
 
 

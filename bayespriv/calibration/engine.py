@@ -30,6 +30,7 @@ from ..queries import Query
 from ..random import RNGLike, as_seed_sequence
 from ..secrets import Secret, SecretPair, as_pairs
 from .moments import bonferroni_z, sample_moments
+from .laws import FiniteLaw
 from .result import Calibration
 from .signing import UNVERIFIED
 
@@ -301,8 +302,9 @@ def calibrate(
     chunk_size: int | None = None,
     progress: bool | None = None,
     reuse: Calibration | None = None,
+    exact_laws: bool | str = "auto",
 ) -> Calibration:
-    """Estimate what the mechanisms need by sampling F(X) | secret.
+    """Estimate what the mechanisms need by sampling F(X) | secret (and take the exact laws where the model knows them).
 
     Parameters
     ----------
@@ -360,6 +362,28 @@ def calibrate(
         gives, bit for bit. Offered to this call only: nothing is added to the
         process's posterior cache. A calibration loaded with
         ``trust="unverified"`` from a file that did not verify is refused.
+    exact_laws : {"auto", True, False}, default "auto"
+        Whether the calibration holds the exact law of F under each secret
+        when the data model can tabulate it (:meth:`DataModel.exact_law`:
+        today a count or proportion of a category, ``bp.count(column,
+        category)``, on an :class:`~bayespriv.EmpiricalDataModel` —
+        hypergeometric — or a discrete :class:`~bayespriv.BayesNetDataModel`
+        — binomial). With the laws (:attr:`Calibration.finite_laws`) the
+        moments are exact (standard errors 0, ``confidence`` 1.0, no
+        ``monte_carlo_clt``), the accountant of the released law computes δ(ε)
+        exactly instead of bounding it from the draws (no ``sampled_law``, no
+        confidence margin), and the draws are still made and kept for
+        diagnostics and plots; the minimum number of draws of the bounds
+        (:func:`minimum_draws`) no longer applies, as no bound rests on them.
+        ``"auto"``: take the laws when the model gives them for every secret
+        (of every member, for a family), else calibrate by sampling as
+        before — the laws remove an assumption and are never less accurate,
+        and tabulating them costs far less than drawing (about a millisecond
+        per secret; measured on 100 and 1000 records). With the laws the
+        calibration is exact whatever ``confidence`` says (a plug-in request
+        included). ``True``: require them (ValidationError naming the secret
+        and model that cannot). ``False``: never (the sampled calibration,
+        e.g. to reproduce a paper's estimates).
 
     Returns
     -------
@@ -369,6 +393,8 @@ def calibrate(
     ------
     UnverifiedCalibrationError
         ``reuse`` comes from a file that did not verify.
+    ValidationError
+        ``exact_laws=True`` and the model cannot tabulate some law.
     """
     if not isinstance(model, (DataModel, DataModelFamily)):
         raise ParameterTypeError(f"model must be a bayespriv DataModel or DataModelFamily; got {type(model).__name__}")
@@ -380,6 +406,8 @@ def calibrate(
     chunk_size = check_optional_positive_int(chunk_size, "chunk_size")
     if progress is not None and not isinstance(progress, (bool, np.bool_)):
         raise ParameterTypeError(f"progress must be None, True or False; got {progress!r}")
+    if not (exact_laws == "auto" or isinstance(exact_laws, (bool, np.bool_))):
+        raise fail("exact_laws", "'auto', True or False", exact_laws)
     family = isinstance(model, DataModelFamily)
     members = list(model.members) if family else [model]
     n_secrets = len(dict.fromkeys(s for p in pairs for s in p.secrets))
@@ -400,6 +428,7 @@ def calibrate(
     seeds = root.spawn(len(members)) if family else [root]
     with _posterior_cache.offered(offered):
         prepared = [m.prepare(secrets, np.random.default_rng(_prepare_seed(seed))) for m, seed in zip(members, seeds)]
+    laws = _tabulated_laws(prepared, secrets, query, exact_laws)
     tasks, per_secret = _plan(prepared, secrets, query, n_draws, seeds, chunk_size)
     label = f"calibrating {len(members)} models" if family else "calibrating"
     with progress_bar(len(tasks), label, progress) as bar:
@@ -407,26 +436,59 @@ def calibrate(
     samples = _assemble(results, len(prepared), len(secrets), per_secret, query)
     k = samples.shape[-1]
     n_events = len(prepared) * _events(len(secrets), k)
-    _refuse_too_few_draws(n_draws, confidence, k, n_events)
+    if laws is None:
+        _refuse_too_few_draws(n_draws, confidence, k, n_events)
     cals = [
         calibration_from_samples(samples[i], secrets, pairs, query, confidence=confidence, n_records=m.n_records,
                                  theta=m.theta or None, n_events=n_events, diagnostics=dict(m.diagnostics),
-                                 posteriors=m.posteriors)
+                                 posteriors=m.posteriors, finite_laws=None if laws is None else laws[i])
         for i, m in enumerate(prepared)
     ]
-    if not family:
-        _MODELS[cals[0]] = model
-        return cals[0]
+    result = _family_result(cals, model.covers) if family else cals[0]
+    _MODELS[result] = model
+    return result
+
+
+def _family_result(cals: list[Calibration], covers: str) -> Calibration:
+    """A family's calibration: its worst member (largest L2 sensitivity bound) holding every member."""
     worst = int(np.argmax([c.pair_sensitivities(2, bound=True).max() for c in cals]))
     diagnostics = dict(cals[worst].diagnostics)
     diagnostics["family"] = {
         "members": len(cals),
-        "covers": model.covers,
+        "covers": covers,
         "worst_theta": dict(cals[worst].theta or {}),
     }
-    result = replace(cals[worst], family=tuple(cals), diagnostics=diagnostics)
-    _MODELS[result] = model
-    return result
+    return replace(cals[worst], family=tuple(cals), diagnostics=diagnostics)
+
+
+def _tabulated_laws(models: Sequence[DataModel], secrets: Sequence[Secret], query: Query,
+                    mode: bool | str) -> list[dict[str, FiniteLaw]] | None:
+    """The exact law of F under every secret, per model (:meth:`DataModel.exact_law`), or None.
+
+    All or nothing: with ``mode="auto"`` None as soon as one model cannot tabulate one secret's law;
+    with ``True`` that refuses, naming them; with ``False`` None. A law whose dimension is not the
+    query's is a bug of the model (refused).
+    """
+    if mode is False or mode is np.False_:
+        return None
+    out = []
+    for m in models:
+        laws: dict[str, FiniteLaw] = {}
+        for s in secrets:
+            law = m.exact_law(s, query)
+            if law is None:
+                if mode == "auto":
+                    return None
+                raise fail("exact_laws", f"'auto' or False for {type(m).__name__}, which cannot tabulate the law of "
+                                         f"query {query.name!r} under secret {s.label!r} (it tabulates counts and "
+                                         "proportions of a category, bp.count(column, category), on an "
+                                         "EmpiricalDataModel or a discrete BayesNetDataModel)", True)
+            laws[s.label] = FiniteLaw(*law)
+            if query.k is not None and laws[s.label].k != query.k:
+                raise ValidationError(f"{type(m).__name__}.exact_law must return points of the query's dimension "
+                                      f"{query.k}; got {laws[s.label].k} for secret {s.label!r}")
+        out.append(laws)
+    return out
 
 
 def _offered_posteriors(reuse: Any) -> dict[str, Any]:
@@ -557,19 +619,31 @@ def calibration_from_samples(
     n_events: int | None = None,
     diagnostics: Mapping[str, Any] | None = None,
     posteriors: Mapping[str, Any] | None = None,
+    finite_laws: Mapping[str, FiniteLaw] | None = None,
 ) -> Calibration:
     """Summarise samples ``(S, n_draws, k)`` into a :class:`Calibration`.
 
     ``n_events`` is the number of intervals the Bonferroni split covers
     (default: this calibration's; a family passes the total over members).
     ``posteriors`` are the data model's MCMC runs (``DataModel.posteriors``),
-    kept on the result.
+    kept on the result. With ``finite_laws`` (the exact law per secret label)
+    the moments are the laws' own, exact (``confidence`` 1.0), and the
+    samples are kept as draws for diagnostics.
     """
     S, n, k = samples.shape
+    names = query.component_names(k) if query is not None else tuple(f"F[{i}]" for i in range(k))
+    if finite_laws:
+        laws = [finite_laws[s.label] for s in secrets]
+        return Calibration(
+            secrets=tuple(secrets), pairs=tuple(pairs), mean_array=np.stack([law.mean for law in laws]),
+            cov_array=np.stack([law.cov for law in laws]), mean_se=np.zeros((S, k)), cov_se=np.zeros((S, k, k)),
+            cov_se_white=np.zeros((S, k, k)), confidence=1.0, z=0.0, query=query, n_draws=n, n_records=n_records,
+            sample_array=samples, component_names=names, theta=theta, diagnostics=dict(diagnostics or {}),
+            posteriors=dict(posteriors or {}), finite_laws=dict(finite_laws),
+        )
     means, covs, mean_se, cov_se, cov_se_white = sample_moments(samples)
     if n_events is None:
         n_events = _events(S, k)
-    names = query.component_names(k) if query is not None else tuple(f"F[{i}]" for i in range(k))
     return Calibration(
         secrets=tuple(secrets),
         pairs=tuple(pairs),

@@ -26,7 +26,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .._validation import check_covariance, check_finite_array, described, fail
+from .._validation import _BUILDING, check_covariance, check_finite_array, described, fail, seal_fields, sealed
 
 __all__ = ["GaussianLaw", "FiniteLaw", "SampledLaw", "Law", "Condition", "conditions_of", "SAMPLED_LAW"]
 
@@ -59,37 +59,86 @@ class GaussianLaw:
         return int(self.mean.shape[0])
 
 
+@seal_fields
 @dataclass(frozen=True, eq=False)
 class FiniteLaw:
-    """A law with finitely many values, known exactly: ``points (m, k)`` with ``weights (m,)`` summing to 1."""
+    """A law with finitely many values, known exactly: ``points (m, k)`` with ``weights (m,)`` summing to 1.
+
+    Points of weight 0 are dropped and the weights rescaled to sum to 1 (they
+    must already sum to 1 within 1e-9). Immutable: the fields refuse
+    assignment and the arrays are sealed (:func:`~bayespriv._validation.sealed`).
+
+    Examples
+    --------
+    The number of heads in two fair coin tosses:
+
+    >>> law = FiniteLaw([0, 1, 2], [0.25, 0.5, 0.25])
+    >>> law.mean, law.cov
+    (array([1.]), array([[0.5]]))
+    """
 
     points: np.ndarray
     weights: np.ndarray
 
     def __post_init__(self) -> None:
-        pts = check_finite_array(self.points, "points")
-        pts = pts.reshape(-1, 1) if pts.ndim == 1 else pts
-        w = check_finite_array(self.weights, "weights").reshape(-1)
-        if pts.ndim != 2 or pts.shape[0] != w.shape[0] or pts.shape[0] == 0:
-            raise fail("points", "an array (m, k) with one row per weight", described(f"shape {pts.shape}, {w.size} weights"))
-        if np.any(w < 0) or not abs(float(w.sum()) - 1.0) <= 1e-9:
-            raise fail("weights", "non-negative numbers summing to 1", described(f"sum {float(w.sum())!r}"))
+        pts, w = _checked_atoms(self.points, self.weights)
         keep = w > 0
-        object.__setattr__(self, "points", _readonly(pts[keep]))
-        object.__setattr__(self, "weights", _readonly(w[keep] / w[keep].sum()))
+        object.__setattr__(self, "points", sealed(pts[keep], float))
+        object.__setattr__(self, "weights", sealed(w[keep] / w[keep].sum(), float))
+
+    def __setstate__(self, state: dict) -> None:  # unpickled arrays own writable memory: seal them again
+        self.__dict__.update({k: sealed(v, float) if k in ("points", "weights") else v for k, v in state.items()})
+
+    @classmethod
+    def stored(cls, points: Any, weights: Any) -> "FiniteLaw":
+        """The law exactly as stored (a calibration file): validated like the constructor, kept bit for bit.
+
+        The constructor rescales the weights to sum to 1, which may change
+        their last bits; a law read back must not change. Every weight must
+        be positive (a stored law has no zero weights).
+
+        Raises
+        ------
+        ValidationError
+            The arrays could not be a law (shapes, non-finite values, weights
+            not positive or not summing to 1 within 1e-9).
+        """
+        pts, w = _checked_atoms(points, weights)
+        if not np.all(w > 0):
+            raise fail("weights", "positive (a stored law keeps no point of weight 0)", described(f"minimum {float(w.min())!r}"))
+        law = cls.__new__(cls)  # the sealed fields accept values only while the object is being built
+        object.__setattr__(law, "points", sealed(pts, float))
+        object.__setattr__(law, "weights", sealed(w, float))
+        law.__dict__.pop(_BUILDING, None)
+        return law
 
     @property
     def k(self) -> int:
+        """Dimension of the points."""
         return int(self.points.shape[1])
 
     @property
     def mean(self) -> np.ndarray:
+        """Σ_u w_u z_u, ``(k,)``."""
         return self.weights @ self.points
 
     @property
     def cov(self) -> np.ndarray:
+        """Σ_u w_u (z_u − mean)(z_u − mean)ᵀ, ``(k, k)`` (the law's own covariance, not an estimate)."""
         c = self.points - self.mean
         return (c * self.weights[:, None]).T @ c
+
+
+def _checked_atoms(points: Any, weights: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Points ``(m, k)`` (a vector is ``(m, 1)``) and weights ``(m,)``: finite, non-negative, summing to 1 within 1e-9."""
+    pts = check_finite_array(points, "points")
+    pts = pts.reshape(-1, 1) if pts.ndim == 1 else pts
+    w = check_finite_array(weights, "weights").reshape(-1)
+    if pts.ndim != 2 or pts.shape[0] != w.shape[0] or pts.shape[0] == 0 or pts.shape[1] == 0:
+        raise fail("points", "an array (m, k) with one row per weight", described(f"shape {pts.shape}, {w.size} weights"))
+    if np.any(w < 0) or not abs(float(w.sum()) - 1.0) <= 1e-9:
+        raise fail("weights", "non-negative numbers summing to 1", described(f"sum {float(w.sum())!r}"))
+    return pts, w
 
 
 @dataclass(frozen=True, eq=False)

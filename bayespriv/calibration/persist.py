@@ -12,6 +12,11 @@ What a node holds
   component_b)``, ``mean_se``, ``cov_se``, ``cov_se_white`` and, for a
   sampled calibration, ``samples (secret, draw, component)`` — float64, stored
   without fill values or compression filters that alter bits;
+* for a calibration with exact laws (:attr:`Calibration.finite_laws`, format
+  version 2): ``law_size (secret,)`` (int64, the number of values of each
+  secret's law), and the laws one after the other in the order of the
+  secrets, ``law_points (law_atom, component)`` and ``law_weights
+  (law_atom,)`` (float64, bit for bit: read back without rescaling);
 * the secrets, one per ``secret``: ``secret_kind`` ("dataset" /
   "distribution"), ``secret_attribute`` (column or parameter),
   ``secret_statistic``, ``secret_value``, ``secret_category`` (JSON) and
@@ -94,8 +99,10 @@ __all__ = ["save_calibration", "load_calibration", "read_metadata", "check_query
 
 #: Value of the ``bayespriv_format`` attribute of every file written here.
 FORMAT = "bayespriv.calibration"
-#: Version of the layout; a reader refuses a newer one.
-FORMAT_VERSION = 1
+#: Version of the layout; a reader refuses a newer one. 2 added the exact laws (``law_*`` variables):
+#: a version-1 reader would take such a file's exact moments for sampled ones and refuse it as contradicting its
+#: draws, so it is told to upgrade instead. Files of version 1 are read as before.
+FORMAT_VERSION = 2
 #: The netCDF-4 engine (h5netcdf: pure HDF5, no C netCDF library needed).
 ENGINE = "h5netcdf"
 
@@ -191,6 +198,11 @@ def _node(cal: Calibration, enc: _Encoder, where: str, *, with_samples: bool = T
         data[name] = (dims, np.asarray(getattr(cal, attr), dtype=np.float64))
     if cal.sample_array is not None and with_samples:
         data["samples"] = (("secret", "draw", "component"), np.asarray(cal.sample_array, dtype=np.float64))
+    if cal.finite_laws:
+        laws = [cal.finite_laws[s.label] for s in cal.secrets]
+        data["law_size"] = (("secret",), np.array([law.weights.size for law in laws], dtype=np.int64))
+        data["law_points"] = (("law_atom", "component"), np.concatenate([law.points for law in laws]).astype(np.float64))
+        data["law_weights"] = (("law_atom",), np.concatenate([law.weights for law in laws]).astype(np.float64))
     for name, (dim, values) in _secret_table(cal.secrets, enc).items():
         data[name] = ((dim,), np.array(values, dtype=object if name != "secret_value" else np.float64))
     index = {s: i for i, s in enumerate(cal.secrets)}
@@ -202,6 +214,7 @@ def _node(cal: Calibration, enc: _Encoder, where: str, *, with_samples: bool = T
         "theta": enc.encode(None if cal.theta is None else thaw(cal.theta), f"{where}theta"),
         "diagnostics": enc.encode(thaw(cal.diagnostics), f"{where}diagnostics"),
         "has_samples": cal.sample_array is not None,
+        "has_laws": bool(cal.finite_laws),
         "query_name": q.name if q is not None else None,
         "query_columns": list(q.columns) if q is not None else None,
         "query_fingerprint": cal.query_fingerprint,
@@ -674,6 +687,7 @@ class _Node:
 
     arrays: dict[str, np.ndarray]
     samples: np.ndarray | None
+    laws: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # (law_size, law_points, law_weights) as stored
     secrets: tuple[Secret, ...]
     pairs: tuple[SecretPair, ...]
     component_names: tuple[str, ...]
@@ -685,6 +699,10 @@ def _read_node(ds: xr.Dataset, where: str) -> _Node:
         meta = json.loads(ds.attrs["bayespriv_metadata"])
         arrays = {attr: np.array(ds[name].values, dtype=np.float64) for name, attr, _ in _ARRAYS}
         samples = np.array(ds["samples"].values, dtype=np.float64) if "samples" in ds else None
+        laws = None
+        if any(name in ds for name in _LAW_VARIABLES):
+            laws = (np.array(ds["law_size"].values), np.array(ds["law_points"].values, dtype=np.float64),
+                    np.array(ds["law_weights"].values, dtype=np.float64))
         secrets = tuple(_secret(*row) for row in zip(
             ds["secret_kind"].values.tolist(), ds["secret_attribute"].values.tolist(),
             ds["secret_statistic"].values.tolist(), ds["secret_value"].values.tolist(),
@@ -694,7 +712,37 @@ def _read_node(ds: xr.Dataset, where: str) -> _Node:
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         raise ValidationError(f"{where} must be a calibration written by Calibration.to_netcdf; got a node "
                               f"missing or mangling {exc}") from exc
-    return _Node(arrays, samples, secrets, pairs, names, meta)
+    return _Node(arrays, samples, laws, secrets, pairs, names, meta)
+
+
+#: The variables of a node's exact laws (see the module docstring).
+_LAW_VARIABLES = ("law_size", "law_points", "law_weights")
+
+
+def _laws(node: _Node, source: str) -> dict[str, Any]:
+    """The stored exact laws of a node by secret label, bit for bit (validated, never rescaled)."""
+    from .laws import FiniteLaw
+
+    if node.laws is None:
+        if node.meta.get("has_laws"):
+            raise consistency._refuse(source, "no exact laws in a node whose metadata says it has them")
+        return {}
+    size, points, weights = node.laws
+    S = len(node.secrets)
+    ok = (size.dtype.kind in "iu" and size.shape == (S,) and np.all(size >= 1) and points.ndim == 2
+          and points.shape[0] == weights.shape[0] == int(size.sum()))
+    if not ok:
+        raise consistency._refuse(source, f"exact laws of sizes {size.tolist()!r} for {S} secrets with "
+                                          f"{points.shape[0]} points and {weights.shape[0]} weights")
+    out, start = {}, 0
+    for secret, m in zip(node.secrets, size.tolist()):
+        try:
+            out[secret.label] = FiniteLaw.stored(points[start:start + m], weights[start:start + m])
+        except ValidationError as exc:
+            raise consistency._refuse(source, f"a stored law of secret {secret.label!r} that is not a law ({exc})") \
+                from exc
+        start += m
+    return out
 
 
 def _secret(kind: str, attribute: str, statistic: str, value: float, category: str) -> Secret:
@@ -710,12 +758,14 @@ def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
            provenance: FileProvenance | None = None) -> Calibration:
     m = node.meta
     theta = _decode(m["theta"])
+    laws = _laws(node, f"the calibration file {provenance.path if provenance else ''!r}")
     try:
         return Calibration(
             secrets=node.secrets, pairs=node.pairs, confidence=m["confidence"], z=m["z"], query=query,
             n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples,
             component_names=node.component_names, theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
-            query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance, **node.arrays)
+            query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance,
+            finite_laws=laws, **node.arrays)
     except ReleaseMismatchError:
         raise
     except ValidationError as exc:  # e.g. a z too small for the stated confidence, shapes that disagree

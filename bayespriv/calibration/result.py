@@ -30,6 +30,7 @@ from ..errors import ParameterTypeError, ReleaseMismatchError, ValidationError
 from ..queries import Query
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair, as_pairs
 from .constraints import PairConstraints
+from .laws import FiniteLaw
 from .moments import bonferroni_z, loewner_lower
 from .signing import UNVERIFIED, FileProvenance
 
@@ -155,6 +156,41 @@ def _checked_arrays(cal: "Calibration", n_secrets: int) -> dict[str, np.ndarray]
     return {name: sealed(arr, float) for name, arr in out.items()}
 
 
+def _checked_laws(cal: "Calibration") -> Mapping[str, FiniteLaw]:
+    """Exact laws: none, or one :class:`FiniteLaw` of dimension k per secret label, with the moments
+    they give (``confidence`` 1.0); family members all with laws or all without. A read-only mapping
+    in the order of the secrets."""
+    laws = cal.finite_laws
+    if not isinstance(laws, Mapping):
+        raise ParameterTypeError(f"finite_laws must be a mapping of secret labels to FiniteLaw; got {type(laws).__name__}")
+    with_laws = {bool(m.finite_laws) for m in cal.family}
+    if len(with_laws) > 1 or (with_laws and with_laws != {bool(laws)}):
+        raise fail("finite_laws", "given for every member of a family and its root, or for none",
+                   described(f"{sum(bool(m.finite_laws) for m in cal.family)} of {len(cal.family)} members with laws, "
+                             f"root {'with' if laws else 'without'}"))
+    if not laws:
+        return MappingProxyType({})
+    labels = [s.label for s in cal.secrets]
+    if len(set(labels)) != len(labels):
+        raise fail("finite_laws", "keyed by distinct secret labels", described(f"secrets labelled {labels!r}"))
+    if set(laws) != set(labels):
+        raise fail("finite_laws", f"one law per secret, keyed by its label {labels!r}", described(f"keys {list(laws)!r}"))
+    for label in labels:
+        law = laws[label]
+        if not isinstance(law, FiniteLaw):
+            raise ParameterTypeError(f"finite_laws[{label!r}] must be a FiniteLaw; got {type(law).__name__}")
+        if law.k != cal.k:
+            raise fail(f"finite_laws[{label!r}]", f"a law of F's dimension k = {cal.k}", described(f"k = {law.k}"))
+    if cal.confidence != 1.0:
+        raise fail("confidence", "1.0 with exact laws (their moments hold surely)", cal.confidence)
+    from .consistency import law_mismatch
+
+    wrong = law_mismatch(cal.secrets, cal.component_names, laws, cal.mean_array, cal.cov_array)
+    if wrong is not None:
+        raise fail("mean_array and cov_array", "the moments of finite_laws", described(wrong))
+    return MappingProxyType({label: laws[label] for label in labels})
+
+
 def _check_confidence_z(cal: "Calibration") -> None:
     """The stated confidence must be what the bounds (estimate ± z·s.e.) deliver.
 
@@ -189,13 +225,27 @@ def _check_confidence_z(cal: "Calibration") -> None:
                         "(a smaller z claims that confidence over bounds too narrow for it)", cal.z)
 
 
+def _as_finite_law(value: Any, name: str) -> FiniteLaw:
+    """A FiniteLaw, or one built from a pair (points, weights)."""
+    if isinstance(value, FiniteLaw):
+        return value
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        try:
+            return FiniteLaw(*value)
+        except (ValidationError, ParameterTypeError) as exc:
+            raise fail(name, "a FiniteLaw or a pair (points, weights) of a law", described(str(exc))) from exc
+    raise ParameterTypeError(f"{name} must be a FiniteLaw or a pair (points, weights); got {type(value).__name__}")
+
+
 @seal_fields
 @dataclass(frozen=True, eq=False)
 class Calibration:
     """Moments of F(X) per secret, their Monte-Carlo error and conservative bounds.
 
-    Built by :func:`bayespriv.calibrate` (sampling) or :meth:`from_moments`
-    (moments known exactly). Mechanisms read it; it never sees data.
+    Built by :func:`bayespriv.calibrate` (sampling, with the exact laws when
+    the data model tabulates them), :meth:`from_moments` (moments known
+    exactly) or :meth:`from_laws` (laws known exactly). Mechanisms read it; it
+    never sees data.
 
     Immutable: its fields refuse assignment even through ``object.__setattr__``
     (:func:`~bayespriv._validation.seal_fields`), its arrays are sealed (their
@@ -259,6 +309,17 @@ class Calibration:
         ``trust="unverified"`` from a file that did not verify carries the
         assumption ``"unverified_calibration"`` (:attr:`assumptions`), and so
         does every guarantee built on it.
+    finite_laws : mapping of str to FiniteLaw
+        The exact law of F(X) under each secret, by secret label (read-only;
+        :class:`~bayespriv.calibration.laws.FiniteLaw`: finitely many values
+        and their probabilities), when it is known: from :meth:`from_laws`, or
+        from :func:`~bayespriv.calibrate` when the data model tabulates it (a
+        count of a category over a resampled table or a Bayesian network).
+        Then the moments are the laws' own (standard errors 0, ``confidence``
+        1.0) and the accountant of the released law reads the laws, exactly,
+        instead of the draws (which stay, for diagnostics and plots). Empty
+        otherwise; either every secret has its law or none. For a family,
+        each member holds its own.
     """
 
     secrets: tuple[Secret, ...]
@@ -281,6 +342,7 @@ class Calibration:
     query_fingerprint: str | None = field(default=None, repr=False)
     posteriors: Mapping[str, Any] = field(default_factory=dict, repr=False)
     provenance: FileProvenance | None = field(default=None, repr=False)
+    finite_laws: Mapping[str, FiniteLaw] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         secrets, pairs = _checked_secrets(self.secrets, self.pairs)
@@ -297,6 +359,7 @@ class Calibration:
         object.__setattr__(self, "posteriors", _checked_posteriors(self.posteriors))
         if self.provenance is not None and not isinstance(self.provenance, FileProvenance):
             raise ParameterTypeError(f"provenance must be None or a FileProvenance; got {type(self.provenance).__name__}")
+        object.__setattr__(self, "finite_laws", _checked_laws(self))
 
     @property
     def content_hash(self) -> str | None:
@@ -342,6 +405,7 @@ class Calibration:
         state["theta"] = thaw(state["theta"])
         state["diagnostics"] = thaw(state["diagnostics"])
         state["posteriors"] = dict(state.get("posteriors", {}))
+        state["finite_laws"] = dict(state.get("finite_laws", {}))
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -349,7 +413,8 @@ class Calibration:
         arrays = {k: sealed(v, float) for k, v in state.items() if k in _ARRAYS and v is not None}  # unpickled: writable
         self.__dict__.update(state, **arrays, theta=None if theta is None else freeze(theta),
                              diagnostics=freeze(state.get("diagnostics", {})),
-                             posteriors=MappingProxyType(dict(state.get("posteriors", {}))))
+                             posteriors=MappingProxyType(dict(state.get("posteriors", {}))),
+                             finite_laws=MappingProxyType(dict(state.get("finite_laws", {}))))
 
     @property
     def samples(self) -> xr.DataArray | None:
@@ -497,6 +562,81 @@ class Calibration:
             component_names=names,
         )
 
+    @classmethod
+    def from_laws(
+        cls,
+        laws: Mapping[Secret, Any],
+        pairs: SecretPair | Sequence[SecretPair],
+        query: Query | None = None,
+        *,
+        n_records: int | None = None,
+    ) -> "Calibration":
+        """A calibration from the exact laws of F(X) under each secret, each with finitely many values.
+
+        The moments are the laws' own (exact, standard errors 0, ``confidence``
+        1.0, like :meth:`from_moments`), and the accountant of the released
+        law computes δ(ε) from the laws themselves: exactly for a scalar
+        query (:mod:`~bayespriv.mechanisms.finite_exact`), with no assumption.
+
+        Parameters
+        ----------
+        laws : mapping of Secret to FiniteLaw or (points, weights)
+            For every secret of ``pairs``: the values F takes, ``points``
+            ``(m,)`` or ``(m, k)``, and their probabilities ``weights``
+            ``(m,)`` (non-negative, summing to 1 within 1e-9).
+        pairs : SecretPair or sequence of SecretPair
+        query : Query, optional
+        n_records : int, optional
+
+        Returns
+        -------
+        Calibration
+            With :attr:`finite_laws` keyed by secret label.
+
+        Examples
+        --------
+        A count of positives among 2 records, each positive with probability 0.3 or 0.5:
+
+        >>> import bayespriv as bp
+        >>> a, b = bp.DistributionSecret("p", 0.3), bp.DistributionSecret("p", 0.5)
+        >>> cal = bp.Calibration.from_laws({a: ([0, 1, 2], [0.49, 0.42, 0.09]), b: ([0, 1, 2], [0.25, 0.5, 0.25])},
+        ...                                bp.SecretPair(a, b))
+        >>> cal.means[a], cal.covs[a], cal.confidence
+        (array([0.6]), array([[0.42]]), 1.0)
+        """
+        pairs = as_pairs(pairs)
+        n_records = check_optional_positive_int(n_records, "n_records")
+        if query is not None and not isinstance(query, Query):
+            raise ParameterTypeError(f"query must be None or a bayespriv Query; got {type(query).__name__}")
+        if not isinstance(laws, Mapping):
+            raise ParameterTypeError(f"laws must be a mapping from secret to FiniteLaw or (points, weights); "
+                                     f"got {type(laws).__name__}")
+        secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
+        finite = {}
+        for s in secrets:
+            if s not in laws:
+                raise ValidationError(f"laws must give a law for every secret of the pairs; missing {s.label!r}")
+            finite[s.label] = _as_finite_law(laws[s], f"laws[{s.label}]")
+        k = finite[secrets[0].label].k
+        for s in secrets:
+            if finite[s.label].k != k:
+                raise fail(f"laws[{s.label}]", f"of dimension k = {k} like the first secret's",
+                           described(f"k = {finite[s.label].k}"))
+        return cls(
+            secrets=secrets,
+            pairs=pairs,
+            mean_array=np.stack([finite[s.label].mean for s in secrets]),
+            cov_array=np.stack([finite[s.label].cov for s in secrets]),
+            mean_se=np.zeros((len(secrets), k)),
+            cov_se=np.zeros((len(secrets), k, k)),
+            confidence=1.0,
+            z=0.0,
+            query=query,
+            n_records=n_records,
+            component_names=query.component_names(k) if query is not None else (),
+            finite_laws=finite,
+        )
+
     # -- shape and lookup ------------------------------------------------------------------
     @property
     def k(self) -> int:
@@ -505,8 +645,11 @@ class Calibration:
 
     @property
     def exact(self) -> bool:
-        """True for moments given exactly (``from_moments``: confidence 1, no draws)."""
-        return self.confidence == 1.0 and self.n_draws is None
+        """True when the moments are exact (``confidence`` 1.0, standard errors 0): given by
+        :meth:`from_moments`, or the moments of exact laws (:attr:`finite_laws`: :meth:`from_laws`, or
+        :func:`~bayespriv.calibrate` on a model that tabulates them, whose draws are then kept for
+        diagnostics only)."""
+        return self.confidence == 1.0
 
     @property
     def plug_in(self) -> bool:
@@ -567,7 +710,7 @@ class Calibration:
         out: tuple[str, ...] = ()
         if self.plug_in:
             out = ("estimated_moments",)
-        elif self.n_draws is not None:
+        elif self.n_draws is not None and not self.exact:
             out = ("monte_carlo_clt",)
         if self.diagnostics.get("family", {}).get("covers") == "corners":
             out += ("extremes_at_grid",)
@@ -612,14 +755,14 @@ class Calibration:
         (``d/‖d‖₂`` for L2, ``sign(d)`` for L1, the indicator of the largest
         ``|d_c|`` for L∞). Where ``d = 0`` the norm is not differentiable and
         ``√(tr Var(d))`` (the size of ``‖d‖₂`` under pure noise) is reported.
-        Zero for exact moments (no draws).
+        Zero for exact moments (no draws, or exact laws).
 
         Returns
         -------
         ndarray (len(pairs),)
         """
         o = _ord(ord)
-        if self.n_draws is None:
+        if self.n_draws is None or self.exact:
             return np.zeros(len(self.pairs))
         out = []
         for p in self.pairs:
@@ -801,7 +944,7 @@ class Calibration:
         return pd.DataFrame(rows).set_index(["secret", "component"])
 
     def __repr__(self) -> str:
-        how = "exact" if self.exact else ("plug-in" if self.plug_in else f"confidence={self.confidence}")
+        how = ("exact laws" if self.finite_laws else "exact") if self.exact else ("plug-in" if self.plug_in else f"confidence={self.confidence}")
         q = self.query.name if self.query is not None else "-"
         fam = f", family of {len(self.family)} (worst θ {_theta_label(self.theta)})" if self.is_family else ""
         return (f"Calibration(query={q!r}, secrets={len(self.secrets)}, pairs={len(self.pairs)}, k={self.k}, "

@@ -11,7 +11,12 @@ What the Wasserstein mechanisms of Chen & Ohrimenko (AISTATS 2023, §3) need:
 
 Everything here is estimated from the calibration's draws and comes with a
 bound that holds, for *all* pairs and members at once, with the stated
-``confidence`` over the calibration's own randomness.
+``confidence`` over the calibration's own randomness — except for a
+calibration that holds the exact laws of a one-dimensional F
+(:attr:`~bayespriv.Calibration.finite_laws`): there W∞ and the δ-trimmed W∞
+are computed exactly from the laws' quantile functions
+(:func:`w_infinity_finite`), with confidence 1 and no assumption, whatever
+``confidence`` asks.
 
 One dimension: the quantile coupling and the DKW band
 -----------------------------------------------------
@@ -194,6 +199,7 @@ __all__ = [
     "w_infinity_samples",
     "w_infinity_from_quantiles",
     "w_infinity_discrete",
+    "w_infinity_finite",
     "query_support",
     "resolve_support",
     "METHODS",
@@ -654,6 +660,61 @@ def w_infinity_discrete(dist_a: Any, dist_b: Any, *, delta: float = 0.0) -> floa
     return w_infinity_from_quantiles(dist_a.ppf, dist_b.ppf, jumps=jumps, delta=delta)
 
 
+def w_infinity_finite(law_a: Any, law_b: Any, *, delta: float = 0.0) -> float:
+    """Exact W∞ (or δ-trimmed W∞) of two one-dimensional finite laws
+    (:class:`~bayespriv.calibration.laws.FiniteLaw`).
+
+    The quantile function of a law with sorted values x_1 < … < x_m and
+    cumulative probabilities c_1 < … < c_m = 1 is Q(u) = x_j for
+    c_{j−1} < u ≤ c_j; both Q_a and Q_b are constant between consecutive jump
+    levels of either law, so :func:`w_infinity_from_quantiles` evaluates them
+    there and the result is exact up to the rounding of the cumulative sums.
+
+    Examples
+    --------
+    >>> from bayespriv.calibration.laws import FiniteLaw
+    >>> w_infinity_finite(FiniteLaw([0, 1, 2], [0.25, 0.5, 0.25]), FiniteLaw([1, 2, 3], [0.25, 0.5, 0.25]))
+    1.0
+    """
+    quantiles = []
+    for name, law in (("law_a", law_a), ("law_b", law_b)):
+        if not hasattr(law, "points") or not hasattr(law, "weights") or np.shape(law.points)[1:] != (1,):
+            raise ParameterTypeError(f"{name} must be a one-dimensional FiniteLaw; got {type(law).__name__}")
+        order = np.argsort(law.points[:, 0], kind="stable")
+        x, c = law.points[order, 0], np.cumsum(law.weights[order])
+        quantiles.append((x, c))
+
+    def ppf(x: np.ndarray, c: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda u: x[np.minimum(np.searchsorted(c, u, side="left"), x.size - 1)]
+
+    (xa, ca), (xb, cb) = quantiles
+    return w_infinity_from_quantiles(ppf(xa, ca), ppf(xb, cb), jumps=np.concatenate([ca, cb]), delta=delta)
+
+
+def _exact_bounds(calibration: Calibration, members: tuple[Calibration, ...], delta: float, support: Any,
+                  method: str) -> WassersteinBounds | None:
+    """The bounds of a calibration whose members all hold exact 1-D laws (quantile method): exact W∞ or
+    δ-trimmed W∞ per pair, supremum over members, confidence 1; None for any other calibration."""
+    if method != "quantile" or not all(m.finite_laws and m.k == 1 for m in members):
+        return None
+    lo, hi = resolve_support(calibration, support)
+    for m in members:
+        for label, law in m.finite_laws.items():
+            if law.points.min() < lo[0] or law.points.max() > hi[0]:
+                raise ValidationError(f"support must contain every value of the exact law of F; got [{lo[0]:g}, "
+                                      f"{hi[0]:g}], but the law under {label!r} takes values in "
+                                      f"[{law.points.min():g}, {law.points.max():g}]")
+    assumptions = (UNVERIFIED,) if UNVERIFIED in calibration.assumptions else ()
+    results = []
+    for pair in calibration.pairs:
+        values = [w_infinity_finite(m.finite_laws[pair.a.label], m.finite_laws[pair.b.label], delta=delta)
+                  for m in members]
+        worst = int(np.argmax(values))
+        results.append(PairWasserstein(pair, values[worst], values[worst], delta, 1.0, method, assumptions, worst))
+    return WassersteinBounds(tuple(results), delta, 1.0, method, (lo, hi), len(members) * len(calibration.secrets),
+                             assumptions, None)
+
+
 # -- support of F --------------------------------------------------------------------------------------
 
 
@@ -820,7 +881,8 @@ def wasserstein_bounds(
     Parameters
     ----------
     calibration : Calibration
-        Must hold draws (``sample_array`` of shape (S, n_draws, k)); a
+        Must hold draws (``sample_array`` of shape (S, n_draws, k)) or, for
+        the quantile method, exact laws (:meth:`Calibration.from_laws`); a
         calibration from :meth:`Calibration.from_moments` is refused. For a
         family, ``calibration.members`` (one Calibration per θ) is used and the
         supremum over members taken per pair.
@@ -834,7 +896,9 @@ def wasserstein_bounds(
     confidence : "calibration", None or float in (0, 1)
         Probability that all bounds hold at once; "calibration" uses the
         calibration's. None: plug-in (bound = estimate, assumption
-        ``estimated_moments``).
+        ``estimated_moments``). Not used when every member holds exact laws
+        of a one-dimensional F (:attr:`Calibration.finite_laws`) and the method
+        is ``quantile``: the bounds are then exact (confidence 1).
     method : {"auto", "quantile", "mean_deviation"}
         ``quantile``: DKW band on the quantile coupling (k = 1; distribution
         free). ``mean_deviation``: Theorem 3.3 with per-distribution c (needs
@@ -860,6 +924,11 @@ def wasserstein_bounds(
         raise ParameterTypeError(f"calibration must be a bayespriv Calibration; got {type(calibration).__name__}")
     delta = check_delta(delta, allow_zero=True)
     members = _members(calibration)
+    k = calibration.k
+    method = _resolve_method(method, k, delta)
+    exact = _exact_bounds(calibration, members, delta, support, method)
+    if exact is not None:
+        return exact
     for m in members:
         if m.sample_array is None:
             raise ValidationError(
@@ -870,8 +939,6 @@ def wasserstein_bounds(
         if m.k != calibration.k:
             raise ValidationError(f"every member must have k={calibration.k} components; got a member with k={m.k}")
     confidence = _resolve_confidence(calibration, confidence)
-    k = calibration.k
-    method = _resolve_method(method, k, delta)
     band = check_choice(band, "band", BANDS)
     lo, hi = resolve_support(calibration, support)
     secrets = calibration.secrets

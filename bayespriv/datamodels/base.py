@@ -168,6 +168,31 @@ class DataModel(abc.ABC):
         """
         raise UnsupportedSecretError(f"{type(self).__name__} has no closed-form moments; calibrate by sampling instead")
 
+    def exact_law(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray] | None:
+        """The exact law of F(X) given ``secret`` when it has finitely many values, or None.
+
+        :func:`~bayespriv.calibrate` asks for it (``exact_laws="auto"``) and,
+        when the model gives it for every secret, the calibration holds these
+        laws (:attr:`~bayespriv.Calibration.finite_laws`): its moments are
+        exact and the privacy accountant reads the laws instead of the draws.
+        Models that can tabulate some query (a count of a category, see
+        :attr:`~bayespriv.Query.indicator`) override it; the default, and any
+        model for a query it cannot tabulate, returns None (calibrate by
+        sampling, as before).
+
+        Parameters
+        ----------
+        secret : Secret or None
+        query : Query
+
+        Returns
+        -------
+        (points, weights) or None
+            ``points (m, k)``: the values F takes; ``weights (m,)``: their
+            probabilities (summing to 1).
+        """
+        return None
+
     def __repr__(self) -> str:
         extra = f", theta={self.theta}" if self.theta else ""
         return f"{type(self).__name__}(columns={list(self.columns)}, n_records={self.n_records}{extra})"

@@ -720,6 +720,96 @@ class BayesNetDataModel(DataModel):
         cov = np.outer(s, s) * cov
         return s * mean, 0.5 * (cov + cov.T)
 
+    # -- exact laws --------------------------------------------------------------------------
+    def exact_law(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray] | None:
+        """The exact law of a count or proportion of a state (binomial, or two binomials convolved).
+
+        For a query that says what it counts (:attr:`~bayespriv.Query.indicator`:
+        ``count(node, state)`` or ``proportion(node, state)``) on a discrete
+        network. The states it counts are found by evaluating the query itself
+        on the node's state values (as the records hold them). Records are
+        independent given the secret:
+
+        * no secret, or a :class:`~bayespriv.DistributionSecret` (the modified
+          network): each of the ``n`` records is counted with probability
+          ``q = P(node ∈ counted states)``: ``Binomial(n, q)``;
+        * ``DatasetSecret.proportion(s, j, p)``: ``k = p·n`` records have
+          ``s = j`` and are counted with probability ``q₁ = P(counted | s = j)``;
+          the other ``n − k`` have ``s`` drawn from ``P(s | s ≠ j)`` and are
+          counted with ``q₀ = P(counted, s ≠ j) / P(s ≠ j)``: the count is
+          ``Binomial(k, q₁) + Binomial(n − k, q₀)``, independent, so its law
+          is the convolution of the two (``np.convolve`` of
+          ``scipy.stats.binom`` probabilities).
+
+        The probabilities come from the exact joint table of the two nodes
+        (the product of the CPDs over their ancestral set, summed over the
+        other ancestors — the inference :meth:`moments` and conditioning use,
+        at most :data:`MAX_JOINT_ENTRIES` entries; a fixed summation order, so
+        the same bits in every process). A proportion divides by ``n``.
+
+        Parameters
+        ----------
+        secret : Secret or None
+        query : Query
+
+        Returns
+        -------
+        (points (m, 1), weights (m,)) or None
+            None for linear Gaussian networks and for any other query.
+
+        Examples
+        --------
+        >>> import bayespriv as bp
+        >>> from pgmpy.models import DiscreteBayesianNetwork
+        >>> from pgmpy.factors.discrete import TabularCPD
+        >>> net = DiscreteBayesianNetwork([("smoker", "xray")])
+        >>> net.add_cpds(TabularCPD("smoker", 2, [[0.5], [0.5]], state_names={"smoker": ["no", "yes"]}),
+        ...              TabularCPD("xray", 2, [[0.9, 0.5], [0.1, 0.5]], evidence=["smoker"], evidence_card=[2],
+        ...                         state_names={"xray": ["neg", "pos"], "smoker": ["no", "yes"]}))
+        >>> model = bp.BayesNetDataModel(net, n_records=2)
+        >>> points, weights = model.exact_law(bp.DatasetSecret.proportion("smoker", "yes", 0.5), bp.count("xray", "pos"))
+        >>> points.ravel().tolist(), weights.round(6).tolist()
+        ([0.0, 1.0, 2.0], [0.45, 0.5, 0.05])
+        """
+        from scipy.stats import binom
+
+        if not isinstance(query, Query):
+            raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+        indicator = query.indicator
+        if indicator is None or self.kind != "discrete" or indicator.column not in self.columns:
+            return None
+        self.check_secret(secret)
+        net: _DiscreteNet = self._variant(secret)[1] if isinstance(secret, DistributionSecret) else self._base
+        t = net.index(indicator.column)
+        comp = query.components[0]
+        counted = np.asarray(comp.h({indicator.column: net.values[t][None, :]}), dtype=float).reshape(-1)
+        n = self.n_records
+        groups = [(n, net.marginal(t) @ counted)] if not isinstance(secret, DatasetSecret) else \
+            self._counted_given_secret(net, secret, t, counted)
+        pmf = np.ones(1)
+        for m, q in groups:
+            pmf = np.convolve(pmf, binom.pmf(np.arange(m + 1), m, min(max(float(q), 0.0), 1.0)))
+        counts = np.arange(pmf.size, dtype=float)
+        if indicator.statistic == "proportion":
+            counts = counts / n
+        keep = pmf > 0
+        return counts[keep].reshape(-1, 1), pmf[keep] / pmf[keep].sum()
+
+    def _counted_given_secret(self, net: _DiscreteNet, secret: DatasetSecret, t: int,
+                              counted: np.ndarray) -> list[tuple[int, float]]:
+        """``[(k, q₁), (n − k, q₀)]``: records in / out of the secret's state and their chance to be counted."""
+        i, j, k = self._secret_state(secret)
+        if t == i:
+            table = np.diag(net.marginal(i))  # P(s = v, t = w) with t the same node
+        else:
+            table = net.joint([i, t])
+        table = table / table.sum()
+        inside = table[j]
+        outside = np.delete(table, j, axis=0).sum(axis=0)
+        q1 = float(inside @ counted / inside.sum()) if inside.sum() > 0 else 0.0
+        q0 = float(outside @ counted / outside.sum()) if outside.sum() > 0 else 0.0
+        return [(k, q1), (self.n_records - k, q0)]
+
     # -- pickling --------------------------------------------------------------------------
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

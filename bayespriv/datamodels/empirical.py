@@ -667,6 +667,69 @@ class EmpiricalDataModel(DataModel):
         cov = np.outer(s, s) * cov
         return s * mean, 0.5 * (cov + cov.T)
 
+    # -- exact laws ----------------------------------------------------------------------
+    def exact_law(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray] | None:
+        """The exact law of a count or proportion of a category (hypergeometric per stratum).
+
+        For a query that says what it counts (:attr:`~bayespriv.Query.indicator`:
+        ``count(column, category)`` or ``proportion(column, category)``), let
+        ``h(x) ∈ {0, 1}`` mark the rows it counts — evaluated by the query
+        itself on every row of the table, as sampling does. A dataset is ``k_s``
+        rows drawn without replacement from each stratum ``s`` of ``N_s`` rows
+        (one stratum of ``n`` rows without a secret; under
+        ``DatasetSecret.proportion(column, category, p)`` the ``k = p·n`` rows
+        in the secret's category and the ``n − k`` outside it), so the count
+        from stratum ``s`` is hypergeometric — ``K_s`` marked rows among
+        ``N_s``, ``k_s`` drawn — and the strata are drawn independently: the
+        count's law is the convolution of their laws (``np.convolve`` of
+        ``scipy.stats.hypergeom`` probabilities). A proportion divides the
+        count by ``n``.
+
+        Parameters
+        ----------
+        secret : DatasetSecret (proportion) or None
+        query : Query
+
+        Returns
+        -------
+        (points (m, 1), weights (m,)) or None
+            None for any other query (calibrate by sampling).
+
+        Examples
+        --------
+        >>> import pandas as pd, bayespriv as bp
+        >>> table = pd.DataFrame({"sex": ["F", "F", "M", "M"], "xray": ["pos", "neg", "pos", "neg"]})
+        >>> model = bp.EmpiricalDataModel(table, n_records=2)
+        >>> points, weights = model.exact_law(bp.DatasetSecret.proportion("sex", "F", 0.5), bp.count("xray", "pos"))
+        >>> points.ravel().tolist(), weights.round(6).tolist()
+        ([0.0, 1.0, 2.0], [0.25, 0.5, 0.25])
+        """
+        from scipy.stats import hypergeom
+
+        if not isinstance(query, Query):
+            raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+        indicator = query.indicator
+        if indicator is None or indicator.column not in self.columns:
+            return None
+        self.check_secret(secret)
+        marked = self._features(query).H[0]
+        if not np.all((marked == 0) | (marked == 1)):  # pragma: no cover - an indicator's h is boolean
+            return None
+        pmf = np.ones(1)
+        for rows, k in self._stratum_plan(secret):
+            hits = marked if rows is None else marked[rows]
+            N, K = hits.size, int(np.count_nonzero(hits))
+            low = max(0, k - (N - K))  # fewest marked rows a draw of k can hold
+            x = np.arange(low, min(k, K) + 1)
+            part = np.zeros(min(k, K) + 1)
+            part[low:] = hypergeom.pmf(x, N, K, k)
+            pmf = np.convolve(pmf, part)
+        counts = np.arange(pmf.size, dtype=float)
+        if indicator.statistic == "proportion":
+            counts = counts / self.n_records
+        keep = pmf > 0
+        return counts[keep].reshape(-1, 1), pmf[keep] / pmf[keep].sum()
+
     def __repr__(self) -> str:
         extra = f", theta={self.theta}" if self.theta else ""
         return (

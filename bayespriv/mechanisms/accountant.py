@@ -56,7 +56,7 @@ from .._validation import check_delta, check_epsilon, described, fail
 from ..calibration.laws import SAMPLED_LAW, Condition, FiniteLaw, GaussianLaw, SampledLaw
 from ..errors import ValidationError
 from .finite_exact import finite_hockey
-from .mixture_1d import grid_hockey
+from .mixture_1d import grid_hockey, grid_hockey_both
 from .mixture_mc import mixture_hockey
 from .privacy_loss import one_direction_delta
 
@@ -231,11 +231,14 @@ def _finite_1d_row(cond: Condition, noise: Noise | None, eps: float, label: str,
 
 
 def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward: bool, index: int,
-                 z: float | None, halves: bool = True) -> DirectionBound:
+                 z: float | None, halves: bool = True, est: Any = None) -> DirectionBound:
+    """One direction of a condition known through draws or atoms: by quadrature in one dimension (or
+    ``est``, already computed so), else by Monte Carlo over the released mixture."""
     a, b = (cond.law_a, cond.law_b) if forward else (cond.law_b, cond.law_a)
     (xa, wa), (xb, wb) = _atoms(a), _atoms(b)
     sampled = isinstance(a, SampledLaw) or isinstance(b, SampledLaw)
-    est = grid_hockey(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves) if cond.k == 1 else None
+    if est is None and cond.k == 1:
+        est = grid_hockey(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves)
     quadrature = est is not None
     if est is None:
         points = POINTS_GAUSSIAN if noise.kind == "gaussian" else POINTS_LAPLACE
@@ -245,6 +248,21 @@ def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward:
     method = ("sampled" if sampled else "finite") + ("_quadrature" if quadrature else "_mixture")
     return DirectionBound(label, _dir(forward), method, est.value, upper, est.se_mc, est.se_draws, est.halves,
                           est.gaussian_fit)
+
+
+def _quadrature_pair(cond: Condition, noise: Noise | None, eps: float, index: int, z: float | None,
+                     halves: bool) -> dict[tuple[int, bool], DirectionBound]:
+    """Both directions of a one-dimensional condition known through draws or atoms, from one evaluation of
+    the two densities; empty when the condition takes another route (:func:`_row`)."""
+    if cond.k != 1 or cond.kind != "sampled" or _is_noiseless(noise) or not noise.full_rank:
+        return {}
+    (xa, wa), (xb, wb) = _atoms(cond.law_a), _atoms(cond.law_b)
+    sampled = isinstance(cond.law_a, SampledLaw) or isinstance(cond.law_b, SampledLaw)
+    both = grid_hockey_both(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves)
+    if both is None:
+        return {}
+    return {(index, fwd): _mixture_row(cond, noise, eps, cond.label, fwd, index, z, halves, est)
+            for fwd, est in zip((True, False), both)}
 
 
 #: Below this effective number of draws carrying P̂(A*), the draws' term is bounded as a Poisson count.
@@ -361,6 +379,15 @@ def _notes(rows: tuple[DirectionBound, ...], target: float | None) -> tuple[str,
     return tuple(out)
 
 
+def _rows(conds: tuple[Condition, ...], noise: Noise | None, eps: float, which: list[tuple[int, bool]],
+          z: float | None, halves: bool) -> tuple[DirectionBound, ...]:
+    """The requested directions; a one-dimensional condition asked in both directions shares its densities."""
+    shared: dict[tuple[int, bool], DirectionBound] = {}
+    for i in sorted({i for i, fwd in which if (i, not fwd) in which}):
+        shared.update(_quadrature_pair(conds[i], noise, eps, i, z, halves))
+    return tuple(shared.get((i, fwd)) or _row(conds[i], noise, eps, i, fwd, z, halves=halves) for i, fwd in which)
+
+
 def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence: float | None,
             target: float | None = None, rows: Any = None, diagnostics: bool = True) -> PrivacyAccount:
     """The privacy profile δ(ε) of the released law, worst over conditions and both directions.
@@ -405,7 +432,7 @@ def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence:
     which = [(i, fwd) for i in range(len(conds)) for fwd in (True, False)] if rows is None else list(rows)
     final = rows is None and diagnostics
     with _one_blas_thread():  # small products over many atoms are memory-bound: one thread is faster, and robust
-        out = tuple(_row(conds[i], noise, eps, i, fwd, z, halves=final) for i, fwd in which)
+        out = _rows(conds, noise, eps, which, z, final)
     exact = all(r.exact for r in out)
     conf = 1.0 if exact else confidence
     return PrivacyAccount(eps, max(r.upper for r in out), max(r.value for r in out), conf,
@@ -447,6 +474,8 @@ def scale_to_delta(conditions: Any, noise: Noise, epsilon: float, delta: float, 
     return search.run()
 
 
+#: The scale search's secant sees log(δ/target) clipped to ± this (δ far below or above the target).
+SECANT_CLIP = 4.0
 #: During the scale search, directions below target/ACTIVE_FACTOR at a full evaluation are skipped.
 ACTIVE_FACTOR = 3.0
 
@@ -463,6 +492,7 @@ class _Search:
         self.hi: tuple[float, float, PrivacyAccount] | None = None  # passing
         self.full_t = math.inf  # t of the last evaluation of every direction
         self.fit_step: Any = None  # ratio δ/target at the first point -> a second point from the Gaussian fits
+        self.sides: list[bool] = []  # per evaluation: failed (True) or passed
 
     def account(self, t: float, full: bool) -> PrivacyAccount:
         full = full or self.active is None or len(self.active) == 2 * len(self.conds)
@@ -486,29 +516,42 @@ class _Search:
                 self.lo = (t, f)
         elif self.hi is None or t < self.hi[0]:
             self.hi = (t, f, acc)
+        self.sides.append(f > 0)
         return f
 
     def next_t(self, pts: list[tuple[float, float]]) -> float:
-        """Secant on (1/t², log δ) through the last two points: inside the bracket (5 % away from its
-        ends) once there is one; before that, always toward it, by a factor between 1.1 and 2."""
+        """Secant on (u, log δ), u = 1/t² for Gaussian noise and 1/t for Laplace (log δ is near-linear in u
+        in the tails), with log(δ/target) clipped to ±:data:`SECANT_CLIP` (a δ that underflows to 0 would
+        otherwise pin the secant to one end): through the bracket's ends once there is one (kept 5 % away
+        from them; a bisection when the same end moved twice in a row); before that through the last two points, always toward it, by a factor between 1.1 and 2."""
         t2, f2 = pts[-1]
+        if self.lo is not None and self.hi is not None:
+            lo, hi = self.lo[0], self.hi[0]
+            if len(self.sides) >= 2 and self.sides[-1] == self.sides[-2]:  # one end stuck: bisect (in log t)
+                return math.sqrt(lo * hi)
+            t = self._secant(lo, self.lo[1], hi, self.hi[1])
+            return min(max(t, lo + 0.05 * (hi - lo)), hi - 0.05 * (hi - lo))
         if len(pts) == 1 and self.fit_step is not None:
             t = self.fit_step(math.exp(f2))
         elif len(pts) >= 2 and pts[-2][1] != f2 and pts[-2][0] != t2:
-            t1, f1 = pts[-2]
-            u1, u2 = 1.0 / t1**2, 1.0 / t2**2
-            u = u2 - f2 * (u2 - u1) / (f2 - f1)
-            t = 1.0 / math.sqrt(u) if u > 0 else 2.0 * t2
+            t = self._secant(pts[-2][0], pts[-2][1], t2, f2)
         else:
             t = t2 * (1.1 if f2 > 0 else 1.0 / 1.1)
-        if self.lo is not None and self.hi is not None:
-            lo, hi = self.lo[0], self.hi[0]
-            return min(max(t, lo + 0.05 * (hi - lo)), hi - 0.05 * (hi - lo))
         if f2 > 0:  # no passing point yet: move up, by a factor 2 while δ is saturated (≥ 1/2 or capped at 1)
             return 2.0 * t2 if f2 >= math.log(0.5 / self.target) else min(max(t, 1.1 * t2), 2.0 * t2)
         if f2 <= math.log(1e-2):  # far below the target: halve (δ may stay ~0 until the draws are unresolved)
             return t2 / 2.0
         return min(max(t, t2 / 2.0), t2 / 1.1)  # no failing point yet: move down
+
+    def _secant(self, t1: float, f1: float, t2: float, f2: float) -> float:
+        """Where the line through (u(t1), f1) and (u(t2), f2), f clipped, crosses 0 (2·t2 when it does not)."""
+        power = 2.0 if self.noise.kind == "gaussian" else 1.0
+        f1, f2 = (min(max(f, -SECANT_CLIP), SECANT_CLIP) for f in (f1, f2))
+        if f1 == f2:
+            return 2.0 * t2 if f2 > 0 else t2 / 2.0
+        u1, u2 = t1 ** -power, t2 ** -power
+        u = u2 - f2 * (u2 - u1) / (f2 - f1)
+        return u ** (-1.0 / power) if u > 0 else 2.0 * t2
 
     def run(self) -> tuple[float, PrivacyAccount]:
         pts: list[tuple[float, float]] = []

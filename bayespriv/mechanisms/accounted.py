@@ -133,8 +133,12 @@ def account_gaussian_shape(mech: Any, shape: np.ndarray) -> Accounted:
     """Scale (and, where needed, floor) a Gaussian noise shape so the accounted δ(ε) meets the request."""
     conds = _conditions(mech.calibration)
     shape = (np.asarray(shape, float) + np.asarray(shape, float).T) / 2.0
-    floor = _floor_frame(shape, conds) if any(c.kind != "gaussian" for c in conds) else None
     conf, eps, target = mech.calibration.confidence, mech.epsilon, _target(mech)
+    quiet = _noiseless(conds, GaussianNoise(np.zeros_like(shape)), eps, target, conf)
+    if quiet is not None:
+        return quiet
+    exact_1d = all(c.kind == "finite" for c in conds) and shape.shape == (1, 1)  # accounted exactly at any noise
+    floor = _floor_frame(shape, conds) if not exact_1d and any(c.kind != "gaussian" for c in conds) else None
     if floor is None:
         t, acc = _scale(conds, GaussianNoise(shape), eps, target, conf, mech)
         return Accounted(GaussianNoise(shape * t * t), t, 0.0, acc)
@@ -173,10 +177,28 @@ def _floor_descent(conds: tuple[Condition, ...], shape: np.ndarray, floor: _Floo
     return best
 
 
+def _noiseless(conds: tuple[Condition, ...], zero: Any, eps: float, target: float,
+               conf: float | None) -> Accounted | None:
+    """No noise at all, when every law is exact and finite and already meets δ(ε) ≤ δ (else None).
+
+    Only exact laws: the draws of a sampled law are atoms whose privacy loss says nothing of the law
+    between them, so a sampled law always gets noise.
+    """
+    from .accountant import account
+
+    if not conds or any(c.kind != "finite" for c in conds):
+        return None
+    acc = account(conds, zero, eps, confidence=conf, target=target)
+    return Accounted(zero, 0.0, 0.0, acc) if acc.delta <= target else None
+
+
 def account_laplace_shape(mech: Any, scale: np.ndarray, basis: np.ndarray) -> Accounted:
     """Scale a full-rank Laplace noise so the accounted δ(ε) meets the request (δ > 0)."""
     conds = _conditions(mech.calibration)
     noise = LaplaceNoise(scale, basis)
+    quiet = _noiseless(conds, noise.scaled(0.0), mech.epsilon, mech.delta, mech.calibration.confidence)
+    if quiet is not None:
+        return quiet
     if not noise.full_rank:
         raise ValidationError("Laplace noise along fewer directions than the query's cannot be accounted on a law "
                               "known through draws")
@@ -196,6 +218,9 @@ def _scale(conds: tuple[Condition, ...], noise: Any, eps: float, target: float, 
 
 def accounted_theorem(base: str, acc: Accounted) -> str:
     """The theorem line of an accounted mechanism."""
+    if acc.factor == 0.0:
+        return (f"{base} — no noise: the accounted δ(ε) of the exact law itself is ≤ δ "
+                f"({acc.account.method}; bayespriv.mechanisms.accountant)")
     floor = f" + {acc.floor:g}·floor" if acc.floor else ""
     return (f"{base} — as noise shape{floor} only, scaled ×{acc.factor:.6g} so that the accounted δ(ε) of the "
             f"released law is ≤ δ ({acc.account.method}; bayespriv.mechanisms.accountant)")

@@ -533,7 +533,8 @@ class Mechanism(abc.ABC):
     @property
     def composition(self) -> str:
         """How this mechanism's releases compose with others on the same data, as its class declares it
-        (``"joint"``: accounted jointly by the ledger; ``"dp"``, ``"subset"``, ``"chain"``: by a theorem)."""
+        (``"joint"``: accounted jointly by the ledger; ``"dp"``, ``"subset"``, ``"chain"``, ``"quilt"``: by a
+        theorem, see :mod:`bayespriv.accounting.joint`)."""
         return type(self)._composition
 
     @property

@@ -133,6 +133,26 @@ def _gauss_sign(y: float, z: np.ndarray, c: np.ndarray, sigma: float) -> float:
     return float(np.clip(lp - ln, -1e300, 1e300))
 
 
+def _gauss_signs(ys: np.ndarray, z: np.ndarray, c: np.ndarray, sigma: float) -> np.ndarray:
+    """:func:`_gauss_sign` at every point of ``ys`` at once (the same kernels kept, in blocks of the grid)."""
+    log_pos = np.where(c > 0, np.log(np.abs(c)), -np.inf)
+    log_neg = np.where(c < 0, np.log(np.abs(c)), -np.inf)
+    out = np.empty(len(ys))
+    block = max(1, 4_000_000 // max(1, len(z)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for start in range(0, len(ys), block):
+            y = ys[start:start + block, None]
+            e = -0.5 * ((y - z) / sigma) ** 2
+            e = np.where((z >= y - _REACH * sigma) & (z < y + _REACH * sigma), e, -np.inf)
+            lp, ln = logsumexp(e + log_pos, axis=1), logsumexp(e + log_neg, axis=1)
+            far = np.isneginf(lp) & np.isneginf(ln)
+            nearest = np.where(y[:, 0] > z[-1], c[-1], c[0])
+            out[start:start + block] = np.where(far, np.where(nearest > 0, 1.0, -1.0),
+                                                np.clip(np.nan_to_num(lp - ln, nan=0.0, posinf=1e300, neginf=-1e300),
+                                                        -1e300, 1e300))
+    return out
+
+
 def _gauss_roots(z: np.ndarray, c: np.ndarray, sigma: float, bound: int) -> tuple[list[float], bool]:
     """Roots of D, bracketed on a grid (refined until ``bound`` are found or the grid is σ/1024)."""
     lo, hi = z[0] - _REACH * sigma, z[-1] + _REACH * sigma
@@ -143,7 +163,7 @@ def _gauss_roots(z: np.ndarray, c: np.ndarray, sigma: float, bound: int) -> tupl
         if n > 2_000_000:
             break
         grid = np.unique(np.concatenate([np.linspace(lo, hi, n), z]))
-        vals = np.array([_gauss_sign(float(y), z, c, sigma) for y in grid])
+        vals = _gauss_signs(grid, z, c, sigma)
         change = np.flatnonzero(np.sign(vals[1:]) != np.sign(vals[:-1]))
         roots = [brentq(_gauss_sign, grid[i], grid[i + 1], args=(z, c, sigma), xtol=1e-15 * max(1.0, abs(grid[i])),
                         rtol=4 * np.finfo(float).eps) for i in change]

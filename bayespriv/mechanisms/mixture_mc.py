@@ -238,10 +238,15 @@ def _log_kernel(y: np.ndarray, atoms: np.ndarray, laplace: bool) -> tuple[np.nda
     reach = max(float(np.abs(y).max(initial=0.0)), float(np.abs(atoms).max(initial=0.0)))
     dtype = np.float32 if reach <= FLOAT32_REACH else np.float64
     if laplace:
-        yy, xx = y.astype(dtype), atoms.astype(dtype)
-        g = -np.abs(yy[:, :1] - xx[None, :, 0])
-        for c in range(1, atoms.shape[1]):
-            g -= np.abs(yy[:, c:c + 1] - xx[None, :, c])
+        yy, xx = y.astype(dtype), np.ascontiguousarray(atoms.T, dtype=dtype)
+        g = np.subtract(yy[:, :1], xx[None, 0])
+        np.abs(g, out=g)
+        tmp = np.empty_like(g)
+        for c in range(1, atoms.shape[1]):  # in place: one scratch array, no temporaries per coordinate
+            np.subtract(yy[:, c:c + 1], xx[None, c], out=tmp)
+            np.abs(tmp, out=tmp)
+            g += tmp
+        np.negative(g, out=g)
         return g, np.zeros(len(y))
     ones = np.ones((len(y), 1))
     aug_y = np.hstack([y, ones]).astype(dtype)

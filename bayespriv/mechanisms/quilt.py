@@ -21,6 +21,7 @@ estimate): they override ``__init__`` and set what
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -242,6 +243,9 @@ class APMQM(_QuiltMechanism):
     """
 
     theorem = "APMQM: Zhang, Ohrimenko, Yang & Cummings 2022 (Attribute Privacy), Theorem 3 / Algorithm 2"
+    #: Releases sharing a valid quilt per (θ, sensitive node) compose linearly; the ledger checks the shared quilt
+    #: (:meth:`valid_quilts`, :mod:`bayespriv.accounting.joint`).
+    _composition: ClassVar[str] = "quilt"
 
     def __init__(
         self,
@@ -282,6 +286,33 @@ class APMQM(_QuiltMechanism):
         self.binding_member = MappingProxyType({node: labels[m] for node, m in self._binding_index.items()})
         self.scale = float(sigma.max())
         self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
+        self._valid_json = json.dumps(self._valid_quilts(calibration, per_member), sort_keys=True)
+
+    def valid_quilts(self) -> dict[str, dict[str, float]]:
+        """The quilts this release's noise is valid for: per ``"θ|node"`` (member label and sensitive
+        node, as text), each candidate quilt (its sorted nodes as JSON text) with e_θ(X_Q | X_i) < ε and
+        Δ_{A∩N} F / (ε − e_θ) ≤ b, mapped to e_θ.
+
+        The proof of Theorem 3 for a fixed θ and node holds with *any* such quilt, not only the chosen
+        one; releases that share one for every (θ, node) compose linearly (see
+        :mod:`bayespriv.accounting.joint`), which the ledger checks from these sets. Computed once at
+        construction (a fresh copy at each call), so editing the public attributes changes nothing.
+        """
+        return json.loads(self._valid_json)
+
+    def _valid_quilts(self, cal: QuiltCalibration, per_member: list[dict[Hashable, QuiltScore]]
+                      ) -> dict[str, dict[str, float]]:
+        eps, slack = self.epsilon, self.scale * (1.0 + 1e-12)
+        out: dict[str, dict[str, float]] = {}
+        for m, label in enumerate(cal.member_labels):
+            for node in cal.sensitive:
+                valid = {}
+                for c in (*cal.candidates[node], per_member[m][node]):  # a forced quilt too
+                    e = float(c.influence.member_values(cal.n_members)[m])
+                    if e < eps and (c.sensitivity == 0 or c.sensitivity / (eps - e) <= slack):
+                        valid[json.dumps(sorted(map(str, c.quilt.quilt)))] = e
+                out[f"{label}|{node}"] = valid
+        return out
 
     def _forced(self, calibration: QuiltCalibration, node: Hashable, quilt: Any) -> list[QuiltScore]:
         eps = self.epsilon

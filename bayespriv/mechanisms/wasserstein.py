@@ -77,7 +77,10 @@ class Wasserstein(Mechanism):
     the joint W∞ (L1), and the only model-free bound is the L1 diameter of the
     support; use :class:`ApproxWasserstein` (Theorem 3.3) instead.
 
-    Bound: exact W∞ is never known from draws. With ``confidence`` c the bound
+    Bound: with exact finite laws (``Calibration.finite_laws``, e.g. a count of
+    a category, :func:`~bayespriv.calibrate` with ``exact_laws``) W∞ is the
+    laws' exact one (confidence 1). It is never known from draws: with
+    ``confidence`` c the bound
     holds with probability ≥ c over the calibration (simultaneous quantile
     bands: Beta order-statistic band with Bonferroni over the constrained
     order statistics, intersected with DKW (Massart's constant); Bonferroni

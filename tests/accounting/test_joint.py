@@ -176,6 +176,9 @@ def test_joint_gaussian_reports_a_leak_as_such():
     with pytest.raises(JointLeakError, match=r"together reveal the secret: joint ε = ∞ at δ = 0.002"):
         bp.JointGaussian([ma, mb], stacked)
     na, nb = _mechanisms()  # with the accountant's noise: a finite joint ε, at least the exact one
+    with pytest.raises(JointLeakError, match=r"the draws cannot establish it: .* calibrate with more draws"):
+        bp.JointGaussian([na, nb], stacked)  # 4 000 draws: the estimate meets δ, its upper bound does not
+    stacked = bp.calibrate(MODEL, PAIR, bp.stack(QA, bp.mean("y")), n_draws=20_000, rng=3)
     joint = bp.JointGaussian([na, nb], stacked)
     sa, sb = float(na.noise_cov[0, 0]), float(nb.noise_cov[0, 0])
     cov = np.array([[8.0 + sa, 8.0], [8.0, 8.0 + sb]])
@@ -195,3 +198,43 @@ def test_planned_releases_cost_less_noise_than_separate_ones():
     assert (plan.guarantee.epsilon, plan.guarantee.delta) == (1.0, 1e-3) and plan.guarantee.established
     assert table.loc["total E‖noise‖²", "variance ratio"] < 0.8
     assert list(table.index[:2]) == [weight.name, blood.name]
+
+
+def _two_node_quilts():
+    """i → q, both binary parameters; P(i) uniform, P(q=0 | i=0) = 0.8, P(q=0 | i=1) = 0.4: the quilts of i
+    are ∅ (N = {i, q}, e = 0) and {q} (N = {i}, e = max_q log P(q | i=a) / P(q | i=b) = ln 3)."""
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    from bayespriv.calibration.influence import ParameterNetwork
+    from bayespriv.calibration.quilts import calibrate_quilts
+
+    bn = DiscreteBayesianNetwork([("i", "q")])
+    bn.add_cpds(TabularCPD("i", 2, [[0.5], [0.5]]), TabularCPD("q", 2, [[0.8, 0.4], [0.2, 0.6]], ["i"], [2]))
+    net = ParameterNetwork(bn, columns={"i": "i", "q": "q"})
+    return calibrate_quilts(net, "i", bp.count(lambda b: b["q"] > 0, "q", name="q>0"), n_records=5)
+
+
+def test_markov_quilt_releases_add_only_over_a_shared_valid_quilt(tmp_path):
+    from bayespriv.mechanisms.quilt import APMQM
+
+    cal = _two_node_quilts()
+    # Independent computation: max over q of P(q | i=a) / P(q | i=b) — e({q}) = ln(0.6/0.2) = ln 3; quilt ∅: e = 0.
+    e_q = math.log(3.0)
+    noisy, free = APMQM(cal, epsilon=1.0), APMQM(cal, epsilon=1.2)
+    assert noisy.valid_quilts() == {"0|i": {"[]": 0.0}}  # b = 5 = Δ/ε; {q} has e > 1
+    assert free.valid_quilts().keys() == {"0|i"} and free.valid_quilts()["0|i"] == pytest.approx({'["q"]': e_q})
+    led = bp.Ledger(tmp_path / "b.sqlite")
+    led.set_budget("i", epsilon=10)
+    df = pd.DataFrame({"q": [0, 1, 1, 0, 1], "i": [0] * 5})
+    noisy.release(df, ledger=led)
+    noisy.release(df, ledger=led)  # the same quilt ∅ serves both: linear composition, charges add
+    assert led.spent("i")[0] == pytest.approx(2.0)
+    with pytest.raises(JointAccountingError, match=r"none is shared with release 1 for \['0\|i'\].*nothing was spent"):
+        free.release(df, ledger=led)  # its only valid quilt {q} is not valid for the noisy releases
+    assert led.spent("i")[0] == pytest.approx(2.0)
+    free.release(df, ledger=led, independent=True)
+    rows = led.releases()
+    assert led.spent("i")[0] == pytest.approx(3.2) and list(rows["composition"]) == ["quilt", "quilt", "independent"]
+    # Twin: a ledger that summed any two quilt releases would have granted the noiseless one.
+    assert free.valid_quilts()["0|i"].keys().isdisjoint(noisy.valid_quilts()["0|i"])

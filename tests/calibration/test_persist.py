@@ -262,6 +262,107 @@ def test_newer_format_is_refused(tmp_path):
         load_calibration(path)
 
 
+# -- exact laws (Calibration.finite_laws) -----------------------------------------------------------------
+def _census_table(seed: int = 5, n_rows: int = 500) -> pd.DataFrame:
+    g = np.random.default_rng(seed)
+    sex = g.choice(["F", "M"], n_rows)
+    return pd.DataFrame({"sex": sex, "xray": np.where(g.random(n_rows) < np.where(sex == "F", 0.2, 0.5), "pos", "neg")})
+
+
+_SHARE = [bp.DatasetSecret.proportion("sex", "F", p) for p in (0.4, 0.6)]
+
+
+def _law_calibrations() -> dict[str, bp.Calibration]:
+    query = bp.count("xray", "pos")
+    pair = bp.SecretPair(*_SHARE)
+    tables = {5: _census_table(5), 6: _census_table(6)}
+    family = bp.DataModelFamily(lambda seed: bp.EmpiricalDataModel(tables[seed], 30, theta={"seed": seed}),
+                                {"seed": [5, 6]})
+    a, b = bp.DistributionSecret("p", 0.3), bp.DistributionSecret("p", 0.5)
+    return {
+        "from_laws": bp.Calibration.from_laws({a: ([0, 1, 2], [0.49, 0.42, 0.09]), b: ([0, 1, 2], [0.25, 0.5, 0.25])},
+                                              bp.SecretPair(a, b), n_records=2),
+        "calibrate": bp.calibrate(bp.EmpiricalDataModel(tables[5], 30), pair, query, n_draws=200, rng=1),
+        "family": bp.calibrate(family, pair, query, n_draws=200, rng=2),
+    }
+
+
+def _assert_same_laws(cal: bp.Calibration, loaded: bp.Calibration) -> None:
+    for m, lm in zip(cal.members, loaded.members):
+        assert list(m.finite_laws) == list(lm.finite_laws) and m.finite_laws
+        for label, law in m.finite_laws.items():
+            other = lm.finite_laws[label]
+            assert _same_bits(law.points, other.points) and _same_bits(law.weights, other.weights), label
+            assert not other.weights.flags.writeable
+
+
+@pytest.mark.parametrize("kind", ["from_laws", "calibrate", "family"])
+def test_exact_laws_round_trip_bit_identical(tmp_path, kind):
+    cal = _law_calibrations()[kind]
+    path = cal.to_netcdf(tmp_path / "laws.nc")
+    loaded = load_calibration(path)
+    _assert_identical(cal, loaded)
+    _assert_same_laws(cal, loaded)
+    assert loaded.exact and loaded.confidence == 1.0 and loaded.assumptions == cal.assumptions
+    _assert_same_mechanisms(cal, loaded)
+    assert read_metadata(path)["format_version"] == 2
+
+
+def test_a_stored_law_edited_and_signed_again_is_refused(tmp_path):
+    """The law moves mass between two values; the moments stored beside it no longer follow from it."""
+    path = _law_calibrations()["calibrate"].to_netcdf(tmp_path / "laws.nc")
+    weights = get_array(path, "law_weights")
+    weights[[3, 4]] = weights[[4, 3]]
+    set_array(path, "law_weights", weights)
+    with pytest.raises(UnverifiedCalibrationError, match="contents changed"):  # the MAC covers the laws
+        load_calibration(path)
+    resign(path)  # someone holding the key signs the edit
+    with pytest.raises(UnverifiedCalibrationError, match=r"must agree with itself.*mean of secret 'share\(sex=F\)=0.4'"):
+        load_calibration(path)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda w: np.where(np.arange(w.size) == 0, -w[0], w), r"a stored law of secret .* that is not a law"),
+    (lambda w: np.where(np.arange(w.size) == 0, 0.0, w), r"a stored law of secret .* that is not a law"),
+])
+def test_a_stored_law_that_is_not_a_law_is_refused(tmp_path, edit, match):
+    path = _law_calibrations()["from_laws"].to_netcdf(tmp_path / "laws.nc")
+    set_array(path, "law_weights", edit(get_array(path, "law_weights")))
+    resign(path)
+    with pytest.raises(UnverifiedCalibrationError, match=match):
+        load_calibration(path)
+
+
+def test_law_sizes_that_do_not_cover_the_points_are_refused(tmp_path):
+    path = _law_calibrations()["from_laws"].to_netcdf(tmp_path / "laws.nc")
+    set_array(path, "law_size", np.array([2, 3]))
+    resign(path)
+    with pytest.raises(UnverifiedCalibrationError, match=r"exact laws of sizes \[2, 3\] for 2 secrets with 6 points"):
+        load_calibration(path)
+
+
+def test_a_file_whose_laws_were_removed_is_refused(tmp_path):
+    path = _law_calibrations()["calibrate"].to_netcdf(tmp_path / "laws.nc")
+    with h5py.File(path, "r+") as f:
+        for name in ("law_size", "law_points", "law_weights"):
+            del f[name]
+    resign(path)
+    with pytest.raises(UnverifiedCalibrationError, match="no exact laws in a node whose metadata says it has them"):
+        load_calibration(path)
+
+
+def test_format_version_1_files_still_load(tmp_path):
+    """Files written before the exact laws (format 1) have the same layout otherwise."""
+    cal = _gaussian_calibration(seed=10)
+    path = cal.to_netcdf(tmp_path / "cal.nc")
+    with h5py.File(path, "r+") as f:
+        meta = json.loads(f.attrs["bayespriv_metadata"])
+        meta["format_version"] = 1
+        f.attrs["bayespriv_metadata"] = json.dumps(meta)
+    resign(path)
+    _assert_identical(cal, load_calibration(path))
+
+
 def test_chain_calibration_round_trip_gives_the_same_mqm(tmp_path):
     """MQM on a loaded ChainCalibration: same influence bits (NaN entries included), noise and guarantee."""
     from bayespriv.calibration.quilts import MarkovChain, calibrate_chain

@@ -665,3 +665,74 @@ def test_order_band_is_tighter_than_dkw_and_still_covers():
     assert wasserstein_bounds(cal, delta=0.01, band="dkw").bound == math.inf
     with pytest.raises(bp.ValidationError, match="band must be one of"):
         wasserstein_bounds(cal, delta=0.05, band="beta")
+
+
+# -- exact laws (Calibration.finite_laws): W∞ from the laws, no band ----------------------------------------
+import pandas as pd  # noqa: E402
+
+from bayespriv.calibration.laws import FiniteLaw  # noqa: E402
+from bayespriv.calibration.wasserstein import w_infinity_finite  # noqa: E402
+
+
+@pytest.mark.parametrize("delta", [0.0, 0.05, 0.2])
+@pytest.mark.parametrize("params_a, params_b", [((2, 3), (3, 2)), ((1, 1), (5, 2)), ((2, 2), (2, 2.5))])
+def test_finite_law_helper_matches_northwest_corner(params_a, params_b, delta):
+    """Points given in any order; the reference builds the monotone coupling cell by cell."""
+    xs = np.arange(21.0)
+    pa, pb = stats.betabinom(20, *params_a).pmf(xs), stats.betabinom(20, *params_b).pmf(xs)
+    perm = np.random.default_rng(0).permutation(21)
+    got = w_infinity_finite(FiniteLaw(xs[perm], pa[perm]), FiniteLaw(xs[::-1] + 3, pb[::-1]), delta=delta)
+    assert got == northwest_corner(xs, pa, xs + 3, pb, delta)
+
+
+def test_finite_law_helper_on_the_paper_example():
+    mu, nu = FiniteLaw([1, 2, 3, 100], [0.6, 0.2, 0.0, 0.2]), FiniteLaw([1, 2, 3, 100], [0.4, 0.3, 0.2, 0.1])
+    assert w_infinity_finite(mu, nu) == 97.0 and w_infinity_finite(mu, nu, delta=0.1) == 1.0
+    with pytest.raises(bp.ParameterTypeError, match="law_a must be a one-dimensional FiniteLaw"):
+        w_infinity_finite(FiniteLaw([[0, 1]], [1.0]), nu)
+
+
+def _census_calibration(n_draws: int = 300, **kw) -> Calibration:
+    g = np.random.default_rng(8)
+    sex = g.choice(["F", "M"], 400)
+    table = pd.DataFrame({"sex": sex, "xray": np.where(g.random(400) < np.where(sex == "F", 0.2, 0.5), "pos", "neg")})
+    pair = bp.SecretPair(*[bp.DatasetSecret.proportion("sex", "F", p) for p in (0.3, 0.7)])
+    return bp.calibrate(bp.EmpiricalDataModel(table, 40), pair, bp.count("xray", "pos"), n_draws=n_draws, rng=2, **kw)
+
+
+@pytest.mark.parametrize("confidence", ["calibration", 0.95, None])
+@pytest.mark.parametrize("delta", [0.0, 0.01])
+def test_exact_laws_give_exact_w_infinity_with_confidence_one(confidence, delta):
+    cal = _census_calibration()
+    laws = [cal.finite_laws[s.label] for s in cal.pairs[0].secrets]
+    truth = northwest_corner(laws[0].points[:, 0], laws[0].weights, laws[1].points[:, 0], laws[1].weights, delta)
+    wb = wasserstein_bounds(cal, delta=delta, confidence=confidence)
+    assert wb.bound == wb.estimate == truth and wb.confidence == 1.0 and wb.assumptions == ()
+    assert truth >= 1.0
+    sampled = wasserstein_bounds(_census_calibration(exact_laws=False), delta=delta)
+    assert sampled.bound >= truth  # the band of the draws covers the truth, far more loosely
+
+
+def test_wasserstein_mechanisms_on_exact_laws():
+    cal = _census_calibration()
+    w = bp.mechanisms.Wasserstein(cal, epsilon=0.5)
+    assert w.guarantee.confidence == 1.0 and w.guarantee.assumptions == ()
+    assert w.sensitivity == wasserstein_bounds(cal).bound and w.noise_scale.tolist() == [w.sensitivity / 0.5]
+    a = bp.mechanisms.ApproxWasserstein(cal, epsilon=0.5, delta=0.05)
+    assert a.guarantee.confidence == 1.0 and a.sensitivity <= w.sensitivity
+    # a calibration from the laws alone (no draws) is enough for the quantile route, not for Theorem 3.3's
+    laws = bp.Calibration.from_laws({s: cal.finite_laws[s.label] for s in cal.secrets}, cal.pairs, cal.query)
+    assert bp.mechanisms.Wasserstein(laws, epsilon=0.5).sensitivity == w.sensitivity
+    with pytest.raises(bp.ValidationError, match="support must contain every value of the exact law of F"):
+        bp.mechanisms.Wasserstein(laws, epsilon=0.5, support=(0, 10))
+    with pytest.raises(bp.ValidationError, match="need draws"):
+        wasserstein_bounds(laws, delta=0.05, method="mean_deviation")
+
+
+def test_a_family_of_exact_laws_takes_the_supremum_over_members():
+    a, b = bp.DistributionSecret("p", 0.3), bp.DistributionSecret("p", 0.5)
+    near = bp.Calibration.from_laws({a: ([0, 1], [0.5, 0.5]), b: ([0, 1], [0.4, 0.6])}, bp.SecretPair(a, b))
+    far = bp.Calibration.from_laws({a: ([0, 1], [0.9, 0.1]), b: ([2, 3], [0.1, 0.9])}, bp.SecretPair(a, b))
+    fam = dataclasses.replace(far, family=(near, far))
+    wb = wasserstein_bounds(fam)
+    assert wb.bound == 3.0 and wb.pairs[0].worst_member == 1 and wb.n_distributions == 4

@@ -3,8 +3,10 @@
 Statistical tests use a fixed seed and a tolerance derived for a stated
 false-failure probability α (each docstring gives α and the derivation); the
 references are independent of the sampler: closed forms, pgmpy's
-VariableElimination and ``to_joint_gaussian``, pgmpy's own forward sampler.
-Every statistical check has a broken twin that it catches.
+VariableElimination and ``to_joint_gaussian``, pgmpy's own forward sampler,
+and (for the exact laws of counts) brute-force sums over the full joint table
+with binomials in 30-digit arithmetic. Every statistical check has a broken
+twin that it catches.
 
 χ² tests pool the cells whose expected count is below 5 into one cell, so the
 χ² approximation of the goodness-of-fit statistic holds.
@@ -553,3 +555,161 @@ def test_parameter_names_are_all_accepted():
     for name in g.parameter_names():
         g.check_secret(bp.DistributionSecret(name, 0.5))
     assert "x3.coef[x1]" in g.parameter_names()
+
+
+# -- exact laws of counts (binomials, convolved) ------------------------------------------------------
+#
+# Independent references: the per-record probabilities by brute-force summation of the full joint table
+# (the product of the CPDs over every assignment, tests/_bn_oracles.py) and by pgmpy's
+# VariableElimination; the law of the count by the binomial formula in 30-digit mpmath, convolved by hand.
+# Agreement to 1e-12. Against the calibration's draws: Pearson χ² (tests/_law_checks.py), α = 1e-3; the
+# twin (a model that swaps the records in and out of the secret's state) is rejected, power > 1 − 1e-9.
+import math  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import mpmath  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _bn_oracles import joint_table  # noqa: E402
+from _law_checks import chi2_p_value, power  # noqa: E402
+
+LAW_ALPHA = 1e-3
+FIVE = ["A", "B", "S", "C", "D"]
+
+
+def _brute_joint(net):
+    """P(A, B, S, C, D) by the product of the CPDs over every assignment, and each node's state names."""
+    cards = {v: net.get_cardinality(v) for v in FIVE}
+    states = {v: list(net.get_cpds(v).state_names[v]) for v in FIVE}
+    return joint_table(net, FIVE, cards), states
+
+
+def _probabilities(net, secret, column, category):
+    """[(records, probability of being counted)] by summation over the full joint table."""
+    joint, states = _brute_joint(net)
+    t = FIVE.index(column)
+    counted = np.array([s == category for s in states[column]], dtype=float)
+    p_t = np.moveaxis(joint, t, -1).reshape(-1, len(counted)).sum(axis=0)
+    if not isinstance(secret, bp.DatasetSecret):
+        return [(N_LAW, float(p_t @ counted))]
+    i, j = FIVE.index(secret.column), states[secret.column].index(secret.category)
+    k = round(secret.value * N_LAW)
+    if t == i:
+        pair = np.diag(p_t)
+    else:
+        pair = joint.sum(axis=tuple(a for a in range(5) if a not in (i, t)))
+        pair = pair if i < t else pair.T
+    inside, outside = pair[j], np.delete(pair, j, axis=0).sum(axis=0)
+    return [(k, float(inside @ counted / inside.sum())), (N_LAW - k, float(outside @ counted / outside.sum()))]
+
+
+def _binomial_law(groups, proportion=False):
+    """The law of a sum of independent binomials, in 30-digit arithmetic, as {value: probability}."""
+    with mpmath.workdps(30):
+        pmf = [mpmath.mpf(1)]
+        for m, q in groups:
+            q = mpmath.mpf(q)
+            part = [mpmath.binomial(m, x) * q**x * (1 - q) ** (m - x) for x in range(m + 1)]
+            pmf = [sum(pmf[a] * part[x - a] for a in range(max(0, x - m), min(x, len(pmf) - 1) + 1))
+                   for x in range(len(pmf) + m)]
+        return {(x / N_LAW if proportion else float(x)): float(p) for x, p in enumerate(pmf)}
+
+
+N_LAW = 12
+P_A0 = 0.3
+BN_LAW_CASES = [
+    (None, "D", "yes"),
+    (bp.DatasetSecret.proportion("S", "hi", 0.25), "D", "yes"),  # not a descendant of S, tied through A
+    (bp.DatasetSecret.proportion("S", "hi", 0.25), "C", 3.0),  # numeric states
+    (bp.DatasetSecret.proportion("S", "lo", 0.5), "A", "a1"),  # an ancestor
+    (bp.DatasetSecret.proportion("S", "lo", 0.5), "S", "mid"),  # the secret's own node
+    (bp.DatasetSecret.proportion("S", "lo", 0.5), "S", "lo"),  # ... and state: the count is k
+    (bp.DistributionSecret("P(A=a0)", P_A0), "D", "yes"),
+]
+
+
+def _network_under(secret):
+    """The network the records come from: a distribution secret sets P(A = a0) and rescales the others (by hand)."""
+    net = five_node_net()
+    if isinstance(secret, bp.DistributionSecret):
+        old = net.get_cpds("A").values.ravel()
+        new = np.concatenate([[P_A0], old[1:] * (1 - P_A0) / old[1:].sum()])
+        net.remove_cpds("A")
+        net.add_cpds(TabularCPD("A", 3, new.reshape(3, 1), state_names={"A": ["a0", "a1", "a2"]}))
+    return net
+
+
+@pytest.mark.parametrize("secret, column, category", BN_LAW_CASES, ids=lambda v: getattr(v, "label", str(v)))
+@pytest.mark.parametrize("proportion", [False, True])
+def test_exact_law_equals_binomials_of_brute_force_probabilities(secret, column, category, proportion):
+    model = BayesNetDataModel(five_node_net(), n_records=N_LAW)
+    query = (bp.proportion if proportion else bp.count)(column, category)
+    points, weights = model.exact_law(secret, query)
+    got = dict(zip(points[:, 0].tolist(), weights.tolist()))
+    want = {v: p for v, p in _binomial_law(_probabilities(_network_under(secret), secret, column, category),
+                                            proportion).items() if p > 1e-300}
+    assert set(got) <= set(want) and abs(sum(got.values()) - 1) < 1e-12
+    assert max(abs(got.get(v, 0.0) - p) for v, p in want.items()) <= 1e-12
+
+
+def test_per_record_probabilities_agree_with_variable_elimination():
+    """q₁ = P(D = yes | S = hi) and q₀ = P(D = yes | S ≠ hi) by pgmpy's VariableElimination."""
+    net = five_node_net()
+    ve = VariableElimination(net)
+    p_yes = ve.query(["D"], show_progress=False).get_value(D="yes")
+    q1 = ve.query(["D"], evidence={"S": "hi"}, show_progress=False).get_value(D="yes")
+    p_hi = ve.query(["S"], show_progress=False).get_value(S="hi")
+    q0 = (p_yes - q1 * p_hi) / (1 - p_hi)
+    secret = bp.DatasetSecret.proportion("S", "hi", 0.25)
+    (k, r1), (rest, r0) = _probabilities(net, secret, "D", "yes")
+    assert (k, rest) == (3, 9) and abs(r1 - q1) < 1e-12 and abs(r0 - q0) < 1e-12
+    model = BayesNetDataModel(net, n_records=N_LAW)
+    (k, m1), (rest, m0) = model._counted_given_secret(model._base, secret, model._base.index("D"), np.array([0.0, 1.0]))
+    assert (k, rest) == (3, 9) and abs(m1 - q1) < 1e-12 and abs(m0 - q0) < 1e-12
+
+
+class SwappedGroups(BayesNetDataModel):
+    """Broken twin: the records in the secret's state are counted with the chance of those outside it."""
+
+    def _counted_given_secret(self, net, secret, t, counted):
+        (k, q1), (rest, q0) = super()._counted_given_secret(net, secret, t, counted)
+        return [(k, q0), (rest, q1)]
+
+
+def test_calibration_draws_follow_the_exact_law_and_the_swapped_twin_is_rejected():
+    """χ² at α = 1e-3 on 20 000 draws of a count of D = yes under S = hi for a quarter of 40 records."""
+    secret = bp.DatasetSecret.proportion("S", "hi", 0.25)
+    model = BayesNetDataModel(five_node_net(), n_records=40)
+    query = bp.count("D", "yes")
+    n = 20_000
+    cal = bp.calibrate(model, bp.SecretPair(secret, bp.DatasetSecret.proportion("S", "hi", 0.5)), query,
+                       n_draws=n, rng=5)
+    law = model.exact_law(secret, query)
+    np.testing.assert_allclose(cal.finite_laws[secret.label].weights, law[1], rtol=0, atol=1e-15)
+    draws = cal.sample_array[cal.index(secret), :, 0]
+    assert chi2_p_value(draws, law) > LAW_ALPHA
+    twin = SwappedGroups(five_node_net(), n_records=40).exact_law(secret, query)
+    assert power(law, twin, n, LAW_ALPHA) > 1 - 1e-9
+    assert chi2_p_value(draws, twin) < LAW_ALPHA
+
+
+def test_draws_under_a_distribution_secret_follow_the_exact_law():
+    """χ² at α = 1e-3: one binomial on the modified network."""
+    secret = bp.DistributionSecret("P(A=a0)", P_A0)
+    model = BayesNetDataModel(five_node_net(), n_records=40)
+    query = bp.proportion("D", "yes")
+    draws = model.sample_query(secret, 20_000, np.random.default_rng(6), query)[:, 0]
+    assert chi2_p_value(draws, model.exact_law(secret, query)) > LAW_ALPHA
+
+
+def test_exact_law_only_for_discrete_networks_and_queries_that_say_what_they_count():
+    model = BayesNetDataModel(five_node_net(), n_records=10)
+    assert model.exact_law(None, bp.count(lambda b: b["D"] == "yes", "D")) is None
+    assert model.exact_law(None, bp.mean("C")) is None
+    gauss = BayesNetDataModel(gaussian_net(), n_records=10)
+    assert gauss.exact_law(None, bp.count("x1", 1.0)) is None
+    with pytest.raises(bp.ValidationError, match="a number for the numeric column 'C'"):
+        model.exact_law(None, bp.count("C", "3.0"))
+    law = model.exact_law(None, bp.count("D", "maybe"))  # a state the node never takes: the count is 0
+    assert law[0].tolist() == [[0.0]] and law[1].tolist() == [1.0]

@@ -11,13 +11,16 @@ stated false-failure probability α):
   unbiased sample variance, Var(s²) = μ₄/m − σ⁴(m − 3)/(m(m − 1)) for m i.i.d.
   draws (μ₄ from the enumeration); Bonferroni over all compared quantities,
   α = 1e-4 per secret. Components that are constant under a secret must match
-  exactly.
+  exactly;
+* exact laws of counts (``exact_law``): against enumeration and exact integer
+  arithmetic to 1e-12; the calibration's draws against the law by Pearson χ²,
+  α = 1e-3.
 
 Broken twins (a sampler drawing WITH replacement, a model drawing the wrong
 number of in-category records, a key sampler with ties, a redraw sampler that
 shifts duplicates to the next index instead of redrawing them, a Bernoulli
-bitmap corrected by keeping the lowest indices) must be caught by
-the same checks.
+bitmap corrected by keeping the lowest indices, an exact law with the wrong
+stratum sizes) must be caught by the same checks.
 """
 
 from __future__ import annotations
@@ -507,3 +510,144 @@ def test_the_model_keeps_its_own_copy_of_the_table():
     assert model._column("x").tolist() == [1.0, 2.0, 3.0]
     assert model._column("flag").tolist() == [True, False, True]
     assert model._column("s").tolist() == ["a", "b", "a"]
+
+
+# -- exact laws of counts (hypergeometric per stratum, convolved) ---------------------------------------
+#
+# Independent references: (1) enumeration of every equally likely dataset of the tiny table; (2) the
+# hypergeometric probabilities written out with exact integers (math.comb, fractions), convolved by hand.
+# Agreement to 1e-12 (the library's probabilities are floats from scipy: relative error ~1e-15).
+# Against the draws: Pearson χ² over the support (cells merged so that each expects ≥ 20 draws), α = 1e-3
+# per test (tests/_law_checks.py); the twin (a model drawing one record too many from the secret's category,
+# i.e. wrong stratum sizes) must be rejected by the same test, with a power computed from the noncentral χ²
+# (> 1 − 1e-9).
+import sys  # noqa: E402
+from fractions import Fraction  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _law_checks import chi2_p_value, power  # noqa: E402
+
+LAW_ALPHA = 1e-3
+
+
+def _law_by_enumeration(secret, column, category, proportion=False):
+    """{value: probability} of the number (or share) of records with column == category, over every dataset."""
+    ids = TINY["id"].to_numpy()
+    if secret is None:
+        subsets = [list(c) for c in itertools.combinations(ids, N_TINY)]
+    else:
+        k = round(secret.value * N_TINY)
+        inside, outside = ids[TINY[secret.column] == secret.category], ids[TINY[secret.column] != secret.category]
+        subsets = [list(a) + list(b) for a in itertools.combinations(inside, k)
+                   for b in itertools.combinations(outside, N_TINY - k)]
+    counts = [int((TINY.iloc[s][column] == category).sum()) for s in subsets]
+    out: dict[float, float] = {}
+    for c in counts:
+        key = c / N_TINY if proportion else float(c)
+        out[key] = out.get(key, 0.0) + 1.0 / len(counts)
+    return out
+
+
+def _as_dict(law):
+    points, weights = law
+    assert points.shape == (weights.size, 1) and abs(weights.sum() - 1) < 1e-12 and np.all(weights > 0)
+    return dict(zip(points[:, 0].tolist(), weights.tolist()))
+
+
+LAW_CASES = [
+    (None, "g", "a"),
+    (None, "id", 3),
+    (bp.DatasetSecret.proportion("g", "a", 0.5), "g", "a"),  # the secret's own column: the count is k
+    (bp.DatasetSecret.proportion("g", "b", 0.25), "g", "a"),
+    (bp.DatasetSecret.proportion("g", "a", 0.25), "id", 2.0),  # a numeric column, compared as a number
+    (bp.DatasetSecret.proportion("g", "a", 0.75), "id", 5),
+]
+
+
+@pytest.mark.parametrize("secret, column, category", LAW_CASES)
+@pytest.mark.parametrize("proportion", [False, True])
+def test_exact_law_equals_enumeration(secret, column, category, proportion):
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    query = (bp.proportion if proportion else bp.count)(column, category)
+    got = _as_dict(model.exact_law(secret, query))
+    want = {v: p for v, p in _law_by_enumeration(secret, column, category, proportion).items() if p > 0}
+    assert sorted(got) == sorted(want)
+    for v in want:
+        assert abs(got[v] - want[v]) <= 1e-12
+
+
+def _hypergeometric_exact(N: int, K: int, k: int) -> dict[int, Fraction]:
+    return {x: Fraction(math.comb(K, x) * math.comb(N - K, k - x), math.comb(N, k))
+            for x in range(max(0, k - (N - K)), min(k, K) + 1)}
+
+
+def _convolve_exact(a: dict[int, Fraction], b: dict[int, Fraction]) -> dict[int, Fraction]:
+    out: dict[int, Fraction] = {}
+    for x, p in a.items():
+        for y, q in b.items():
+            out[x + y] = out.get(x + y, Fraction(0)) + p * q
+    return out
+
+
+def _census_like(n_rows=600, seed=3):
+    """A table where the counted category depends on the secret's column (so the two secrets differ)."""
+    g = np.random.default_rng(seed)
+    sex = g.choice(["F", "M"], n_rows, p=[0.45, 0.55])
+    xray = np.where(g.random(n_rows) < np.where(sex == "F", 0.15, 0.45), "pos", "neg")
+    return pd.DataFrame({"sex": sex, "xray": xray})
+
+
+def test_exact_law_equals_hypergeometrics_in_exact_arithmetic():
+    table = _census_like()
+    model = bp.EmpiricalDataModel(table, 40)
+    secret = bp.DatasetSecret.proportion("sex", "F", 0.35)
+    k = 14
+    inside, outside = table[table.sex == "F"], table[table.sex != "F"]
+    exact = _convolve_exact(_hypergeometric_exact(len(inside), int((inside.xray == "pos").sum()), k),
+                            _hypergeometric_exact(len(outside), int((outside.xray == "pos").sum()), 40 - k))
+    got = _as_dict(model.exact_law(secret, bp.count("xray", "pos")))
+    assert set(got) == {float(x) for x, p in exact.items() if float(p) > 0}
+    assert max(abs(got[float(x)] - float(p)) for x, p in exact.items() if float(p) > 0) <= 1e-12
+    # without a secret: one hypergeometric over the whole table
+    whole = _hypergeometric_exact(len(table), int((table.xray == "pos").sum()), 40)
+    got = _as_dict(model.exact_law(None, bp.count("xray", "pos")))
+    assert max(abs(got.get(float(x), 0.0) - float(p)) for x, p in whole.items()) <= 1e-12
+
+
+def test_calibration_draws_follow_the_exact_law_and_the_wrong_stratum_sizes_twin_is_rejected():
+    """χ² at α = 1e-3: the calibration's draws fit the exact law; the law of a model drawing one record
+    too many from the secret's category (wrong stratum sizes) is rejected (power > 1 − 1e-9, computed)."""
+    table = _census_like()
+    model = bp.EmpiricalDataModel(table, 50)
+    query = bp.count("xray", "pos")
+    secret = bp.DatasetSecret.proportion("sex", "F", 0.3)
+    n = 20_000
+    cal = bp.calibrate(model, bp.SecretPair(secret, bp.DatasetSecret.proportion("sex", "F", 0.5)), query,
+                       n_draws=n, rng=11)
+    law = model.exact_law(secret, query)
+    draws = cal.sample_array[cal.index(secret), :, 0]
+    assert chi2_p_value(draws, law) > LAW_ALPHA
+    twin = OneTooMany(table, 50).exact_law(secret, query)
+    assert power(law, twin, n, LAW_ALPHA) > 1 - 1e-9
+    assert chi2_p_value(draws, twin) < LAW_ALPHA
+
+
+def test_draws_without_a_secret_follow_the_exact_law():
+    """χ² at α = 1e-3 for a share without a secret (one hypergeometric over the whole table)."""
+    model = bp.EmpiricalDataModel(_census_like(), 50)
+    query = bp.proportion("xray", "pos")
+    draws = model.sample_query(None, 20_000, np.random.default_rng(12), query)[:, 0]
+    assert chi2_p_value(draws, model.exact_law(None, query)) > LAW_ALPHA
+
+
+def test_exact_law_only_for_queries_that_say_what_they_count():
+    model = bp.EmpiricalDataModel(TINY, N_TINY)
+    secret = bp.DatasetSecret.proportion("g", "a", 0.5)
+    assert model.exact_law(secret, bp.count(lambda b: b["g"] == "a", "g")) is None  # opaque predicate
+    assert model.exact_law(secret, bp.mean("x")) is None
+    assert model.exact_law(secret, bp.stack(bp.count("g", "a"), bp.count("g", "b"))) is None
+    with pytest.raises(bp.ValidationError, match="a number for the numeric column 'x'"):
+        model.exact_law(secret, bp.count("x", "1.0"))
+    with pytest.raises(bp.errors.UnsupportedSecretError):
+        model.exact_law(bp.DatasetSecret.mean("x", 1.0), bp.count("g", "a"))
