@@ -382,7 +382,7 @@ def scalar_workdir(workdir):
 
 def _scalar_release_argv(d: Path) -> list[str]:
     return ["release", str(d / "scalar.nc"), "--script", str(d / "scalar.py"), "--mechanism", "ExpM",
-            "--epsilon", "0.2", "--data", str(d / "payroll.csv")]
+            "--epsilon", "0.05", "--data", str(d / "payroll.csv")]
 
 
 def test_release_json_carries_the_noise_and_reads_back(scalar_workdir, capsys):
@@ -394,7 +394,8 @@ def test_release_json_carries_the_noise_and_reads_back(scalar_workdir, capsys):
     assert main(_scalar_release_argv(scalar_workdir) + ["--level", "0.9"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["valid_range"] == [[2.9, 3.1]] and out["postprocessed"] == []
-    assert out["noise"]["kind"] == "gaussian" and len(out["noise_sd"]) == 1 and out["noise_sd"][0] > 0
+    assert out["noise"]["kind"] == "laplace" and out["noise"]["laplace_scale"][0] > 0  # ExpM's default noise
+    assert len(out["noise_sd"]) == 1 and out["noise_sd"][0] == pytest.approx(2**0.5 * out["noise"]["laplace_scale"][0])
     assert out["noise_sd"][0] == pytest.approx(out["noise"]["cov"][0][0] ** 0.5, rel=1e-12)
     assert out["interval"]["level"] == 0.9
     back = Release.from_dict(out)
@@ -404,7 +405,7 @@ def test_release_json_carries_the_noise_and_reads_back(scalar_workdir, capsys):
 
 
 def test_release_clip_projects_into_the_range_and_says_so(scalar_workdir, capsys):
-    """ε = 0.2 adds noise far wider than [2.9, 3.1]: with --clip every value lies in it."""
+    """ε = 0.05 adds noise (sd about 0.5) wider than [2.9, 3.1]: with --clip every value lies in it."""
     capsys.readouterr()
     for _ in range(3):
         assert main(_scalar_release_argv(scalar_workdir) + ["--clip"]) == 0
