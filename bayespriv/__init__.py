@@ -66,7 +66,7 @@ from .mechanisms import Guarantee, Release
 from .queries import Query, count, mean, proportion, stack
 from .secrets import DatasetSecret, DistributionSecret, SecretPair, all_pairs, pairs_between
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "accounting",

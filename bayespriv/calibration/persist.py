@@ -91,7 +91,9 @@ from .._validation import fail, thaw
 from ..errors import ParameterTypeError, ReleaseMismatchError, UnverifiedCalibrationError, ValidationError
 from ..queries import Query
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair
-from . import consistency, signing
+import bayespriv.calibration.consistency as consistency  # the modules (a flag and a check read at call time)
+import bayespriv.calibration.signing as signing
+
 from .result import Calibration
 from .signing import UNVERIFIED, FileProvenance
 
@@ -584,22 +586,17 @@ def _save_quilt(cal: Any, p: Path, seed: Any, key: bytes | None) -> Path:
 
 def _rebuild_network(ds: xr.Dataset, nodes: list) -> Any:
     """The DiscreteBayesianNetwork of a ``network_XXX`` group: same node, edge and CPD order, same value bits."""
-    from pgmpy.factors.discrete import TabularCPD
-    from pgmpy.models import DiscreteBayesianNetwork
+    from ..datamodels.network_tables import CPDTable, discrete_network
 
     meta = json.loads(ds.attrs["bayespriv_network"])
-    net = DiscreteBayesianNetwork()
-    net.add_nodes_from([nodes[i] for i in meta["nodes"]])
-    net.add_edges_from([(nodes[u], nodes[v]) for u, v in meta["edges"]])
+    cpds = []
     for c in meta["cpds"]:
         names = [nodes[i] for i in c["variables"]]
         card = [int(k) for k in c["cardinality"]]
         values = np.array(ds[c["array"]].values, dtype=np.float64).reshape(card[0], -1)
         states = {v: [_decode_key(s) for s in st] for v, st in zip(names, c["states"])}
-        net.add_cpds(TabularCPD(names[0], card[0], values, evidence=names[1:] or None,
-                                evidence_card=card[1:] or None, state_names=states))
-    net.check_model()
-    return net
+        cpds.append(CPDTable(tuple(names), tuple(card), values, states))
+    return discrete_network([nodes[i] for i in meta["nodes"]], [(nodes[u], nodes[v]) for u, v in meta["edges"]], cpds)
 
 
 def _rebuild_candidates(ds: xr.Dataset, meta: dict[str, Any], nodes: list, sensitive: tuple) -> dict:
@@ -675,7 +672,7 @@ def _checked_seed(seed: Any) -> Any:
 
 
 def _library_version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return str(__version__)
 

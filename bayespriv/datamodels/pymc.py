@@ -1326,11 +1326,11 @@ class PyMCDataModel(DataModel):
 
     def _usable_run(self, idata: Any, key: str, plan: _Plan) -> bool:
         """An MCMC run found under ``key`` is used only if it says it is that run and holds what is read from it."""
-        from . import _posterior_cache
+        from ._posterior_cache import key_of as cache_key_of
 
         try:
             post = idata.posterior
-            if _posterior_cache.key_of(idata) != key or "sample_stats" not in idata.groups():
+            if cache_key_of(idata) != key or "sample_stats" not in idata.groups():
                 return False
             json.loads(post.attrs[_FREE_ATTR])
             names = [plan.sources.get(name, name) for name in plan.pool]
@@ -1343,10 +1343,10 @@ class PyMCDataModel(DataModel):
         """The InferenceData of :func:`pymc.sample` for ``secret``: from the posterior cache, or run and cached."""
         import arviz as az
 
-        from . import _posterior_cache
+        from ._posterior_cache import KEY_ATTR, get as cache_get, put as cache_put
 
         key = self._posterior_key(secret, plan, seed)
-        idata = _posterior_cache.get(key, az.InferenceData)
+        idata = cache_get(key, az.InferenceData)
         if idata is not None and self._usable_run(idata, key, plan):
             return idata
         pm = _pm()
@@ -1361,9 +1361,9 @@ class PyMCDataModel(DataModel):
             )
         finally:
             logger.setLevel(level)
-        idata.posterior.attrs[_posterior_cache.KEY_ATTR] = key
+        idata.posterior.attrs[KEY_ATTR] = key
         idata.posterior.attrs[_FREE_ATTR] = json.dumps([v.name for v in m.free_RVs])
-        _posterior_cache.put(key, idata)
+        cache_put(key, idata)
         return idata
 
     def _run_mcmc(self, secret: Secret | None, plan: _Plan, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any], Any]:
@@ -1482,17 +1482,17 @@ class PyMCDataModel(DataModel):
 
     def _cached_quadrature(self, secret: Secret | None, plan: _Plan, seed: int | None = None):
         """:meth:`_build_quadrature` through the process's posterior cache (other instances of the same model)."""
-        from . import _posterior_cache
+        from ._posterior_cache import get as cache_get, put as cache_put
         from ._quadrature import QuadratureTable
 
         if not self.conjugate:
             return "exact posteriors disabled (conjugate=False)"
         key = self._posterior_key(secret, plan, seed, route="quadrature")
-        hit = _posterior_cache.get(key, (QuadratureTable, str))
+        hit = cache_get(key, (QuadratureTable, str))
         if hit is None:
             hit = self._build_quadrature(plan)
             size = 256 if isinstance(hit, str) else hit.cumulative.nbytes + hit.rise.nbytes
-            _posterior_cache.put(key, hit, size)
+            cache_put(key, hit, size)
         return hit
 
     def _build_quadrature(self, plan: _Plan):
