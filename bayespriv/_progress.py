@@ -1,9 +1,16 @@
 """Progress bars for long computations: tqdm in notebooks and terminals, silent in CI.
 
 One entry point, :func:`progress`. It returns a bar with ``update(n=1)`` and ``close()`` that is
-also a context manager: a ``tqdm.auto`` bar (a widget in Jupyter when ``ipywidgets`` is
-installed, text on stderr otherwise) when progress should be shown, and a :class:`SilentProgress`
-that does nothing when it should not.
+also a context manager, when progress should be shown:
+
+* in a terminal, a ``tqdm.auto`` bar (text on stderr);
+* in a Jupyter kernel with ``ipywidgets`` (the ``notebook`` extra: ``pip install
+  bayespriv[notebook]``), a ``tqdm.auto`` bar, which is tqdm's notebook widget there;
+* in a Jupyter kernel without ``ipywidgets``, a :class:`NotebookProgress`: an HTML bar
+  displayed once and updated in place (tqdm's text bar would print to stderr, which notebooks
+  show as red error boxes);
+
+and a :class:`SilentProgress` that does nothing when it should not.
 
 Shown when ``enabled=True``; never shown when ``enabled=False``; with ``enabled=None`` (the
 default) shown only where a person is watching: in a Jupyter kernel or when stderr is a terminal,
@@ -22,10 +29,12 @@ Examples
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import numbers
 import os
 import sys
+import time
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,7 +42,7 @@ import numpy as np
 from ._validation import fail
 from .errors import ParameterTypeError
 
-__all__ = ["ProgressBar", "SilentProgress", "progress", "should_show"]
+__all__ = ["NotebookProgress", "ProgressBar", "SilentProgress", "progress", "should_show"]
 
 #: Seconds a task must run before its bar appears (quick calls print nothing).
 DEFAULT_DELAY = 0.5
@@ -78,6 +87,63 @@ class SilentProgress:
         return f"SilentProgress({self.desc!r}: {self.n}/{self.total})"
 
 
+class NotebookProgress:
+    """A progress bar for a Jupyter kernel without ipywidgets: an HTML ``<progress>`` element.
+
+    Displayed (``IPython.display.display(..., display_id=True)``) once the work has lasted
+    ``delay`` seconds, then updated in place at most every :attr:`REFRESH` seconds and once at
+    :meth:`close`; nothing is written to stderr. A saved notebook keeps only its last state.
+    """
+
+    #: Seconds between two redraws.
+    REFRESH = 0.2
+
+    def __init__(self, total: int, desc: str, unit: str = "task", delay: float = DEFAULT_DELAY) -> None:
+        self.total, self.desc, self.unit, self.delay, self.n = total, desc, unit, delay, 0
+        self._start = time.monotonic()
+        self._drawn_at: float | None = None
+        self._handle: Any = None
+
+    def update(self, n: int = 1) -> None:
+        """Count ``n`` more units of work done (redrawn when due)."""
+        self.n += n
+        now = time.monotonic()
+        if now - self._start < self.delay:
+            return
+        if self._drawn_at is None or now - self._drawn_at >= self.REFRESH:
+            self._draw(now)
+
+    def close(self) -> None:
+        """Draw the final state, if the bar was shown at all (idempotent)."""
+        if self._handle is not None or time.monotonic() - self._start >= self.delay:
+            self._draw(time.monotonic())
+
+    def _draw(self, now: float) -> None:
+        from IPython.display import display
+
+        self._drawn_at = now
+        if self._handle is None:
+            self._handle = display(self, display_id=True)
+        else:
+            self._handle.update(self)
+
+    def _text(self) -> str:
+        return f"{self.desc}: {self.n}/{self.total} {self.unit}s ({time.monotonic() - self._start:.1f} s)"
+
+    def _repr_html_(self) -> str:
+        return (f"<div><progress value='{self.n}' max='{max(self.total, 1)}' style='width:20em'></progress> "
+                f"<span>{html.escape(self._text())}</span></div>")
+
+    def __repr__(self) -> str:
+        return self._text()
+
+    def __enter__(self) -> "NotebookProgress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def in_notebook() -> bool:
     """True inside a Jupyter kernel (notebook, JupyterLab, VS Code), False in a console."""
     shell = sys.modules.get("IPython")
@@ -97,12 +163,13 @@ def should_show(enabled: bool | None) -> bool:
     return in_notebook() or bool(stderr is not None and hasattr(stderr, "isatty") and stderr.isatty())
 
 
-def _tqdm_class() -> type:
-    """``tqdm.auto.tqdm``, except in a kernel without ipywidgets (text bar, without tqdm's warning)."""
+def _bar_class() -> type:
+    """``tqdm.auto.tqdm`` (a widget in a kernel with ipywidgets, text in a terminal), except in a
+    kernel without ipywidgets: :class:`NotebookProgress` (HTML, never stderr)."""
     if in_notebook() and importlib.util.find_spec("ipywidgets") is None:
-        from tqdm.std import tqdm
-    else:
-        from tqdm.auto import tqdm
+        return NotebookProgress
+    from tqdm.auto import tqdm
+
     return tqdm
 
 
@@ -127,7 +194,8 @@ def progress(total: int, desc: str, enabled: bool | None = None, *, unit: str = 
     Returns
     -------
     ProgressBar
-        A ``tqdm.auto`` bar writing to stderr (a widget in notebooks), or a
+        A ``tqdm.auto`` bar (text on stderr in a terminal, a widget in a notebook with
+        ipywidgets), a :class:`NotebookProgress` in a notebook without ipywidgets, or a
         :class:`SilentProgress`. Use it as a context manager, or call ``close()``.
 
     Raises
@@ -148,5 +216,7 @@ def progress(total: int, desc: str, enabled: bool | None = None, *, unit: str = 
     total = int(total)
     if not should_show(None if enabled is None else bool(enabled)):
         return SilentProgress(total, desc)
-    return _tqdm_class()(total=total, desc=desc, unit=unit, delay=delay, file=sys.stderr, leave=True,
-                         dynamic_ncols=True)
+    cls = _bar_class()
+    if cls is NotebookProgress:
+        return NotebookProgress(total, desc, unit, delay)
+    return cls(total=total, desc=desc, unit=unit, delay=delay, file=sys.stderr, leave=True, dynamic_ncols=True)

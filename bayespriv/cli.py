@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 import bayespriv as bp
+from bayespriv._display import frame_text
 from bayespriv.errors import BayesPrivError, BayesPrivWarning, PrivacyAssumptionWarning
 from bayespriv.mechanisms import APGM, gaussian_radius
 
@@ -165,7 +166,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description=(
             "Calibrate the Attribute-Private Gaussian Mechanism for the average weight, blood pressure and "
             "temperature of a synthetic hospital of 50 patients, hiding whether the share of women is below or "
-            "above 50%%; release on one simulated hospital and compare with the paper's reported values."
+            "above 50%; release on one simulated hospital and compare with the paper's reported values."
         ),
     )
     demo.add_argument("--draws", type=_int_at_least(2), default=2000, help="datasets drawn per secret (default 2000)")
@@ -203,6 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             # h5netcdf's note on HDF5 files without dimension scales (a crafted or foreign .nc): not ours to print
             warnings.filterwarnings("ignore", message="The 'phony_dims' kwarg", category=UserWarning)
+            # ArviZ (imported by PyMC) announces its coming API refactor with a FutureWarning on its first
+            # import of each day, whatever the caller does; it concerns code that calls ArviZ, not these commands
+            warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
+                                    category=FutureWarning, module="arviz")
             return int(args.func(args))
     except BrokenPipeError:  # e.g. `bayespriv demo | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush silent
@@ -259,7 +264,7 @@ def _classic(calibration: bp.Calibration, epsilon: float, delta: float, caught: 
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from models import hospital as H  # lazy: the package never depends on models/ at import time
+    from bayespriv.models import hospital as H  # lazy: the package never depends on models/ at import time
 
     start = time.perf_counter()
     eps, delta, n_draws, quiet = args.epsilon, args.delta, args.draws, args.quiet
@@ -818,9 +823,9 @@ def _inspect_cmd(args: argparse.Namespace) -> int:
     print(repr(cal))
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 60):
         print()
-        print(cal.summary().to_string(float_format=lambda x: f"{x:.6g}"))
+        print(frame_text(cal.summary(), infinite=cal._summary_reasons(), digits=6))
         print()
-        print(cal.moments_table().to_string(float_format=lambda x: f"{x:.6g}"))
+        print(frame_text(cal.moments_table(), digits=6))
     if args.out is not None:
         _inspect_plots(cal, args.out)
     return 0

@@ -579,6 +579,19 @@ def mean(column: str, *, bounds: tuple[float, float] | None = None, name: str | 
         per-record sensitivity ``(high - low) / n`` holds for any data (needed by
         :class:`~bayespriv.mechanisms.GroupDP`). Without bounds the mean is
         exactly linear, which Gaussian data models use for closed-form moments.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import bayespriv as bp
+    >>> bp.mean("weight")(pd.DataFrame({"weight": [150.0, 160.0, 170.0]}))  # one dataset
+    array([160.])
+    >>> bp.mean("weight")({"weight": np.array([[150.0, 160.0], [170.0, 180.0]])})  # 2 datasets of 2 records
+    array([[155.],
+           [175.]])
+    >>> bp.mean("weight", bounds=(100, 200))(pd.DataFrame({"weight": [50.0, 250.0, 150.0]}))  # clipped: 100, 200, 150
+    array([150.])
     """
     if not isinstance(column, str) or not column:
         raise ParameterTypeError(f"column must be a non-empty string; got {column!r} of type {type(column).__name__}")
@@ -768,7 +781,18 @@ def proportion(predicate: Callable[[Batch], np.ndarray] | str, columns: str | Se
 
 
 def stack(*queries: Query, name: str | None = None) -> Query:
-    """Concatenate queries into one vector-valued query."""
+    """Concatenate queries into one vector-valued query.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import bayespriv as bp
+    >>> both = bp.stack(bp.mean("weight"), bp.mean("height"))
+    >>> both.name, both.columns
+    ('stack(mean(weight), mean(height))', ('weight', 'height'))
+    >>> both(pd.DataFrame({"weight": [150.0, 170.0], "height": [60.0, 70.0]}))
+    array([160.,  65.])
+    """
     if not queries:
         raise fail("queries", "at least one Query", queries)
     for q in queries:

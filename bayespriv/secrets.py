@@ -79,6 +79,15 @@ class DatasetSecret:
         The value g_i(X_i) takes under this secret.
     category : object, optional
         For proportions: the category whose share is fixed.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> women = bp.DatasetSecret.proportion("sex", "Female", 0.25)
+    >>> women.column, women.statistic, women.value, women.category
+    ('sex', 'proportion', 0.25, 'Female')
+    >>> str(bp.DatasetSecret.mean("height", 66.0))
+    'mean(height)=66'
     """
 
     column: str
@@ -149,6 +158,13 @@ class DistributionSecret:
         parameter of a Bayesian network, a column of a family's grid).
     value : float
         The value φ_i takes under this secret.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> pair = bp.SecretPair(bp.DistributionSecret("p_female", 0.3), bp.DistributionSecret("p_female", 0.7))
+    >>> str(pair)
+    'p_female=0.3 vs p_female=0.7'
     """
 
     parameter: str
@@ -274,7 +290,14 @@ def pairs_between(first: Iterable[Secret], second: Iterable[Secret]) -> tuple[Se
 
 
 def all_pairs(secrets: Iterable[Secret]) -> tuple[SecretPair, ...]:
-    """Every unordered pair of distinct secrets (needs at least two)."""
+    """Every unordered pair of distinct secrets (needs at least two).
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> [str(pair) for pair in bp.all_pairs(bp.DistributionSecret("p", v) for v in (0.3, 0.5, 0.7))]
+    ['p=0.3 vs p=0.5', 'p=0.3 vs p=0.7', 'p=0.5 vs p=0.7']
+    """
     secrets = list(dict.fromkeys(_check_secrets(secrets, "secrets")))
     if len(secrets) < 2:
         raise fail("secrets", "at least two distinct secrets", secrets)

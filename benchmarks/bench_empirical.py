@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import bayespriv as bp  # noqa: E402
-from models.census import DEFAULT_ADULT_DIR, census_model, census_query, income_pairs, load_adult  # noqa: E402
+from bayespriv.models.census import DEFAULT_ADULT_DIR, census_model, census_query, income_pairs, load_adult  # noqa: E402
 
 RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
 HEADING = "## EmpiricalDataModel vs pandas"

@@ -86,7 +86,7 @@ def ten_releases(tmp: Path) -> list[str]:
 
 
 def census(adult_dir: Path, tmp: Path) -> list[str]:
-    from models.census import census_model, census_query, income_pairs, load_adult
+    from bayespriv.models.census import census_model, census_query, income_pairs, load_adult
 
     table = load_adult(adult_dir)
     model, query, pairs = census_model(table, 100), census_query(), income_pairs(0.1)

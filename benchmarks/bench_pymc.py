@@ -5,10 +5,10 @@ Run by hand (not a timed test)::
     .venv/bin/python benchmarks/bench_pymc.py            # full run, writes benchmarks/RESULTS_pymc.md
     .venv/bin/python benchmarks/bench_pymc.py --quick    # smaller memory run, prints only
 
-1. Speed. The hospital generator of §4.2 (``models.hospital``) written as a PyMC
-   model (:func:`models.hospital.hospital_generator_pymc`) and sampled through
+1. Speed. The hospital generator of §4.2 (``bayespriv.models.hospital``) written as a PyMC
+   model (:func:`bayespriv.models.hospital.hospital_generator_pymc`) and sampled through
    ``PyMCDataModel.sample`` (one compiled, batched function per call), against
-   the NumPy implementation of the same model (``models.hospital.hospital_model``,
+   the NumPy implementation of the same model (``bayespriv.models.hospital.hospital_model``,
    i.e. ``_draw``), both conditioned on exactly 30 women of 50 and
    unconditionally; ``pm.sample_prior_predictive`` for reference. Datasets per
    second, best of several repeats, after one warm-up call (compilation).
@@ -71,7 +71,7 @@ def _best_rate(fn, n_draws: int, repeats: int) -> float:
 
 def speed(repeats: int = 5) -> list[dict]:
     import bayespriv as bp
-    from models.hospital import hospital_generator_pymc, hospital_model
+    from bayespriv.models.hospital import hospital_generator_pymc, hospital_model
 
     pymc_model = hospital_generator_pymc(50)
     numpy_model = hospital_model(50)
@@ -329,7 +329,7 @@ def write(speed_rows: list[dict], mem_rows: list[dict], path: Path, forward_rows
         "## Speed: hospital generator (§4.2), 50 records, datasets / s",
         "",
         "`PyMCDataModel.sample` (one compiled batched PyTensor function) vs the NumPy sampler of the same",
-        "model (`models.hospital.hospital_model`), best of 5 after a warm-up call; all five columns drawn.",
+        "model (`bayespriv.models.hospital.hospital_model`), best of 5 after a warm-up call; all five columns drawn.",
         "",
         "| case | draws | PyMC (datasets/s) | NumPy (datasets/s) | NumPy / PyMC | first call (compile) s |",
         "|---|---:|---:|---:|---:|---:|",

@@ -52,7 +52,7 @@ def census_sized(draws: int) -> tuple[bp.Calibration, str]:
         import sys
 
         sys.path.insert(0, str(ROOT))
-        from models import census
+        from bayespriv.models import census
 
         table = census.load_adult(ADULT)
         model = census.census_model(table, n_records=100)

@@ -1,6 +1,7 @@
 """Template of a calibration script for the ``bayespriv`` command: calibrate once, release later.
 
-Copy this file and edit the names below. Then, from a shell::
+Copy this file and edit the names below. Then, from a shell where the environment that has
+bayespriv is active (in this repository, after ``make demo``: ``source .venv/bin/activate``)::
 
     bayespriv calibrate calibration_template.py --out cal.nc --seed 1
     bayespriv inspect cal.nc --out figures/

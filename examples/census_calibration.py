@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 import bayespriv as bp
-from models.census import DEFAULT_ADULT_DIR, census_model, census_query, income_pairs, load_adult
+from bayespriv.models.census import DEFAULT_ADULT_DIR, census_model, census_query, income_pairs, load_adult
 
 
 def expected_l2(mech: bp.mechanisms.Mechanism, rng: np.random.Generator, n: int = 20000) -> float:

@@ -40,7 +40,7 @@ import pandas as pd  # noqa: E402
 
 import bayespriv as bp  # noqa: E402
 from bayespriv.audit import noise_sampler, property_inference_attack  # noqa: E402
-from models.census import (  # noqa: E402
+from bayespriv.models.census import (  # noqa: E402
     DEFAULT_ADULT_DIR,
     census_model,
     census_query,

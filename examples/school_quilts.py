@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
 warnings.filterwarnings("ignore", category=FutureWarning, module="pgmpy")
 
 from bayespriv.mechanisms.quilt import APMQM  # noqa: E402
-from models import school  # noqa: E402
+from bayespriv.models import school  # noqa: E402
 
 
 def show(nodes) -> str:

@@ -17,7 +17,7 @@ secret of :func:`income_pairs`.
 Examples
 --------
 >>> import bayespriv as bp
->>> from models.census import DEFAULT_ADULT_DIR, load_adult, census_model, census_query, income_pairs
+>>> from bayespriv.models.census import DEFAULT_ADULT_DIR, load_adult, census_model, census_query, income_pairs
 >>> table = load_adult(DEFAULT_ADULT_DIR)  # doctest: +SKIP
 >>> cal = bp.calibrate(census_model(table), income_pairs(0.1), census_query(), n_draws=1000, rng=0)  # doctest: +SKIP
 """

@@ -38,7 +38,7 @@ def sampled_calibration(seed: int = 0, n: int = 4000) -> bp.Calibration:
 
 
 def _quilt(epsilon: float) -> Any:
-    from models import school
+    from bayespriv.models import school
 
     cal = school.calibration("tall")
     return M.APMQM(cal, epsilon=epsilon), np.array([10.0])

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from importlib.abc import MetaPathFinder
 from pathlib import Path
 
 import matplotlib
@@ -11,6 +14,29 @@ import pytest
 matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+class _CheckoutModels(MetaPathFinder):
+    """Import ``bayespriv.models`` from this checkout's ``models/`` when ``bayespriv`` comes from it.
+
+    The build maps the repository's ``models/`` to ``bayespriv.models`` (``package-dir`` in
+    pyproject.toml; an editable install resolves it through setuptools' import finder). A source
+    tree put on ``sys.path`` by hand (``PYTHONPATH``) has no such mapping, and an editable install
+    of another checkout would map it to that checkout's folder: this finder makes the tests use
+    the models next to the package they test. An installed (non-source) ``bayespriv`` keeps its own.
+    """
+
+    def find_spec(self, fullname, path=None, target=None):
+        package = sys.modules.get("bayespriv")
+        if fullname != "bayespriv.models" or package is None:
+            return None
+        if Path(package.__file__).resolve().parent != ROOT / "bayespriv":
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, ROOT / "models" / "__init__.py", submodule_search_locations=[str(ROOT / "models")])
+
+
+sys.meta_path.insert(0, _CheckoutModels())
 ADULT_DIR = Path(os.environ.get("BAYESPRIV_ADULT_DIR", ROOT.parent / "shared" / "data" / "adult"))
 
 

@@ -96,6 +96,7 @@ def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, caps
     out = capsys.readouterr().out
     assert query.fingerprint in out and "seed:" in out and "7" in out
     assert "mean(salary)=55 vs mean(salary)=65" in out and "variance lower" in out
+    assert "Calibration(query='stack(mean(years), mean(score))', " in out  # the name the file saved
     pngs = sorted(Path("figures").glob("*.png"))
     assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
 

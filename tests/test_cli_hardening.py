@@ -39,10 +39,12 @@ def _one_line_error(err: str, *expected: str) -> str:
 
 
 def _readme_commands() -> list[list[str]]:
-    """The `bayespriv ...` lines of the README's shell quickstart, continuation lines joined."""
+    """The `.venv/bin/bayespriv ...` lines of the README's shell quickstart, continuation lines joined, with the
+    README's working folder `work/` dropped from their paths (these tests run them in a flat temporary folder)."""
     block = re.search(r"## Quickstart from the shell.*?```sh\n(.*?)```", README.read_text(), re.S).group(1)
     text = block.replace("\\\n", " ")
-    return [shlex.split(line.split("#")[0])[1:] for line in text.splitlines() if line.startswith("bayespriv ")]
+    lines = [line for line in text.splitlines() if line.startswith(".venv/bin/bayespriv ")]
+    return [[a.removeprefix("work/") for a in shlex.split(line.split("#")[0])[1:]] for line in lines]
 
 
 def _dump(path: Path) -> list[str]:

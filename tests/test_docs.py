@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 
 import bayespriv
-from bayespriv import _progress
 from bayespriv._progress import SilentProgress, progress, should_show
 from bayespriv.errors import ParameterTypeError, ValidationError
 
@@ -229,15 +228,6 @@ def test_progress_explicit_setting_wins(monkeypatch):
     silent = progress(2, "off", enabled=False)
     silent.update(2)
     assert isinstance(silent, SilentProgress) and silent.n == 2
-
-
-def test_progress_in_a_notebook_without_ipywidgets_uses_a_text_bar(monkeypatch):
-    monkeypatch.setattr(_progress, "in_notebook", lambda: True)
-    monkeypatch.setattr(_progress.importlib.util, "find_spec", lambda name: None)
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
-    monkeypatch.delenv("CI", raising=False)
-    assert should_show(None)
-    assert _progress._tqdm_class().__module__ == "tqdm.std"
 
 
 @pytest.mark.parametrize("kwargs, error", [

@@ -33,7 +33,7 @@ from bayespriv.mechanisms.exact_noise import BitSource, plan_gaussian, plan_lapl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _every_mechanism import BUILDERS, mechanism_classes  # noqa: E402
-from models import hospital as H  # noqa: E402
+from bayespriv.models import hospital as H  # noqa: E402
 
 SEED = 20240611
 REFUSED = (AttributeError, TypeError, ValueError, dataclasses.FrozenInstanceError)

@@ -35,7 +35,10 @@ import pandas as pd
 from .._validation import check_name_or_none, check_real, check_sequence, fail, seal_fields
 from ..errors import ParameterTypeError
 
-__all__ = ["VariableRelease", "as_variable_release", "epsilon_on", "epsilon_table"]
+__all__ = ["UNPROTECTED", "VariableRelease", "as_variable_release", "epsilon_on", "epsilon_table"]
+
+#: What an ``inf`` of :func:`epsilon_table` means, for views made for a person.
+UNPROTECTED = "not private: used without protection"
 
 
 def _names(value: Any, name: str) -> tuple[str, ...]:
@@ -70,6 +73,15 @@ class VariableRelease:
         without privacy (ε = ∞ on any subset containing them).
     delta : float
         δ of the guarantee (summed alongside ε; 0 for pure ε-privacy).
+
+    Examples
+    --------
+    Exact ages released next to a private answer about sex: ε on sex, but nothing protects age.
+
+    >>> from bayespriv import VariableRelease
+    >>> release = VariableRelease("ages and sex", 0.5, ["age", "sex"], protected=["sex"])
+    >>> release.epsilon_on(("sex",)), release.epsilon_on(("age",)), release.epsilon_on(("income",))
+    (0.5, inf, 0.0)
     """
 
     name: str
@@ -171,6 +183,17 @@ def epsilon_on(releases: Any, variables: Iterable[str] | str) -> float:
 
     0 for releases that do not use the subset, the release's ε for those that protect what they use
     of it, ∞ for those that release some of it exactly; summed over releases (Proposition 3.4).
+
+    Examples
+    --------
+    The three tables of the paper's Example 3.6, each ε = 1 on the variables it uses:
+
+    >>> from bayespriv import VariableRelease, epsilon_on
+    >>> tables = [VariableRelease("Table A", 1, ["age", "sex"]),
+    ...           VariableRelease("Table B", 1, ["residential region", "race"]),
+    ...           VariableRelease("Table C", 1, ["residential region", "age"])]
+    >>> epsilon_on(tables, ["age"]), epsilon_on(tables, ["sex", "race"]), epsilon_on(tables, "other variable")
+    (2.0, 2.0, 0.0)
     """
     subset = _names(variables, "variables")
     return _compose(r.epsilon_on(subset) for r in _collect(releases))

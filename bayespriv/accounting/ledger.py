@@ -117,9 +117,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from .._display import frame_html
 from .._validation import check_real, fail
 from ..errors import BudgetExceededError, LedgerError, ParameterTypeError, ValidationError, warn
-from .epsilon import VariableRelease, epsilon_table
+from .epsilon import UNPROTECTED, VariableRelease, epsilon_table
 from .joint import DECLARED_INDEPENDENT, PriorRelease, joint_guarantee
 
 __all__ = [
@@ -355,6 +356,8 @@ _SUMMED = ("dp", "subset", "chain", "quilt")
 #: Relative tolerance under which two rows' max-influences of the same quilt are the same number.
 _QUILT_RTOL = 1e-12
 
+#: What the joint columns of :meth:`Ledger.joint_guarantees` read in a view when no release was accounted jointly.
+_NOT_JOINT = dict.fromkeys(("joint epsilon", "joint delta", "method"), "none accounted jointly")
 #: The dataset of releases made without one (``release_value`` without ``dataset=``): all accounted together.
 UNNAMED_DATASET = "unnamed"
 #: Attempts at accounting a release jointly while other processes keep granting releases on its dataset.
@@ -1413,10 +1416,10 @@ class Ledger:
         joint = report.attrs["joint"]
         if len(joint):
             parts += ["<div><em>Releases on the same data, accounted together (per dataset and budget)</em></div>",
-                      joint.to_html(float_format=fmt, na_rep="-")]
+                      frame_html(joint.replace({"method": {"-": None}}), missing=_NOT_JOINT, digits=6)]
         if len(report) and report["releases"].sum():
             parts += ["<div><em>ε per variable (Tan, Propositions 3.3–3.5)</em></div>",
-                      self.epsilon_table().to_html(float_format=fmt)]
+                      frame_html(self.epsilon_table(), infinite=UNPROTECTED, digits=6)]
         return "\n".join(p for p in parts if p)
 
     def _not_established_html(self) -> str:

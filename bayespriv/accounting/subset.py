@@ -574,6 +574,120 @@ def _check_cells(series: pd.Series, column: str) -> None:
         raise  # pragma: no cover - every value hashed: the TypeError came from elsewhere
 
 
+@dataclass(frozen=True)
+class _CountInputs:
+    """Checked arguments of a count table: the needed columns, their names, ε, calibration, weights."""
+
+    data: pd.DataFrame
+    protected: str
+    public: str
+    epsilon: float
+    calibration: str
+    weights: np.ndarray
+
+
+@dataclass(frozen=True)
+class _CountDomain:
+    """Rows (public values), columns (protected values), allowed cells and the assumptions they imply."""
+
+    rows: list
+    cols: list
+    mask: np.ndarray
+    assumptions: tuple[str, ...]
+
+
+def _validate_count_request(table: Any, *, protected: Any, public: Any, epsilon: Any, nonnegative: Any, count: Any,
+                            ledger: Any, geometric_calibration: Any) -> _CountInputs:
+    """Check the table and the scalar arguments, in order, and keep the columns the table needs."""
+    check_frame(table, "table")
+    protected = _name(protected, "protected")
+    public = _name(public, "public")
+    if protected == public:
+        raise fail("protected", f"a different column from public ({public!r})", protected)
+    eps = _check_noise_epsilon(epsilon)
+    cal = _calibration(geometric_calibration)
+    if not isinstance(nonnegative, bool):
+        raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
+    if ledger is not None and not callable(getattr(ledger, "charge", None)):
+        raise ParameterTypeError(f"ledger must be None or a bayespriv Ledger; got {type(ledger).__name__}")
+    needed = [protected, public] + ([_name(count, "count")] if count is not None else [])
+    check_columns_present(needed, table.columns, "protected, public and count")
+    data = table[needed]
+    if data[[protected, public]].isna().any().any():
+        raise ValidationError(f"table must have no missing values in {protected!r} and {public!r}; "
+                              f"got {int(data[[protected, public]].isna().sum().sum())} missing")
+    _check_cells(data[protected], protected)
+    _check_cells(data[public], public)
+    return _CountInputs(data=data, protected=protected, public=public, epsilon=eps, calibration=cal,
+                        weights=_record_weights(data, count))
+
+
+def _record_weights(data: pd.DataFrame, count: str | None) -> np.ndarray:
+    """Multiplicity of each row: the ``count`` column (checked non-negative whole numbers), else ones."""
+    if count is None:
+        return np.ones(len(data), dtype=np.int64)
+    w = data[count].to_numpy()
+    if not np.issubdtype(w.dtype, np.number) or np.any(~np.isfinite(w.astype(float))) \
+            or np.any(w < 0) or np.any(w != np.round(w)):
+        raise fail("count", "a column of non-negative whole numbers", data[count].head().tolist())
+    _check_total(w, "count")
+    return w.astype(np.int64)
+
+
+def _count_domain(inputs: _CountInputs, *, protected_values: Any, public_values: Any) -> _CountDomain:
+    """Rows and columns of the table and which cells may hold records; warns when read off the data."""
+    data, protected = inputs.data, inputs.protected
+    rows, _ = _categories(data[inputs.public], public_values, "public_values")
+    assumptions: tuple[str, ...] = ()
+    if isinstance(protected_values, Mapping):
+        per_row = {k: _hashable(list(check_sequence(v, f"protected_values[{k!r}]")), f"protected_values[{k!r}]", v)
+                   for k, v in protected_values.items()}
+        missing = [r for r in rows if r not in per_row]
+        if missing:
+            raise ValidationError(f"protected_values must give the possible values for every public value; missing {missing!r}")
+        cols = list(dict.fromkeys(v for r in rows for v in per_row[r]))
+        mask = np.array([[c in set(per_row[r]) for c in cols] for r in rows], dtype=bool)
+    else:
+        cols, from_data = _categories(data[protected], protected_values, "protected_values")
+        mask = np.ones((len(rows), len(cols)), dtype=bool)
+        if from_data:
+            assumptions = ("domain_from_data",)
+            warn(f"protected_values not given and {protected!r} is not Categorical: the protected categories are "
+                 "read off the data, which reveals which of them occur. Pass protected_values= (the possible "
+                 "values, decided without looking at the data) for the stated guarantee.", PrivacyAssumptionWarning)
+    return _CountDomain(rows=rows, cols=cols, mask=mask, assumptions=assumptions)
+
+
+def _exact_counts(inputs: _CountInputs, domain: _CountDomain) -> np.ndarray:
+    """Weighted counts (rows × cols); every record must fall in an allowed cell of the domain."""
+    data, protected, public = inputs.data, inputs.protected, inputs.public
+    rows, cols = domain.rows, domain.cols
+    ri = pd.Index(rows).get_indexer(data[public])
+    ci = pd.Index(cols).get_indexer(data[protected])
+    if np.any(ri < 0):
+        raise ValidationError(f"public_values must contain every value of {public!r} in the data; "
+                              f"got {sorted(set(data[public][ri < 0].tolist()), key=str)!r} outside them")
+    if np.any(ci < 0):
+        raise ValidationError(f"protected_values must contain every value of {protected!r} in the data; "
+                              f"got {sorted(set(data[protected][ci < 0].tolist()), key=str)!r} outside them")
+    f = np.zeros((len(rows), len(cols)), dtype=np.int64)
+    np.add.at(f, (ri, ci), inputs.weights)
+    if np.any(f[~domain.mask] != 0):
+        bad = [(rows[i], cols[j]) for i, j in np.argwhere((f != 0) & ~domain.mask)]
+        raise ValidationError(f"protected_values must allow every (public, protected) pair in the data; got records at {bad!r}")
+    return f
+
+
+def _charge_ledger(ledger: Any, mech: SubsetCountMechanism, *, seeded: bool) -> None:
+    """Spend the release's budget on the ledger (a bayespriv Ledger also records whether it was seeded)."""
+    from .ledger import Ledger
+
+    if isinstance(ledger, Ledger):
+        ledger.charge(mech, seeded=seeded)
+    else:
+        ledger.charge(mech)
+
+
 def subset_count_table(
     table: pd.DataFrame,
     *,
@@ -653,84 +767,24 @@ def subset_count_table(
     >>> table.attrs["guarantee"].epsilon, table.attrs["guarantee"].delta
     (1.0, 0.0)
     """
-    check_frame(table, "table")
-    protected = _name(protected, "protected")
-    public = _name(public, "public")
-    if protected == public:
-        raise fail("protected", f"a different column from public ({public!r})", protected)
-    eps = _check_noise_epsilon(epsilon)
-    cal = _calibration(geometric_calibration)
-    if not isinstance(nonnegative, bool):
-        raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
-    if ledger is not None and not callable(getattr(ledger, "charge", None)):
-        raise ParameterTypeError(f"ledger must be None or a bayespriv Ledger; got {type(ledger).__name__}")
-    needed = [protected, public] + ([_name(count, "count")] if count is not None else [])
-    check_columns_present(needed, table.columns, "protected, public and count")
-    data = table[needed]
-    if data[[protected, public]].isna().any().any():
-        raise ValidationError(f"table must have no missing values in {protected!r} and {public!r}; "
-                              f"got {int(data[[protected, public]].isna().sum().sum())} missing")
-    _check_cells(data[protected], protected)
-    _check_cells(data[public], public)
-    if count is not None:
-        w = data[count].to_numpy()
-        if not np.issubdtype(w.dtype, np.number) or np.any(~np.isfinite(w.astype(float))) \
-                or np.any(w < 0) or np.any(w != np.round(w)):
-            raise fail("count", "a column of non-negative whole numbers", data[count].head().tolist())
-        _check_total(w, "count")
-        weights = w.astype(np.int64)
-    else:
-        weights = np.ones(len(data), dtype=np.int64)
-
-    rows, _ = _categories(data[public], public_values, "public_values")
-    assumptions: tuple[str, ...] = ()
-    if isinstance(protected_values, Mapping):
-        per_row = {k: _hashable(list(check_sequence(v, f"protected_values[{k!r}]")), f"protected_values[{k!r}]", v)
-                   for k, v in protected_values.items()}
-        missing = [r for r in rows if r not in per_row]
-        if missing:
-            raise ValidationError(f"protected_values must give the possible values for every public value; missing {missing!r}")
-        cols = list(dict.fromkeys(v for r in rows for v in per_row[r]))
-        mask = np.array([[c in set(per_row[r]) for c in cols] for r in rows], dtype=bool)
-    else:
-        cols, from_data = _categories(data[protected], protected_values, "protected_values")
-        mask = np.ones((len(rows), len(cols)), dtype=bool)
-        if from_data:
-            assumptions = ("domain_from_data",)
-            warn(f"protected_values not given and {protected!r} is not Categorical: the protected categories are "
-                 "read off the data, which reveals which of them occur. Pass protected_values= (the possible "
-                 "values, decided without looking at the data) for the stated guarantee.", PrivacyAssumptionWarning)
-
-    ri = pd.Index(rows).get_indexer(data[public])
-    ci = pd.Index(cols).get_indexer(data[protected])
-    if np.any(ri < 0):
-        raise ValidationError(f"public_values must contain every value of {public!r} in the data; "
-                              f"got {sorted(set(data[public][ri < 0].tolist()), key=str)!r} outside them")
-    if np.any(ci < 0):
-        raise ValidationError(f"protected_values must contain every value of {protected!r} in the data; "
-                              f"got {sorted(set(data[protected][ci < 0].tolist()), key=str)!r} outside them")
-    f = np.zeros((len(rows), len(cols)), dtype=np.int64)
-    np.add.at(f, (ri, ci), weights)
-    if np.any(f[~mask] != 0):
-        bad = [(rows[i], cols[j]) for i, j in np.argwhere((f != 0) & ~mask)]
-        raise ValidationError(f"protected_values must allow every (public, protected) pair in the data; got records at {bad!r}")
-
-    mech = SubsetCountMechanism(protected, public, eps, assumptions, cal)
+    inputs = _validate_count_request(table, protected=protected, public=public, epsilon=epsilon,
+                                     nonnegative=nonnegative, count=count, ledger=ledger,
+                                     geometric_calibration=geometric_calibration)
+    domain = _count_domain(inputs, protected_values=protected_values, public_values=public_values)
+    f = _exact_counts(inputs, domain)
+    mech = SubsetCountMechanism(inputs.protected, inputs.public, inputs.epsilon, domain.assumptions,
+                                inputs.calibration)
     if ledger is not None:  # raises before any noise is drawn
-        from .ledger import Ledger
-
-        if isinstance(ledger, Ledger):
-            ledger.charge(mech, seeded=rng is not None)
-        else:
-            ledger.charge(mech)
+        _charge_ledger(ledger, mech, seeded=rng is not None)
     from ..mechanisms.exact_noise import BitSource
 
     bits = BitSource.from_rng(rng)  # None: the OS CSPRNG
-    g = f + _noise(mask, mech.alpha, None, None, _exact_pair_draws(eps, bits, cal))
+    g = f + _noise(domain.mask, mech.alpha, None, None, _exact_pair_draws(inputs.epsilon, bits, inputs.calibration))
     seeded = bits.seeded
     if nonnegative:
         g = nonnegative_rows(g)
-    out = pd.DataFrame(g, index=pd.Index(rows, name=public), columns=pd.Index(cols, name=protected))
+    out = pd.DataFrame(g, index=pd.Index(domain.rows, name=inputs.public),
+                       columns=pd.Index(domain.cols, name=inputs.protected))
     out.attrs.update(guarantee=mech.guarantee, variables=mech.variables, protected=mech.protected,
                      public=mech.public, mechanism=mech, seeded=seeded, name=mech.query_name)
     return out

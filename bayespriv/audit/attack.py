@@ -30,6 +30,7 @@ from scipy import stats
 
 from .._validation import check_covariance, check_finite_array, check_positive_int, described, fail
 from ..datamodels.base import DataModel
+from .._display import NO_CLAIM, frame_html
 from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
 from ..random import RNGLike, as_seed_sequence
@@ -255,7 +256,8 @@ class AttackResult:
         shadow = "noisy" if self.noisy_shadow else "exact"
         head = html.escape(f"Property-inference attack on {self.query!r}: {self.pair.label} "
                            f"({self.classifier}, trained on {shadow} shadow releases)")
-        return f"<div><p><b>{head}</b></p>{self.summary().to_html(float_format='%.4g')}</div>"
+        table = frame_html(self.summary(), missing={"claimed ε": NO_CLAIM, "claimed δ": NO_CLAIM})
+        return f"<div><p><b>{head}</b></p>{table}</div>"
 
 
 # -- the attack ----------------------------------------------------------------------------------
@@ -279,6 +281,126 @@ def _draw(model: DataModel, pair: SecretPair, counts: tuple[int, int], seeds: li
 
 def _split(n: int) -> tuple[int, int]:
     return n // 2, n - n // 2
+
+
+@dataclass(frozen=True)
+class _AttackSetup:
+    """Validated inputs of one attack: models, pair, query, sizes, level and classifier template."""
+
+    train_model: DataModel
+    test_model: DataModel
+    pair: SecretPair
+    query: Query
+    n_train: int
+    n_test: int
+    repetitions: int
+    noisy_shadow: bool
+    confidence: float
+    template: Any
+
+
+@dataclass(frozen=True)
+class _AccuracySummary:
+    """Accuracy of each repetition, their mean, its standard error and confidence interval."""
+
+    accuracies: np.ndarray
+    accuracy: float
+    standard_error: float
+    ci: tuple[float, float]
+
+
+def _resolve_query(mechanism: Any, query: Query | None) -> Query:
+    """The query given, else the mechanism's calibration query; checked to be a Query."""
+    if query is None:
+        calibration = getattr(mechanism, "calibration", None)
+        query = getattr(calibration, "query", None)
+        if query is None:
+            raise fail("query", "given (the mechanism has no calibration query to default to)", None)
+    if not isinstance(query, Query):
+        raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
+    return query
+
+
+def _check_models_fit(models: tuple[tuple[DataModel, str], ...], pair: SecretPair, query: Query) -> None:
+    """Each model accepts both secrets and has every column the query reads."""
+    for model, name in models:
+        for s in pair.secrets:
+            model.check_secret(s)
+        missing = [c for c in query.columns if c not in model.columns]
+        if missing:
+            raise ValidationError(f"query columns must be columns of {name} {list(model.columns)!r}; got {missing!r}")
+
+
+def _validate_attack(mechanism: Any, train_model: Any, test_model: Any, pair: Any, *, query: Query | None,
+                     n_train: Any, n_test: Any, repetitions: Any, classifier: Any, noisy_shadow: Any,
+                     confidence: Any) -> _AttackSetup:
+    """Check every argument of the attack, in order, and gather them."""
+    train_model = _check_model(train_model, "train_model")
+    test_model = _check_model(test_model, "test_model")
+    if not isinstance(pair, SecretPair):
+        raise ParameterTypeError(f"pair must be a bayespriv SecretPair; got {type(pair).__name__}")
+    query = _resolve_query(mechanism, query)
+    n_train = check_positive_int(n_train, "n_train", minimum=2)
+    n_test = check_positive_int(n_test, "n_test", minimum=2)
+    repetitions = check_positive_int(repetitions, "repetitions")
+    if not isinstance(noisy_shadow, (bool, np.bool_)):
+        raise ParameterTypeError(f"noisy_shadow must be a bool; got {noisy_shadow!r} of type {type(noisy_shadow).__name__}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise fail("confidence", "in the open interval (0, 1)", confidence)
+    _check_models_fit(((train_model, "train_model"), (test_model, "test_model")), pair, query)
+    template = default_classifier() if classifier is None else classifier
+    if not (hasattr(template, "fit") and hasattr(template, "predict")):
+        raise ParameterTypeError(f"classifier must be a scikit-learn estimator with fit and predict; got {type(template).__name__}")
+    return _AttackSetup(train_model=train_model, test_model=test_model, pair=pair, query=query, n_train=n_train,
+                        n_test=n_test, repetitions=repetitions, noisy_shadow=noisy_shadow, confidence=confidence,
+                        template=template)
+
+
+def _attack_confusion(mechanism: Any, setup: _AttackSetup, rng: RNGLike) -> np.ndarray:
+    """Confusion matrix ``(repetitions, 2, 2)`` of the meta-classifier, one repetition per child seed."""
+    train_counts, test_counts = _split(setup.n_train), _split(setup.n_test)
+    confusion = np.zeros((setup.repetitions, 2, 2), dtype=np.int64)
+    sampler: NoiseSampler | None = None
+    for r, rep_seed in enumerate(as_seed_sequence(rng).spawn(setup.repetitions)):  # loop over repetitions, not draws
+        s_train_a, s_train_b, s_test_a, s_test_b, s_noise, s_clf = rep_seed.spawn(6)
+        X_train, y_train = _draw(setup.train_model, setup.pair, train_counts, [s_train_a, s_train_b], setup.query)
+        X_test, y_test = _draw(setup.test_model, setup.pair, test_counts, [s_test_a, s_test_b], setup.query)
+        if sampler is None:
+            sampler = noise_sampler(mechanism, X_train.shape[1])
+        noise_gen = np.random.default_rng(s_noise)
+        train_noise = sampler(setup.n_train, noise_gen)  # drawn either way: same test noise for both settings
+        if setup.noisy_shadow:
+            X_train = X_train + train_noise
+        X_test = X_test + sampler(setup.n_test, noise_gen)
+        pred = _fit_predict(setup.template, s_clf, (X_train, y_train), X_test)
+        np.add.at(confusion[r], (y_test, pred), 1)
+    return confusion
+
+
+def _fit_predict(template: Any, seed: np.random.SeedSequence, train: tuple[np.ndarray, np.ndarray],
+                 X_test: np.ndarray) -> np.ndarray:
+    """Fit a fresh copy of the classifier on ``train`` and predict 0 / 1 labels of ``X_test``."""
+    n_test = X_test.shape[0]
+    clf = _fresh_classifier(template, seed)
+    clf.fit(*train)
+    pred = np.asarray(clf.predict(X_test)).astype(np.int64).reshape(-1)
+    if pred.shape != (n_test,) or not np.all((pred == 0) | (pred == 1)):
+        raise ValidationError(f"classifier must predict labels 0 or 1 for each of the {n_test} test datasets; got {pred[:5]!r}...")
+    return pred
+
+
+def _summarise_accuracy(confusion: np.ndarray, n_test: int, confidence: float) -> _AccuracySummary:
+    """Per-repetition accuracies, their mean, standard error and Student-t interval (NaN for one repetition)."""
+    repetitions = confusion.shape[0]
+    accuracies = np.trace(confusion, axis1=1, axis2=2) / n_test
+    acc = float(accuracies.mean())
+    if repetitions > 1:
+        se = float(accuracies.std(ddof=1) / math.sqrt(repetitions))
+        half = float(stats.t.ppf(0.5 + confidence / 2.0, repetitions - 1)) * se
+        ci = (acc - half, acc + half)
+    else:
+        se, ci = math.nan, (math.nan, math.nan)
+    return _AccuracySummary(accuracies=accuracies, accuracy=acc, standard_error=se, ci=ci)
 
 
 def property_inference_attack(
@@ -368,80 +490,28 @@ def property_inference_attack(
     >>> 0.75 < res.accuracy < 0.93  # Bayes-optimal: Φ(1) = 0.841
     True
     """
-    train_model = _check_model(train_model, "train_model")
-    test_model = _check_model(test_model, "test_model")
-    if not isinstance(pair, SecretPair):
-        raise ParameterTypeError(f"pair must be a bayespriv SecretPair; got {type(pair).__name__}")
-    if query is None:
-        calibration = getattr(mechanism, "calibration", None)
-        query = getattr(calibration, "query", None)
-        if query is None:
-            raise fail("query", "given (the mechanism has no calibration query to default to)", None)
-    if not isinstance(query, Query):
-        raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
-    n_train = check_positive_int(n_train, "n_train", minimum=2)
-    n_test = check_positive_int(n_test, "n_test", minimum=2)
-    repetitions = check_positive_int(repetitions, "repetitions")
-    if not isinstance(noisy_shadow, (bool, np.bool_)):
-        raise ParameterTypeError(f"noisy_shadow must be a bool; got {noisy_shadow!r} of type {type(noisy_shadow).__name__}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-        raise fail("confidence", "in the open interval (0, 1)", confidence)
-    for model, name in ((train_model, "train_model"), (test_model, "test_model")):
-        for s in pair.secrets:
-            model.check_secret(s)
-        missing = [c for c in query.columns if c not in model.columns]
-        if missing:
-            raise ValidationError(f"query columns must be columns of {name} {list(model.columns)!r}; got {missing!r}")
-    template = default_classifier() if classifier is None else classifier
-    if not (hasattr(template, "fit") and hasattr(template, "predict")):
-        raise ParameterTypeError(f"classifier must be a scikit-learn estimator with fit and predict; got {type(template).__name__}")
-
-    train_counts, test_counts = _split(n_train), _split(n_test)
-    confusion = np.zeros((repetitions, 2, 2), dtype=np.int64)
-    sampler: NoiseSampler | None = None
-    for r, rep_seed in enumerate(as_seed_sequence(rng).spawn(repetitions)):  # loop over repetitions, not draws
-        s_train_a, s_train_b, s_test_a, s_test_b, s_noise, s_clf = rep_seed.spawn(6)
-        X_train, y_train = _draw(train_model, pair, train_counts, [s_train_a, s_train_b], query)
-        X_test, y_test = _draw(test_model, pair, test_counts, [s_test_a, s_test_b], query)
-        if sampler is None:
-            sampler = noise_sampler(mechanism, X_train.shape[1])
-        noise_gen = np.random.default_rng(s_noise)
-        train_noise = sampler(n_train, noise_gen)  # drawn either way: same test noise for both settings
-        if noisy_shadow:
-            X_train = X_train + train_noise
-        X_test = X_test + sampler(n_test, noise_gen)
-        clf = _fresh_classifier(template, s_clf)
-        clf.fit(X_train, y_train)
-        pred = np.asarray(clf.predict(X_test)).astype(np.int64).reshape(-1)
-        if pred.shape != (n_test,) or not np.all((pred == 0) | (pred == 1)):
-            raise ValidationError(f"classifier must predict labels 0 or 1 for each of the {n_test} test datasets; got {pred[:5]!r}...")
-        np.add.at(confusion[r], (y_test, pred), 1)
-
-    accuracies = np.trace(confusion, axis1=1, axis2=2) / n_test
-    acc = float(accuracies.mean())
-    if repetitions > 1:
-        se = float(accuracies.std(ddof=1) / math.sqrt(repetitions))
-        half = float(stats.t.ppf(0.5 + confidence / 2.0, repetitions - 1)) * se
-        ci = (acc - half, acc + half)
-    else:
-        se, ci = math.nan, (math.nan, math.nan)
+    setup = _validate_attack(mechanism, train_model, test_model, pair, query=query, n_train=n_train, n_test=n_test,
+                             repetitions=repetitions, classifier=classifier, noisy_shadow=noisy_shadow,
+                             confidence=confidence)
+    confusion = _attack_confusion(mechanism, setup, rng)
+    summary = _summarise_accuracy(confusion, setup.n_test, setup.confidence)
     eps, dlt = _claimed(mechanism)
     clf_name = ("StandardScaler + LogisticRegression" if classifier is None else type(classifier).__name__)
     return AttackResult(
-        accuracy=acc,
-        accuracies=_readonly(accuracies),
-        standard_error=se,
-        ci=ci,
-        confidence=float(confidence),
+        accuracy=summary.accuracy,
+        accuracies=_readonly(summary.accuracies),
+        standard_error=summary.standard_error,
+        ci=summary.ci,
+        confidence=float(setup.confidence),
         confusion=_readonly(confusion, np.int64),
-        n_train=n_train,
-        n_test=n_test,
-        repetitions=repetitions,
+        n_train=setup.n_train,
+        n_test=setup.n_test,
+        repetitions=setup.repetitions,
         mechanism=_mechanism_name(mechanism),
-        pair=pair,
-        query=query.name,
+        pair=setup.pair,
+        query=setup.query.name,
         claimed_epsilon=eps,
         claimed_delta=dlt,
         classifier=clf_name,
-        noisy_shadow=bool(noisy_shadow),
+        noisy_shadow=bool(setup.noisy_shadow),
     )

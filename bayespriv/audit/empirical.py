@@ -46,6 +46,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_delta, check_positive_int, fail
+from .._display import NO_CLAIM, cell, frame_html
 from ..errors import ParameterTypeError
 from .attack import AttackResult
 
@@ -76,6 +77,10 @@ def _log_ratio(num: float, den: float) -> float:
     if den <= 0.0:
         return math.inf
     return max(0.0, math.log(num / den))
+
+
+#: Why an empirical ε reads infinite: the plug-in log(TPR / FPR) with FPR = 0.
+_NO_FALSE_POSITIVE = "no false positive among the trials"
 
 
 @dataclass(frozen=True)
@@ -128,10 +133,13 @@ class EmpiricalEpsilon:
     def __repr__(self) -> str:
         claim = "" if self.claimed_epsilon is None else f", claimed={self.claimed_epsilon:g}"
         return (f"EmpiricalEpsilon(epsilon>={self.epsilon:.4g} at confidence {1 - self.alpha:g}, "
-                f"estimate={self.estimate:.4g}, TPR={self.tpr:.4f}, FPR={self.fpr:.4f}, delta={self.delta:g}{claim})")
+                f"estimate={cell(self.estimate, infinite=_NO_FALSE_POSITIVE)}, TPR={self.tpr:.4f}, "
+                f"FPR={self.fpr:.4f}, delta={self.delta:g}{claim})")
 
     def _repr_html_(self) -> str:
-        return f"<div><p><code>{html.escape(repr(self))}</code></p>{self.summary().to_html(float_format='%.4g')}</div>"
+        table = frame_html(self.summary(), index=False, missing={"claimed ε": NO_CLAIM},
+                           infinite={"ε estimate": _NO_FALSE_POSITIVE, "ε lower bound": _NO_FALSE_POSITIVE})
+        return f"<div><p><code>{html.escape(repr(self))}</code></p>{table}</div>"
 
 
 def epsilon_lower_bound(

@@ -64,6 +64,7 @@ from .._validation import check_delta, check_finite_array, check_positive_int, c
 from ..calibration.engine import CHUNK_BYTES
 from ..calibration.result import Calibration
 from ..datamodels.base import DataModel
+from .._display import NO_CLAIM, frame_html
 from ..errors import ParameterTypeError, ValidationError
 from ..mechanisms.mixture_mc import KERNEL_BYTES, _Block, _chunk_rows
 from ..queries import Query
@@ -535,7 +536,12 @@ class LikelihoodRatioResult:
         head = html.escape(f"Likelihood-ratio attack on {self.query!r}: {self.pair.label} "
                            f"({self.noise} noise; densities from {self.reference})")
         note = html.escape(self.n_leaked_note)
-        return f"<div><p><b>{head}</b></p>{self.summary().to_html(float_format='%.4g')}<p>{note}</p></div>"
+        table = frame_html(self.summary(), missing={"claimed ε": NO_CLAIM, "claimed δ": NO_CLAIM,
+                                                    "accuracy bound": "no claim to bound it",
+                                                    "n_leaked": "not defined for this pair (see below)"},
+                           infinite={"n_leaked": "no number of records seen directly reaches this accuracy",
+                                     "ε lower bound": "no false positive among the trials"})
+        return f"<div><p><b>{head}</b></p>{table}<p>{note}</p></div>"
 
 
 # -- the attack ------------------------------------------------------------------------------------

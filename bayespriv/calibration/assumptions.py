@@ -59,14 +59,16 @@ from __future__ import annotations
 import html
 import math
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from .._display import frame_html
 from .._validation import check_delta, check_positive_int, check_real, fail
 from ..errors import ParameterTypeError, ValidationError
 from .result import Calibration, _theta_label
@@ -164,6 +166,11 @@ class AssumptionCheck:
         return "unchecked" if self.holds is None else ("passed" if self.holds else "FAILED")
 
 
+#: What a missing entry of :meth:`AssumptionReport.summary` means, for views made for a person.
+SUMMARY_MISSING = {"holds": "unchecked", "statistic": "not computed", "p-value": "no test run",
+                   "n_min": "no power rule", "detail": ""}
+
+
 @dataclass(frozen=True)
 class AssumptionReport:
     """Every check run for a calibration and a set of assumption names.
@@ -179,6 +186,8 @@ class AssumptionReport:
     checks: tuple[AssumptionCheck, ...]
     names: tuple[str, ...]
     alpha: float
+    #: What a missing entry of :meth:`summary` reads in a view (:data:`SUMMARY_MISSING`).
+    summary_missing: ClassVar[Mapping[str, str]] = MappingProxyType(SUMMARY_MISSING)
 
     def __iter__(self):
         return iter(self.checks)
@@ -233,7 +242,7 @@ class AssumptionReport:
                 "a passed check is not a proof of the assumption; an <b>unchecked</b> one could not be run or "
                 "had fewer draws than n_min, the fewest at which its test detects the departures that matter "
                 "(POWER_RULES): it is vouched for, not checked.</small></p>")
-        return f"<div><p><code>{head}</code></p>{self.summary().to_html(float_format='%.4g')}{note}</div>"
+        return f"<div><p><code>{head}</code></p>{frame_html(self.summary(), missing=SUMMARY_MISSING)}{note}</div>"
 
 
 # -- power: the fewest draws at which a check can detect the departures that matter -------------------

@@ -395,6 +395,25 @@ def calibrate(
         ``reuse`` comes from a file that did not verify.
     ValidationError
         ``exact_laws=True`` and the model cannot tabulate some law.
+
+    Examples
+    --------
+    Two correlated columns: the mean of ``y`` moves by 0.5 per unit of the mean of ``x``, so the
+    exact sensitivity between means of ``x`` at −1 and 1 is 1 (the estimate's standard error with
+    1000 draws per secret is about 0.009):
+
+    >>> import bayespriv as bp
+    >>> model = bp.GaussianDataModel([0.0, 0.0], [[1.0, 0.5], [0.5, 1.0]], ["x", "y"], n_records=20)
+    >>> pair = bp.SecretPair(bp.DatasetSecret.mean("x", -1.0), bp.DatasetSecret.mean("x", 1.0))
+    >>> cal = bp.calibrate(model, pair, bp.mean("y"), n_draws=1000, rng=0)
+    >>> cal.n_draws, bool(abs(cal.sensitivity() - 1.0) < 0.05), cal.sensitivity(bound=True) > cal.sensitivity()
+    (1000, True, True)
+
+    ``confidence=None`` is the papers' plug-in calibration: its bounds are the estimates.
+
+    >>> plug_in = bp.calibrate(model, pair, bp.mean("y"), n_draws=1000, rng=0, confidence=None)
+    >>> plug_in.sensitivity(bound=True) == plug_in.sensitivity(), plug_in.confidence
+    (True, None)
     """
     if not isinstance(model, (DataModel, DataModelFamily)):
         raise ParameterTypeError(f"model must be a bayespriv DataModel or DataModelFamily; got {type(model).__name__}")

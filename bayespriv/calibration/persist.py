@@ -217,7 +217,7 @@ def _node(cal: Calibration, enc: _Encoder, where: str, *, with_samples: bool = T
         "diagnostics": enc.encode(thaw(cal.diagnostics), f"{where}diagnostics"),
         "has_samples": cal.sample_array is not None,
         "has_laws": bool(cal.finite_laws),
-        "query_name": q.name if q is not None else None,
+        "query_name": cal.query_name,
         "query_columns": list(q.columns) if q is not None else None,
         "query_fingerprint": cal.query_fingerprint,
         "posteriors": list(cal.posteriors),
@@ -762,7 +762,7 @@ def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
             n_draws=m["n_draws"], n_records=m["n_records"], sample_array=samples,
             component_names=node.component_names, theta=theta, diagnostics=_decode(m["diagnostics"]), family=family,
             query_fingerprint=m["query_fingerprint"], posteriors=posteriors or {}, provenance=provenance,
-            finite_laws=laws, **node.arrays)
+            query_name=m.get("query_name"), finite_laws=laws, **node.arrays)
     except ReleaseMismatchError:
         raise
     except ValidationError as exc:  # e.g. a z too small for the stated confidence, shapes that disagree

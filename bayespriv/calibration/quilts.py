@@ -92,6 +92,13 @@ class Quilt:
         X_N: the node itself and every node neither in Q nor d-separated from it.
     remote : frozenset
         X_R: every node d-separated from the node given Q.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> quilt = bp.Quilt(quilt={"b"}, nearby={"a"}, remote={"c"})  # in a → b → c, b cuts a off from c
+    >>> str(quilt), sorted(quilt.nodes)
+    ('Q={b} N={a} R={c}', ['a', 'b', 'c'])
     """
 
     quilt: frozenset
@@ -903,6 +910,31 @@ def calibrate_quilts(
     quilt {dysp} of smoke has e = 0.548 < 1 and Δ_{A∩N} F = 0, yet the exact
     count of dysp among 500 records has δ ≈ 0.49 at ε = 1 between shares of
     smokers 0.4 and 0.6 (``tests/calibration/test_parameter_network.py``).
+
+    Examples
+    --------
+    Two parameters — the share of high incomes and the mean SAT score — with the score depending on the
+    share; the secret is the share, the query reads both columns:
+
+    >>> import bayespriv as bp
+    >>> from pgmpy.models import DiscreteBayesianNetwork
+    >>> from pgmpy.factors.discrete import TabularCPD
+    >>> bn = DiscreteBayesianNetwork([("p_high_income", "mean_sat")])
+    >>> bn.add_cpds(TabularCPD("p_high_income", 2, [[0.5], [0.5]], state_names={"p_high_income": [0.2, 0.8]}),
+    ...             TabularCPD("mean_sat", 2, [[0.7, 0.3], [0.3, 0.7]], evidence=["p_high_income"],
+    ...                        evidence_card=[2], state_names={"mean_sat": [1100.0, 1300.0],
+    ...                                                        "p_high_income": [0.2, 0.8]}))
+    >>> net = bp.ParameterNetwork(bn, columns={"p_high_income": "income", "mean_sat": "sat"})
+    >>> query = bp.stack(bp.mean("income", bounds=(0, 1)), bp.mean("sat", bounds=(400, 1600)))
+    >>> cal = bp.calibrate_quilts(net, "p_high_income", query, n_records=100)
+    >>> mech = bp.mechanisms.APMQM(cal, epsilon=1.0)
+
+    Without a quilt the Laplace scale would be the query's whole sensitivity over both columns,
+    1 + 1200 = 1201. The quilt {mean_sat} leaves only the income mean (sensitivity 1) to cover, at
+    ε minus the max-influence of mean_sat on the share (0.847): the scale is 1 / (1 − 0.847).
+
+    >>> [round(float(scale), 2) for scale in mech.noise_scale]
+    [6.55, 6.55]
     """
     if not isinstance(query, Query):
         raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
@@ -952,6 +984,15 @@ class MarkovChain:
         Distribution of X_1.
     states : sequence, optional
         Labels of the states (default 0..k−1), as they appear in the data.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> weather = bp.MarkovChain([[0.9, 0.1], [0.2, 0.8]], initial=[0.5, 0.5], states=["dry", "rain"])
+    >>> weather.k, weather.states
+    (2, ('dry', 'rain'))
+    >>> bp.MarkovChain.stationary([[0.9, 0.1], [0.2, 0.8]]).initial.round(4).tolist()  # started in equilibrium
+    [0.6667, 0.3333]
     """
 
     transition: np.ndarray
@@ -1193,6 +1234,19 @@ def calibrate_chain(
     the form {X_{i−a}, X_{i+b}} (and one-sided ones): any other quilt contains
     one of them with the same or a larger nearby set and, since marginalising
     cannot increase a max-ratio, no smaller max-influence.
+
+    Examples
+    --------
+    The share of rainy days over 24 days of a two-state chain, for MQM:
+
+    >>> import bayespriv as bp
+    >>> chain = bp.MarkovChain([[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5])
+    >>> cal = bp.calibrate_chain(chain, bp.mean("rain", bounds=(0, 1)), length=24)
+    >>> cal.length, cal.column, round(cal.lipschitz, 5)
+    (24, 'rain', 0.04167)
+    >>> mech = bp.mechanisms.MQM(cal, epsilon=1.0)
+    >>> bool(mech.noise_scale[0] < 24 * cal.lipschitz / 1.0)  # less than treating all 24 days as one group
+    True
     """
     chains = (chain,) if isinstance(chain, MarkovChain) else tuple(chain) if isinstance(chain, (list, tuple)) else None
     if not chains or not all(isinstance(c, MarkovChain) for c in chains):

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._display import cell, frame_html
 from .._validation import (
     check_covariance,
     check_finite_array,
@@ -53,6 +54,13 @@ def _checked_fingerprint(query: Query | None, given: Any) -> str | None:
             f"query must be the calibrated query (fingerprint {given[:12]}…); got query {query.name!r} with "
             f"fingerprint {actual[:12]}… (its code, columns, name or bounds differ)")
     return actual
+
+
+def _checked_query_name(query: Query | None, given: Any) -> str | None:
+    """The query's name when there is a query, else the given name (None or a string)."""
+    if given is not None and not isinstance(given, str):
+        raise ParameterTypeError(f"query_name must be None or a str; got {type(given).__name__}")
+    return query.name if isinstance(query, Query) else given
 
 
 def _per_secret_diagnostics(cal: "Calibration") -> list[Mapping[str, Any]]:
@@ -309,6 +317,10 @@ class Calibration:
         ``trust="unverified"`` from a file that did not verify carries the
         assumption ``"unverified_calibration"`` (:attr:`assumptions`), and so
         does every guarantee built on it.
+    query_name : str or None
+        The calibrated query's name: ``query.name`` when ``query`` is given; a
+        calibration loaded from a file without its query keeps the saved name,
+        so that its views still say which query it calibrated.
     finite_laws : mapping of str to FiniteLaw
         The exact law of F(X) under each secret, by secret label (read-only;
         :class:`~bayespriv.calibration.laws.FiniteLaw`: finitely many values
@@ -320,6 +332,19 @@ class Calibration:
         instead of the draws (which stay, for diagnostics and plots). Empty
         otherwise; either every secret has its law or none. For a family,
         each member holds its own.
+
+    Examples
+    --------
+    Moments known exactly (here the Gaussian quickstart's: mean weight 150 ∓ 10/3 given a mean height
+    of 65 or 67, variance 6):
+
+    >>> import bayespriv as bp
+    >>> a, b = bp.DatasetSecret.mean("height", 65.0), bp.DatasetSecret.mean("height", 67.0)
+    >>> cal = bp.Calibration.from_moments({a: [146.67], b: [153.33]}, {a: [[6.0]], b: [[6.0]]}, bp.SecretPair(a, b))
+    >>> round(cal.sensitivity(), 2), cal.confidence, str(cal.worst_pair)
+    (6.66, 1.0, 'mean(height)=65 vs mean(height)=67')
+    >>> cal.means[a], cal.covs[b]
+    (array([146.67]), array([[6.]]))
     """
 
     secrets: tuple[Secret, ...]
@@ -342,6 +367,7 @@ class Calibration:
     query_fingerprint: str | None = field(default=None, repr=False)
     posteriors: Mapping[str, Any] = field(default_factory=dict, repr=False)
     provenance: FileProvenance | None = field(default=None, repr=False)
+    query_name: str | None = field(default=None, repr=False)
     finite_laws: Mapping[str, FiniteLaw] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -356,6 +382,7 @@ class Calibration:
         object.__setattr__(self, "theta", None if self.theta is None else freeze(self.theta))
         object.__setattr__(self, "diagnostics", freeze(self.diagnostics))
         object.__setattr__(self, "query_fingerprint", _checked_fingerprint(self.query, self.query_fingerprint))
+        object.__setattr__(self, "query_name", _checked_query_name(self.query, self.query_name))
         object.__setattr__(self, "posteriors", _checked_posteriors(self.posteriors))
         if self.provenance is not None and not isinstance(self.provenance, FileProvenance):
             raise ParameterTypeError(f"provenance must be None or a FileProvenance; got {type(self.provenance).__name__}")
@@ -945,15 +972,31 @@ class Calibration:
 
     def __repr__(self) -> str:
         how = ("exact laws" if self.finite_laws else "exact") if self.exact else ("plug-in" if self.plug_in else f"confidence={self.confidence}")
-        q = self.query.name if self.query is not None else "-"
+        q = f"query={self.query_name!r}" if self.query_name is not None else "no query"
         fam = f", family of {len(self.family)} (worst θ {_theta_label(self.theta)})" if self.is_family else ""
-        return (f"Calibration(query={q!r}, secrets={len(self.secrets)}, pairs={len(self.pairs)}, k={self.k}, "
-                f"n_draws={self.n_draws}, {how}, sensitivity L2={self.sensitivity(2):.4g} "
+        draws = "no draws" if self.n_draws is None else f"n_draws={self.n_draws}"
+        return (f"Calibration({q}, secrets={len(self.secrets)}, pairs={len(self.pairs)}, k={self.k}, "
+                f"{draws}, {how}, sensitivity L2={self.sensitivity(2):.4g} "
                 f"(s.e. {self.sensitivity_se(2):.2g}, bound {self.sensitivity(2, bound=True):.4g}), "
                 f"smallest variance={float(np.min(self.variance())):.4g} "
                 f"(s.e. {float(self.variance_se()[int(np.argmin(self.variance()))]):.2g}, "
                 f"bound {float(np.min(self.variance(bound=True))):.4g}){fam}"
                 f"{', UNVERIFIED calibration file' if UNVERIFIED in self.assumptions else ''})")
+
+    def _summary_reasons(self) -> dict[str, str]:
+        """Why a column of :meth:`summary` can hold ``inf``, for views made for a person.
+
+        The W∞ bound is infinite when the query proves no support for F (a mean without
+        ``bounds=``): its DKW band then reaches the unbounded tails.
+        """
+        from .wasserstein import query_support
+
+        lo, hi = query_support(self.query, self.k, self.n_records)
+        name = self.query_name or "the query"
+        why = (f"unbounded: {name} has no declared bounds"
+               if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
+               else "not provable from these draws")
+        return {"W∞ bound": why, "W∞": why}
 
     def _repr_html_(self) -> str:
         head = html.escape(repr(self))
@@ -961,11 +1004,12 @@ class Calibration:
         for key, value in self.diagnostics.items():
             if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
                 table = pd.DataFrame.from_dict(dict(value), orient="index")
-                parts.append(f"<p><b>{html.escape(str(key))}</b></p>{table.to_html(float_format='%.4g')}")
+                parts.append(f"<p><b>{html.escape(str(key))}</b></p>{frame_html(table)}")
             else:
-                parts.append(f"<p><b>{html.escape(str(key))}</b>: {html.escape(str(value))}</p>")
+                parts.append(f"<p><b>{html.escape(str(key))}</b>: {html.escape(cell(value))}</p>")
         if self.posteriors:
             parts.append(f"<p><b>posteriors</b> (arviz.InferenceData, for az.plot_trace / az.summary): "
                          f"{html.escape(', '.join(self.posteriors))}</p>")
         diag = "".join(parts)
-        return f"<div><p><code>{head}</code></p>{self.summary().to_html(float_format='%.4g')}{diag}</div>"
+        summary = frame_html(self.summary(), infinite=self._summary_reasons())
+        return f"<div><p><code>{head}</code></p>{summary}{diag}</div>"

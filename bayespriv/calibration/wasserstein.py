@@ -929,6 +929,34 @@ def wasserstein_bounds(
     exact = _exact_bounds(calibration, members, delta, support, method)
     if exact is not None:
         return exact
+    _check_member_draws(calibration, members)
+    settings = _bound_settings(calibration, members, delta=delta, support=support, confidence=confidence,
+                               method=method, band=band)
+    pair_rows = _quantile_rows if method == "quantile" else _deviation_rows
+    per_member = [pair_rows(calibration, m, settings) for m in members]
+    results = _worst_over_members(calibration, per_member, settings)
+    return WassersteinBounds(results, delta, settings.confidence, method, (settings.lo, settings.hi),
+                             settings.n_dist, settings.assumptions, settings.band if method == "quantile" else None)
+
+
+@dataclass(frozen=True)
+class _BoundSettings:
+    """What every pair's bound shares: δ, method, band, level, support, union-bound split and assumptions."""
+
+    delta: float
+    method: str
+    band: str
+    confidence: float | None
+    lo: np.ndarray
+    hi: np.ndarray
+    n_dist: int
+    alpha: float | None
+    assumptions: tuple[str, ...]
+    diameter: float
+
+
+def _check_member_draws(calibration: Calibration, members: tuple[Calibration, ...]) -> None:
+    """Every member holds draws of F(X) | secret, with the calibration's number of components."""
     for m in members:
         if m.sample_array is None:
             raise ValidationError(
@@ -938,11 +966,15 @@ def wasserstein_bounds(
             )
         if m.k != calibration.k:
             raise ValidationError(f"every member must have k={calibration.k} components; got a member with k={m.k}")
+
+
+def _bound_settings(calibration: Calibration, members: tuple[Calibration, ...], *, delta: float, support: Any,
+                    confidence: float | None | str, method: str, band: str) -> _BoundSettings:
+    """Resolve level, band and support; split the failure probability over every (member, secret) law."""
     confidence = _resolve_confidence(calibration, confidence)
     band = check_choice(band, "band", BANDS)
     lo, hi = resolve_support(calibration, support)
-    secrets = calibration.secrets
-    n_dist = len(members) * len(secrets)
+    n_dist = len(members) * len(calibration.secrets)
     alpha = None if confidence is None else (1.0 - confidence) / n_dist
     if confidence is None:
         assumptions: tuple[str, ...] = ("estimated_moments",)
@@ -950,43 +982,55 @@ def wasserstein_bounds(
         assumptions = ("monte_carlo_clt",) if method == "mean_deviation" else ()
     if UNVERIFIED in calibration.assumptions:  # draws from a file that did not verify: nothing vouches for them
         assumptions += (UNVERIFIED,)
-    diameter = float(np.sum(hi - lo))
+    return _BoundSettings(delta=delta, method=method, band=band, confidence=confidence, lo=lo, hi=hi, n_dist=n_dist,
+                          alpha=alpha, assumptions=assumptions, diameter=float(np.sum(hi - lo)))
 
-    per_member = []  # list over members of {pair index: (estimate, bound, mean_term, dev_term)}
-    for m in members:
-        idx = {s: m.index(s) for s in secrets}
-        rows = {}
-        if method == "quantile":
-            sorted_s = np.sort(m.sample_array[:, :, 0], axis=1)
-            n = sorted_s.shape[1]
-            plug_in = quantile_band(n, 0.0)
-            bnd_band = None if alpha is None else quantile_band(n, alpha, band=band)
-            for i, pair in enumerate(calibration.pairs):
-                a, b = sorted_s[idx[pair.a]], sorted_s[idx[pair.b]]
-                est = _pair_quantile(a, b, plug_in, plug_in, lo[0], hi[0], delta, _TRIM_TOL_EXACT)
-                bnd = est if bnd_band is None else _pair_quantile(a, b, bnd_band, bnd_band, lo[0], hi[0], delta,
-                                                                  _TRIM_TOL_BOUND)
-                rows[i] = (est, bnd, None, None)
-        else:
-            stats_s = {s: _deviation(m.sample_array[idx[s]], delta, alpha, lo, hi) for s in secrets}
-            for i, pair in enumerate(calibration.pairs):
-                mu_a, chat_a, h_a, c_a = stats_s[pair.a]
-                mu_b, chat_b, h_b, c_b = stats_s[pair.b]
-                d = float(np.abs(mu_a - mu_b).sum())
-                est = min(d + chat_a + chat_b, diameter)
-                mean_term = d + float(h_a.sum() + h_b.sum())
-                dev_term = c_a + c_b
-                bnd = min(mean_term + dev_term, diameter)
-                rows[i] = (est, bnd, mean_term, dev_term)
-        per_member.append(rows)
 
+def _quantile_rows(calibration: Calibration, member: Calibration, settings: _BoundSettings) -> dict:
+    """{pair index: (estimate, bound, None, None)} of one member by the quantile coupling (k = 1)."""
+    idx = {s: member.index(s) for s in calibration.secrets}
+    lo, hi, delta = settings.lo, settings.hi, settings.delta
+    sorted_s = np.sort(member.sample_array[:, :, 0], axis=1)
+    n = sorted_s.shape[1]
+    plug_in = quantile_band(n, 0.0)
+    bnd_band = None if settings.alpha is None else quantile_band(n, settings.alpha, band=settings.band)
+    rows = {}
+    for i, pair in enumerate(calibration.pairs):
+        a, b = sorted_s[idx[pair.a]], sorted_s[idx[pair.b]]
+        est = _pair_quantile(a, b, plug_in, plug_in, lo[0], hi[0], delta, _TRIM_TOL_EXACT)
+        bnd = est if bnd_band is None else _pair_quantile(a, b, bnd_band, bnd_band, lo[0], hi[0], delta,
+                                                          _TRIM_TOL_BOUND)
+        rows[i] = (est, bnd, None, None)
+    return rows
+
+
+def _deviation_rows(calibration: Calibration, member: Calibration, settings: _BoundSettings) -> dict:
+    """{pair index: (estimate, bound, mean_term, dev_term)} of one member by Theorem 3.3."""
+    idx = {s: member.index(s) for s in calibration.secrets}
+    stats_s = {s: _deviation(member.sample_array[idx[s]], settings.delta, settings.alpha, settings.lo, settings.hi)
+               for s in calibration.secrets}
+    rows = {}
+    for i, pair in enumerate(calibration.pairs):
+        mu_a, chat_a, h_a, c_a = stats_s[pair.a]
+        mu_b, chat_b, h_b, c_b = stats_s[pair.b]
+        d = float(np.abs(mu_a - mu_b).sum())
+        est = min(d + chat_a + chat_b, settings.diameter)
+        mean_term = d + float(h_a.sum() + h_b.sum())
+        dev_term = c_a + c_b
+        bnd = min(mean_term + dev_term, settings.diameter)
+        rows[i] = (est, bnd, mean_term, dev_term)
+    return rows
+
+
+def _worst_over_members(calibration: Calibration, per_member: list[dict],
+                        settings: _BoundSettings) -> tuple[PairWasserstein, ...]:
+    """Per pair: the largest estimate and the bound of the member with the largest bound."""
     results = []
     for i, pair in enumerate(calibration.pairs):
         bounds = [pm[i][1] for pm in per_member]
         worst = int(np.argmax(bounds))
         est = max(pm[i][0] for pm in per_member)
         _, bnd, mean_term, dev_term = per_member[worst][i]
-        results.append(PairWasserstein(pair, float(est), float(bnd), delta, confidence, method, assumptions, worst,
-                                       mean_term, dev_term))
-    return WassersteinBounds(tuple(results), delta, confidence, method, (lo, hi), n_dist, assumptions,
-                             band if method == "quantile" else None)
+        results.append(PairWasserstein(pair, float(est), float(bnd), settings.delta, settings.confidence,
+                                       settings.method, settings.assumptions, worst, mean_term, dev_term))
+    return tuple(results)

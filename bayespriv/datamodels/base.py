@@ -38,6 +38,25 @@ class DataModel(abc.ABC):
         Records per dataset.
     theta : dict
         Parameters naming this member of a family (empty for a single model).
+
+    Examples
+    --------
+    Ten fair coin flips per dataset; a proportion secret fixes how many land 1 (their places are
+    uniformly random):
+
+    >>> import numpy as np
+    >>> import bayespriv as bp
+    >>> class Coins(bp.DataModel):
+    ...     def _sample(self, secret, n_draws, rng, columns):
+    ...         if secret is None:
+    ...             return {"flip": rng.integers(0, 2, size=(n_draws, self.n_records))}
+    ...         ones = np.arange(self.n_records) < round(secret.value * self.n_records)
+    ...         return {"flip": rng.permuted(np.tile(ones, (n_draws, 1)), axis=1).astype(int)}
+    >>> coins = Coins(["flip"], n_records=10)
+    >>> coins.sample(None, 3, rng=0)["flip"].shape
+    (3, 10)
+    >>> coins.sample(bp.DatasetSecret.proportion("flip", 1, 0.3), 3, rng=0)["flip"].sum(axis=1)
+    array([3, 3, 3])
     """
 
     columns: tuple[str, ...]

@@ -263,6 +263,37 @@ def _compile_gaussian(network: Any, columns: tuple[str, ...]) -> _GaussianNet:
 
 
 # -- the data model ----------------------------------------------------------------------
+def _numeric_columns(net: _DiscreteNet, columns: Sequence[str], W: np.ndarray) -> tuple[list[int], list[int]]:
+    """Columns a linear form uses and their nodes; each must have numeric state names."""
+    used = [c for c in range(len(columns)) if np.any(W[:, c] != 0)]
+    U = [net.index(columns[c]) for c in used]
+    for c, u in zip(used, U):
+        if net.values[u].dtype != np.float64:
+            raise UnsupportedSecretError(
+                f"closed-form moments need numeric state names for column {columns[c]!r}; got {list(net.states[u])!r}"
+            )
+    return used, U
+
+
+def _record_moments(net: _DiscreteNet, table: np.ndarray, nodes: list[int], U: list[int], node: int | None,
+                    keep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-record mean and covariance of the used nodes' values, given the secret node's allowed states."""
+    t = table
+    if keep is not None:
+        shape = [1] * len(nodes)
+        shape[nodes.index(node)] = net.cards[node]
+        t = t * keep.reshape(shape)
+        if node not in U:
+            t = t.sum(axis=-1)
+    t = t / t.sum()
+    grids = np.meshgrid(*[net.values[u] for u in U], indexing="ij")
+    X = np.stack([g.ravel() for g in grids], axis=1) if U else np.zeros((1, 0))
+    p = t.ravel()
+    e = p @ X
+    C = (X - e).T @ ((X - e) * p[:, None])
+    return e, C
+
+
 class BayesNetDataModel(DataModel):
     """Θ = a pgmpy Bayesian network; a dataset is ``n_records`` i.i.d. records from it.
 
@@ -678,22 +709,10 @@ class BayesNetDataModel(DataModel):
             secret = None
         else:
             net = self._base
-        used = [c for c in range(len(self.columns)) if np.any(W[:, c] != 0)]
-        U = [net.index(self.columns[c]) for c in used]
-        for c, u in zip(used, U):
-            if net.values[u].dtype != np.float64:
-                raise UnsupportedSecretError(
-                    f"closed-form moments need numeric state names for column {self.columns[c]!r}; got {list(net.states[u])!r}"
-                )
+        used, U = _numeric_columns(net, self.columns, W)
         Wu = W[:, used]
         n = self.n_records
-        if secret is None:
-            groups = [(n, None)]
-            i = None
-        else:
-            i, j, k = self._secret_state(secret)
-            eq = np.arange(net.cards[i]) == j
-            groups = [(k, eq), (n - k, ~eq)]
+        groups, i = self._record_groups(net, secret)
         nodes = U + ([i] if i is not None and i not in U else [])
         table = net.joint(nodes) if nodes else np.ones(())
         kq = W.shape[0]
@@ -701,24 +720,21 @@ class BayesNetDataModel(DataModel):
         for m, keep in groups:
             if m == 0:
                 continue
-            t = table
-            if keep is not None:
-                shape = [1] * len(nodes)
-                shape[nodes.index(i)] = net.cards[i]
-                t = t * keep.reshape(shape)
-                if i not in U:
-                    t = t.sum(axis=-1)
-            t = t / t.sum()
-            grids = np.meshgrid(*[net.values[u] for u in U], indexing="ij")
-            X = np.stack([g.ravel() for g in grids], axis=1) if U else np.zeros((1, 0))
-            p = t.ravel()
-            e = p @ X
-            C = (X - e).T @ ((X - e) * p[:, None])
+            e, C = _record_moments(net, table, nodes, U, i, keep)
             mean += m * (Wu @ e)
             cov += m * (Wu @ C @ Wu.T)
         s = np.where(per_mean, 1.0 / n, 1.0)
         cov = np.outer(s, s) * cov
         return s * mean, 0.5 * (cov + cov.T)
+
+    def _record_groups(self, net: _DiscreteNet, secret: Secret | None) -> tuple[list, int | None]:
+        """Groups ``(records, allowed states of the secret node or None)`` and the secret node (None without)."""
+        n = self.n_records
+        if secret is None:
+            return [(n, None)], None
+        i, j, k = self._secret_state(secret)
+        eq = np.arange(net.cards[i]) == j
+        return [(k, eq), (n - k, ~eq)], i
 
     # -- exact laws --------------------------------------------------------------------------
     def exact_law(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray] | None:

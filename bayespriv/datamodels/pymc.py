@@ -2109,35 +2109,56 @@ def parameter_density(model_or_builder: Any, parameters: Sequence[str] | None = 
     0.0
     """
     import networkx as nx
-    from pymc.distributions.transforms import _default_transform
     from pymc.model.transform.conditioning import remove_value_transforms
 
     model = _resolve_model(model_or_builder)
+    chosen = _choose_parameters(model, parameters)
+    parents = _parameter_parents(model, chosen)
+    _check_unconditioned(model, chosen)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(chosen)
+    graph.add_edges_from((a, p) for p in chosen for a in parents[p])
+    order = tuple(nx.lexicographical_topological_sort(graph, key=chosen.index))
+    untransformed = remove_value_transforms(model)
+    supports = _parameter_supports(model, untransformed, order)
+    return ParameterDensity(order, graph, dict(supports), dict(parents), untransformed, model)
+
+
+def _scalar_continuous(v) -> bool:
+    """Whether a random variable is a scalar of float dtype."""
+    return v.type.ndim == 0 and str(v.dtype).startswith("float")
+
+
+def _choose_parameters(model, parameters: Sequence[str] | None) -> list[str]:
+    """The parameters asked for (checked: free, scalar, continuous), or every scalar continuous free variable."""
     free = list(model.free_RVs)
     by_name = {v.name: v for v in free}
-
-    def scalar_continuous(v) -> bool:
-        return v.type.ndim == 0 and str(v.dtype).startswith("float")
-
     if parameters is None:
-        chosen = [v.name for v in free if scalar_continuous(v)]
+        chosen = [v.name for v in free if _scalar_continuous(v)]
         if not chosen:
             raise fail("model", "a PyMC model with at least one scalar continuous free random variable",
                        described(f"free variables {sorted(by_name)!r}"))
-    else:
-        if isinstance(parameters, str) or not isinstance(parameters, Sequence):
-            raise ParameterTypeError(f"parameters must be a sequence of variable names; got {parameters!r}")
-        chosen = list(dict.fromkeys(parameters))
-        for p in chosen:
-            if p not in by_name:
-                raise fail("parameters", f"free random variables of the model {sorted(by_name)!r}", p)
-            v = by_name[p]
-            if v.type.ndim != 0:
-                raise fail("parameters", "scalar parameters (max-influence runs on scalar φ's)",
-                           described(f"{p!r} with {v.type.ndim} dimension(s)"))
-            if not scalar_continuous(v):
-                raise fail("parameters", "continuous parameters (use a pgmpy DiscreteBayesianNetwork for discrete ones)",
-                           described(f"{p!r} of dtype {v.dtype}"))
+        return chosen
+    if isinstance(parameters, str) or not isinstance(parameters, Sequence):
+        raise ParameterTypeError(f"parameters must be a sequence of variable names; got {parameters!r}")
+    chosen = list(dict.fromkeys(parameters))
+    for p in chosen:
+        if p not in by_name:
+            raise fail("parameters", f"free random variables of the model {sorted(by_name)!r}", p)
+        v = by_name[p]
+        if v.type.ndim != 0:
+            raise fail("parameters", "scalar parameters (max-influence runs on scalar φ's)",
+                       described(f"{p!r} with {v.type.ndim} dimension(s)"))
+        if not _scalar_continuous(v):
+            raise fail("parameters", "continuous parameters (use a pgmpy DiscreteBayesianNetwork for discrete ones)",
+                       described(f"{p!r} of dtype {v.dtype}"))
+    return chosen
+
+
+def _parameter_parents(model, chosen: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each parameter's parents through deterministics; they must all be parameters themselves."""
+    free = list(model.free_RVs)
+    by_name = {v.name: v for v in free}
     chosen_set = set(chosen)
     # parents through deterministics: free variables reached without crossing another free variable
     parents: dict[str, tuple[str, ...]] = {}
@@ -2148,13 +2169,19 @@ def parameter_density(model_or_builder: Any, parameters: Sequence[str] | None = 
         outside = [a for a in pas if a not in chosen_set]
         if outside:
             kind = ", ".join(
-                f"{a!r} ({'non-scalar' if by_name[a].type.ndim else 'discrete' if not scalar_continuous(by_name[a]) else 'not listed'})"
+                f"{a!r} ({'non-scalar' if by_name[a].type.ndim else 'discrete' if not _scalar_continuous(by_name[a]) else 'not listed'})"
                 for a in outside
             )
             raise fail("parameters", "closed under parents (every free random variable upstream of a parameter is "
                        "a scalar continuous parameter, so that their density factorises)",
                        described(f"{p!r} has parent(s) {kind}"))
         parents[p] = tuple(pas)
+    return parents
+
+
+def _check_unconditioned(model, chosen: list[str]) -> None:
+    """No observed variable and no ``pm.Potential`` may depend on the parameters."""
+    by_name = {v.name: v for v in model.free_RVs}
     for obs in model.observed_RVs:
         anc = _ancestors([obs])
         hit = sorted(p for p in chosen if by_name[p] in anc)
@@ -2173,11 +2200,13 @@ def parameter_density(model_or_builder: Any, parameters: Sequence[str] | None = 
                 f"the model must not contain pm.Potential terms on the parameters for max-influence; "
                 f"{pot.name!r} depends on {hit!r}"
             )
-    graph = nx.DiGraph()
-    graph.add_nodes_from(chosen)
-    graph.add_edges_from((a, p) for p in chosen for a in parents[p])
-    order = tuple(nx.lexicographical_topological_sort(graph, key=chosen.index))
-    untransformed = remove_value_transforms(model)
+
+
+def _parameter_supports(model, untransformed, order: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    """Support (lo, hi) of each parameter, in topological order, from its own and its value transform's bounds."""
+    from pymc.distributions.transforms import _default_transform
+
+    by_name = {v.name: v for v in model.free_RVs}
     value_names = {untransformed.rvs_to_values[untransformed[p]]: p for p in order}
     supports: dict[str, tuple[float, float]] = {}
     for p in order:
@@ -2192,4 +2221,4 @@ def parameter_density(model_or_builder: Any, parameters: Sequence[str] | None = 
         if not lo < hi:
             raise ValidationError(f"parameter {p!r} must have a non-empty support; got ({lo:g}, {hi:g})")
         supports[p] = (float(lo), float(hi))
-    return ParameterDensity(order, graph, dict(supports), dict(parents), untransformed, model)
+    return supports

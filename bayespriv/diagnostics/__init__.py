@@ -5,8 +5,10 @@ inside the plotting functions, on first use.
 """
 
 from .html import (
+    TableView,
     chain_calibration_html,
     chain_calibration_repr,
+    epsilon_table_view,
     joint_gaussian_html,
     mechanism_html,
     quilt_calibration_html,
@@ -38,4 +40,6 @@ __all__ = [
     "joint_gaussian_html",
     "quilt_calibration_repr",
     "chain_calibration_repr",
+    "epsilon_table_view",
+    "TableView",
 ]

@@ -16,7 +16,6 @@ Public functions
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import cell, frame_html, frame_text
 from ..errors import BayesPrivError, ParameterTypeError
 
 __all__ = [
@@ -33,6 +33,8 @@ __all__ = [
     "joint_gaussian_html",
     "quilt_calibration_repr",
     "chain_calibration_repr",
+    "epsilon_table_view",
+    "TableView",
 ]
 
 #: Largest k for which a k × k noise covariance is shown in full (beyond: its diagonal only).
@@ -42,37 +44,38 @@ _STATE_COLOURS = {"FAILED": "#b00", "unchecked": "#a60", "passed": "#070"}
 
 
 # -- building blocks ------------------------------------------------------------------------------------------
-def _fmt(value: Any) -> str:
-    """A short text for a table cell (numbers to 4 significant digits)."""
-    if value is None:
-        return "—"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return "∞" if math.isinf(v) and v > 0 else ("nan" if math.isnan(v) else f"{v:.4g}")
+#: Why a mechanism's parameter can be infinite, by its label in :func:`mechanism_html`.
+_INFINITE_FACTS = {
+    "W∞ bound": "unbounded: the query has no declared bounds",
+    "sensitivity": "unbounded: the query has no declared bounds",
+    "Laplace scale": "no finite noise reaches this ε",
+    "σ": "no finite noise reaches this (ε, δ)",
+}
+
+
+def _fmt(value: Any, infinite: str | None = None) -> str:
+    """A short text for a table cell (numbers to 4 significant digits; ``∞ (why)`` for an infinity)."""
     if isinstance(value, (frozenset, set)):
         return "{" + ", ".join(sorted(map(str, value))) + "}"
     if isinstance(value, (tuple, list)):
         return ", ".join(map(str, value)) or "—"
-    return str(value)
+    return cell(value, infinite=infinite)
 
 
 def _kv_table(rows: Iterable[tuple[str, Any]], caption: str, *, raw: Sequence[str] = ()) -> str:
     """A two-column table (name, value); values of the names in ``raw`` are HTML already."""
     body = "".join(
         f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-        f"<td style='text-align:left'>{v if k in raw else html.escape(_fmt(v))}</td></tr>"
+        f"<td style='text-align:left'>{v if k in raw else html.escape(_fmt(v, _INFINITE_FACTS.get(k)))}</td></tr>"
         for k, v in rows)
     head = f"<caption style='text-align:left'><b>{html.escape(caption)}</b></caption>"
     return f"<table style='{_STYLE}'>{head}{body}</table>"
 
 
-def _frame_html(df: pd.DataFrame, caption: str, *, index: bool = True) -> str:
-    """A DataFrame as a captioned table (numbers to 4 significant digits)."""
-    table = df.to_html(float_format=lambda x: _fmt(float(x)), na_rep="—", border=0, index=index)
+def _frame_html(df: pd.DataFrame, caption: str, *, index: bool = True, infinite: Any = None,
+                missing: Any = "—") -> str:
+    """A DataFrame as a captioned table (numbers to 4 significant digits, each ∞ with its reason)."""
+    table = frame_html(df, index=index, infinite=infinite, missing=missing)
     return f"<div style='margin:0.3em 0'><b>{html.escape(caption)}</b>{table}</div>"
 
 
@@ -155,7 +158,7 @@ def _checks_html(mech: Any) -> str:
         return ("<p style='margin:0.2em 0'><b>Assumption checks</b>: none can be run on samples for this mechanism "
                 "(its assumptions, listed in the guarantee, are about Θ or vouched for)</p>")
     shown = summary.drop(columns=[c for c in ("holds", "detail") if c in summary.columns])
-    table = shown.to_html(float_format=lambda x: _fmt(float(x)), na_rep="—", border=0)
+    table = frame_html(shown, missing=dict(getattr(report, "summary_missing", {})))
     for state, colour in _STATE_COLOURS.items():
         table = table.replace(f"<td>{state}</td>", f"<td style='color:{colour}'><b>{state}</b></td>")
     return (f"<div style='margin:0.3em 0'><b>Assumption checks</b> (α = {report.alpha:g} per assumption; "
@@ -195,7 +198,7 @@ def mechanism_html(mech: Any) -> str:
     names = list(noise.table.index)
     parts = [_kv_table(_mechanism_facts(mech), "Mechanism"),
              _frame_html(noise.table, "Noise (total expected L2 error sqrt(trace(noise_cov)) = "
-                         f"{_fmt(noise.total_l2)})")]
+                         f"{_fmt(noise.total_l2)})", missing={"E|noise|": "no closed form"})]
     if noise.cov is not None:
         parts.append(_frame_html(pd.DataFrame(noise.cov, index=names, columns=names), "noise_cov"))
     if noise.basis is not None:
@@ -225,9 +228,15 @@ def quilt_calibration_repr(cal: Any) -> str:
 
 def _quilt_rows(cal: Any, node: Any) -> pd.DataFrame:
     rows = [{"quilt Q": _fmt(c.quilt.quilt), "nearby N": _fmt(c.quilt.nearby), "remote R": _fmt(c.quilt.remote),
-             "max-influence e": c.max_influence, "Δ_{A∩N} F": c.sensitivity} for c in cal.candidates[node]]
+             "max-influence e": c.max_influence, "Δ_{A∩N} F": c.sensitivity,
+             "why": c.influence.reason} for c in cal.candidates[node]]
     df = pd.DataFrame(rows)
-    return df.sort_values(["max-influence e", "Δ_{A∩N} F"]).reset_index(drop=True) if len(df) else df
+    if not len(df):
+        return df
+    df = df.sort_values(["max-influence e", "Δ_{A∩N} F"]).reset_index(drop=True)
+    # an infinite max-influence reads with its own reason (the quilt is unusable at every ε)
+    df["max-influence e"] = [_fmt(e, why or "no finite bound") for e, why in zip(df["max-influence e"], df["why"])]
+    return df.drop(columns="why")
 
 
 def quilt_calibration_html(cal: Any, *, max_rows: int = 12) -> str:
@@ -308,3 +317,70 @@ def joint_gaussian_html(joint: Any) -> str:
     parts = [_kv_table(facts, "Joint Gaussian release"), _frame_html(joint.summary(), "ε per release, summed, joint"),
              joint.guarantee._repr_html_()]
     return _section("JointGaussian", repr(joint), parts)
+
+
+# -- tables of numbers, shown with their meaning -----------------------------------------------------------------
+@dataclass(frozen=True)
+class TableView:
+    """A table as a person reads it: an HTML table in a notebook, text in a console.
+
+    The numbers stay in :attr:`frame` (``inf`` included); only the view writes ``∞ (why)``.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        The table, unchanged.
+    caption : str
+    infinite : str or mapping of column to str, optional
+        Why a value (of a column) can be infinite.
+    """
+
+    frame: pd.DataFrame
+    caption: str
+    infinite: Any = None
+
+    def _repr_html_(self) -> str:
+        return _frame_html(self.frame, self.caption, infinite=self.infinite)
+
+    def __repr__(self) -> str:
+        return f"{self.caption}\n{frame_text(self.frame, infinite=self.infinite)}"
+
+
+def epsilon_table_view(table: pd.DataFrame) -> TableView:
+    """A per-variable ε table (:func:`bayespriv.epsilon_table`, :meth:`Ledger.epsilon_table`) to show.
+
+    Each ``inf`` reads ``∞ (not private: used without protection)``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Rows: releases (and the composed total); columns: variables.
+
+    Returns
+    -------
+    TableView
+        Its ``frame`` is ``table`` itself.
+
+    Raises
+    ------
+    bayespriv.ParameterTypeError
+        ``table`` is not a DataFrame.
+
+    Examples
+    --------
+    >>> import bayespriv as bp
+    >>> from bayespriv.accounting import VariableRelease
+    >>> view = bp.diagnostics.epsilon_table_view(bp.epsilon_table(
+    ...     [VariableRelease("counts", 1.0, ["income", "degree"], protected=["income"])]))
+    >>> print(view)  # doctest: +NORMALIZE_WHITESPACE
+    ε per variable (Tan, Propositions 3.3–3.5)
+    variable income                                 degree
+    release
+    counts        1  ∞ (not private: used without protection)
+    Total         1  ∞ (not private: used without protection)
+    """
+    from ..accounting.epsilon import UNPROTECTED
+
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterTypeError(f"table must be a pandas DataFrame from epsilon_table(...); got {type(table).__name__}")
+    return TableView(table, "ε per variable (Tan, Propositions 3.3–3.5)", UNPROTECTED)

@@ -62,6 +62,11 @@ def _resolve_secrets(calibration: Calibration, secrets: Any) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+def _fit_label(mu: float, var: float) -> str:
+    """The fitted Gaussian in the units of the plot's title: mean and standard deviation (not variance)."""
+    return f"fit normal: mean {mu:.4g}, sd {math.sqrt(max(var, 0.0)):.3g}"
+
+
 def _draw_component(ax, calibration: Calibration, c: int, idx: list[int], bins: int) -> None:
     values = np.asarray(calibration.samples.values)  # (secret, draw, component)
     name = calibration.component_names[c]
@@ -84,11 +89,11 @@ def _draw_component(ax, calibration: Calibration, c: int, idx: list[int], bins: 
         handle: Any = patches[0]
         if var > 0:
             pdf = np.exp(-0.5 * (grid - mu) ** 2 / var) / np.sqrt(2 * np.pi * var)
-            (line,) = ax.plot(grid, pdf, color=color, lw=2, label=f"N({mu:.4g}, {var:.3g})", gid=f"fit:{secret.label}")
+            (line,) = ax.plot(grid, pdf, color=color, lw=2, label=_fit_label(mu, var), gid=f"fit:{secret.label}")
             handle = (patches[0], line)
         ax.axvline(mu, color=color, ls="--", lw=1, gid=f"mean:{secret.label}")
         handles.append(handle)
-        labels.append(f"{secret.label}: {x.size} draws, fit N({mu:.4g}, {var:.3g})")
+        labels.append(f"{secret.label}: {x.size} draws, {_fit_label(mu, var)}")
     sd = float(np.sqrt(max(calibration.cov_array[idx, c, c].min(), 0.0)))
     shift = max(means) - min(means)
     ratio = f", shift/sd = {shift / sd:.2f}" if sd > 0 else ""
@@ -505,15 +510,44 @@ def plot_epsilon_table(table: Any, *, ax: Any = None, cmap: str = "Reds"):
 
 
 # -- budget over time ------------------------------------------------------------------------------------------
-def _budget_series(releases: Any, budget: str) -> tuple[Any, np.ndarray, np.ndarray]:
-    """Stage 1 of :func:`plot_budget`: (times, cumulative ε, established flags) of one budget's live releases."""
+#: What the x axis of :func:`plot_budget` can show.
+BUDGET_AXES = ("release", "time")
+
+
+def _budget_series(releases: Any, budget: str, x: str) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Stage 1 of :func:`plot_budget`: (x positions, cumulative ε, established flags) of one budget's
+    live releases; x is the release id (``x="release"``) or its UTC time (``x="time"``)."""
+    import pandas as pd
+
     mine = releases[[budget in p for p in releases["protected"]]]
     established = np.asarray(mine["established"].fillna(True), dtype=bool)  # NA: an old row, not recorded
-    return mine["time_utc"], np.cumsum(mine["epsilon"].to_numpy(dtype=float)), established
+    where = pd.DatetimeIndex(mine["time_utc"]) if x == "time" else np.asarray(mine.index, dtype=float)
+    return where, np.cumsum(mine["epsilon"].to_numpy(dtype=float)), established
 
 
-def plot_budget(ledger: Any, budgets: Sequence[str] | None = None, *, ax: Any = None):
-    """Cumulative ε spent per budget over release time, from a :class:`~bayespriv.Ledger`.
+def _budget_x_axis(ax: Any, releases: Any, x: str) -> None:
+    """Stage 3 of :func:`plot_budget`: release numbers ``#id`` (with the time span in the label), or dates."""
+    import matplotlib.dates as mdates
+    import pandas as pd
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    times = pd.DatetimeIndex(releases["time_utc"])
+    if x == "time":
+        locator = mdates.AutoDateLocator(minticks=2, maxticks=6)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M:%S"))
+        ax.set_xlabel("release time (UTC)")
+        return
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"#{int(round(v))}"))
+    span = "" if not len(times) else (f" ({times.min():%Y-%m-%d %H:%M} to {times.max():%Y-%m-%d %H:%M} UTC)"
+                                      if times.max() - times.min() >= pd.Timedelta(minutes=1)
+                                      else f" (all on {times.min():%Y-%m-%d %H:%M} UTC)")
+    ax.set_xlabel(f"release number in the ledger{span}")
+
+
+def plot_budget(ledger: Any, budgets: Sequence[str] | None = None, *, x: str = "release", ax: Any = None):
+    """Cumulative ε spent per budget, release after release, from a :class:`~bayespriv.Ledger`.
 
     Read from ``ledger.releases()`` (voided rows excluded: they were refunded) and
     ``ledger.budget(name)``: one step line per budget (each release charges its ε to every
@@ -525,6 +559,10 @@ def plot_budget(ledger: Any, budgets: Sequence[str] | None = None, *, ax: Any = 
     ledger : Ledger
     budgets : sequence of str, optional
         Default: every budget of ``ledger.report()``.
+    x : {"release", "time"}
+        The x axis: release numbers as the ledger counts them (``#1``, ``#2``…, the index of
+        ``ledger.releases()``; the label gives the dates they span), or the release time as
+        dates (UTC).
     ax : matplotlib Axes, optional
 
     Returns
@@ -535,36 +573,31 @@ def plot_budget(ledger: Any, budgets: Sequence[str] | None = None, *, ax: Any = 
     """
     if not all(hasattr(ledger, a) for a in ("releases", "budget", "report")):
         raise ParameterTypeError(f"ledger must be a bayespriv Ledger; got {type(ledger).__name__}")
+    if x not in BUDGET_AXES:
+        raise ValidationError(f"x must be one of {BUDGET_AXES!r}; got {x!r}")
     names = list(ledger.report().index) if budgets is None else [str(b) for b in budgets]
     if not names:
         raise ValidationError("budgets must name at least one budget; got a ledger without budgets")
-    import matplotlib.dates as mdates
-    import pandas as pd
-
     releases = ledger.releases()
     live = releases[~releases["voided"]]
     ax = _axes(ax, (7.0, 4.2))
     for j, name in enumerate(names):
         color = f"C{j % 10}"
-        times, spent, established = _budget_series(live, name)
+        where, spent, established = _budget_series(live, name, x)
         total = ledger.budget(name)[0]
-        if len(times):
-            times = pd.DatetimeIndex(times)
-            ax.plot([times[0], times[0]], [0.0, spent[0]], color=color, lw=1.5)  # from nothing spent
-            ax.step(times, spent, where="post", marker="o", color=color, label=f"{name}: spent {spent[-1]:.4g}",
+        if len(where):
+            ax.plot([where[0], where[0]], [0.0, spent[0]], color=color, lw=1.5)  # from nothing spent
+            ax.step(where, spent, where="post", marker="o", color=color, label=f"{name}: spent {spent[-1]:.4g}",
                     gid=f"spent:{name}")
             if not established.all():
-                ax.plot(times[~established], spent[~established], "x", color="#b00", ms=12, mew=2,
+                ax.plot(where[~established], spent[~established], "x", color="#b00", ms=12, mew=2,
                         label=f"{name}: not established", gid=f"not_established:{name}")
         ax.axhline(total, color=color, ls="--", lw=1, label=f"{name}: budget {total:.4g}", gid=f"total:{name}")
-    ax.set_xlabel("release time (UTC)")
+    _budget_x_axis(ax, live, x)
     ax.set_ylabel("cumulative ε")
-    ax.set_title("Budget spent over time (voided releases excluded)", fontsize="medium")
+    ax.set_title("Budget spent per release (voided releases excluded)", fontsize="medium")
     ax.grid(True, alpha=0.3)
     ax.set_ylim(bottom=0.0)
-    locator = mdates.AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.legend(fontsize="small")
     return ax
 

@@ -612,6 +612,25 @@ def _span_basis(points: np.ndarray) -> np.ndarray:
 _SHAPE_EXPONENTS = (0.0, 1.0 / 3.0, 0.5, 2.0 / 3.0, 1.0, 1.5, 2.0)
 
 
+@dataclass(frozen=True)
+class _DirGeometry:
+    """DirM's orthonormal noise directions (k, D), the corners' coordinates along them (m, c, D) and their extents (D,)."""
+
+    basis: np.ndarray
+    coords: np.ndarray
+    extent: np.ndarray
+
+
+def _dirm_theorem(noise_kind: str, n_directions: int) -> str:
+    """The theorem DirM's guarantee rests on, for its noise and number of directions."""
+    return (
+        f"DirM({'L' if noise_kind == 'laplace' else 'G'}): Chen & Ohrimenko 2023, Theorem 4.3"
+        + (" (no mean difference: no noise)" if n_directions == 0 else " (one direction)" if n_directions == 1
+           else f" extended to {n_directions} orthogonal directions (§4.2; proof in DirM docstring)")
+        + ("" if noise_kind == "laplace" else ", Gaussian noise (appendix B.3 remark)")
+    )
+
+
 class DirM(Mechanism):
     """Directional Expected Value Mechanism: noise only where the means move.
 
@@ -720,28 +739,11 @@ class DirM(Mechanism):
             check_choice(gaussian_calibration, "gaussian_calibration", GAUSSIAN_CALIBRATIONS)
         cons = calibration.pair_constraints()
         self.constraints = cons
-        corners = cons.corners()  # (m, c, k)
-        flat = corners.reshape(-1, self.k)
-        basis = self._basis(flat, directions, corners.shape[1])
-        coords = corners @ basis  # (m, c, D)
-        a = np.abs(coords).reshape(-1, basis.shape[1]).max(axis=0) if basis.shape[1] else np.zeros(0)
-        keep = a > 0
-        basis, coords, a = basis[:, keep], coords[..., keep], a[keep]
+        geometry = self._geometry(cons, directions)
+        basis = geometry.basis
         self.directions = basis
         self.directions.setflags(write=False)
-        if self.noise_kind == "laplace":
-            target = self.epsilon * (1.0 - SAFETY)
-            scales = self._best_scales(np.abs(coords), a, target, laplace=True)
-            self.scales = scales
-            self._set_laplace(scales, basis)
-            loss = (np.abs(coords) / scales).sum(axis=2).max(axis=1) if scales.size else np.zeros(len(cons))
-        else:
-            target = self.radius**2 * (1.0 - SAFETY)
-            var = self._best_scales(coords**2, a**2, target, laplace=False)
-            self.scales = np.sqrt(var)
-            self.sigma2 = var
-            self._set_gaussian((basis * var) @ basis.T)
-            loss = (coords**2 / var).sum(axis=2).max(axis=1) if var.size else np.zeros(len(cons))
+        loss = self._fit_noise(geometry, len(cons))
         self.scales.setflags(write=False)
         worst = int(np.argmax(loss)) if loss.size else 0
         self.pair_table = pd.DataFrame(
@@ -750,17 +752,38 @@ class DirM(Mechanism):
         self.worst_theta = cons.thetas[worst]
         self.worst_pair = cons.labels[worst]
         d = basis.shape[1]
-        self.theorem = (
-            f"DirM({'L' if self.noise_kind == 'laplace' else 'G'}): Chen & Ohrimenko 2023, Theorem 4.3"
-            + (" (no mean difference: no noise)" if d == 0 else " (one direction)" if d == 1
-               else f" extended to {d} orthogonal directions (§4.2; proof in DirM docstring)")
-            + ("" if self.noise_kind == "laplace" else ", Gaussian noise (appendix B.3 remark)")
-        )
+        self.theorem = _dirm_theorem(self.noise_kind, d)
         if self.delta > 0 and d > 0 and uses_real_law(calibration, accountant):
             account_noise(self)
             self.scales = np.sqrt(np.diag(self.directions.T @ self.noise_cov @ self.directions)) \
                 if self.noise_kind == "gaussian" else np.array(self._laplace[0])
             self.scales.setflags(write=False)
+
+    def _geometry(self, cons: PairConstraints, directions: Any) -> _DirGeometry:
+        """The noise directions that carry some difference, and every corner's coordinates along them."""
+        corners = cons.corners()  # (m, c, k)
+        flat = corners.reshape(-1, self.k)
+        basis = self._basis(flat, directions, corners.shape[1])
+        coords = corners @ basis  # (m, c, D)
+        a = np.abs(coords).reshape(-1, basis.shape[1]).max(axis=0) if basis.shape[1] else np.zeros(0)
+        keep = a > 0
+        return _DirGeometry(basis=basis[:, keep], coords=coords[..., keep], extent=a[keep])
+
+    def _fit_noise(self, geometry: _DirGeometry, n_rows: int) -> np.ndarray:
+        """Set the scales (Laplace) or variances (Gaussian) along the directions; return each row's loss bound."""
+        basis, coords, a = geometry.basis, geometry.coords, geometry.extent
+        if self.noise_kind == "laplace":
+            target = self.epsilon * (1.0 - SAFETY)
+            scales = self._best_scales(np.abs(coords), a, target, laplace=True)
+            self.scales = scales
+            self._set_laplace(scales, basis)
+            return (np.abs(coords) / scales).sum(axis=2).max(axis=1) if scales.size else np.zeros(n_rows)
+        target = self.radius**2 * (1.0 - SAFETY)
+        var = self._best_scales(coords**2, a**2, target, laplace=False)
+        self.scales = np.sqrt(var)
+        self.sigma2 = var
+        self._set_gaussian((basis * var) @ basis.T)
+        return (coords**2 / var).sum(axis=2).max(axis=1) if var.size else np.zeros(n_rows)
 
     def _basis(self, flat: np.ndarray, directions: Any, n_corners: int) -> np.ndarray:
         if directions is None:
@@ -1039,8 +1062,40 @@ def _dau_plan(cons: PairConstraints, radius: float, direction: Any) -> _DauPlan:
     v, notes = _dau_direction(cons, direction)
     if cons.uncertain_dims > MAX_CORNER_DIMS:
         return _dau_plan_box(cons, radius, v, notes)
-    k, m = cons.k, len(cons)
+    m = len(cons)
     target = radius**2 * (1.0 - SAFETY)
+    corners = _dau_corners(cons, v)
+    per_pair = np.empty(m)
+    credit = np.full(m, np.nan)
+    perp = np.zeros(m)
+    for i in range(m):  # m is small (pairs x members); (k-1) x (k-1) solves
+        per_pair[i], credit[i], perp[i] = _dau_row(corners, i, target, cons.labels[i], radius)
+    parallel = bool(np.all(corners.par_rows))
+    if not parallel:
+        notes += (
+            "parallel_differences: the mean differences (or corners of their confidence boxes) are not all "
+            "parallel to v, so Theorem A.1 does not apply; σ² solves Corollary A.1 exactly for every corner "
+            "(closed form in the DauM docstring), valid because Σ hides the part orthogonal to v",
+        )
+    sigma2 = float(per_pair.max(initial=0.0))
+    return _DauPlan(v, sigma2, per_pair, corners.alpha, credit, perp, parallel, notes)
+
+
+@dataclass(frozen=True)
+class _DauCorners:
+    """The corners of every row's difference box along v and in v⊥, with the rows' symmetrised covariance bounds."""
+
+    v: np.ndarray  # (k,)
+    U: np.ndarray  # (k, k-1): orthonormal basis of v⊥
+    dv: np.ndarray  # (m, c)
+    dU: np.ndarray  # (m, c, k-1)
+    alpha: np.ndarray  # (m,) largest |vᵀd| over the corners
+    par_rows: np.ndarray  # (m,) bool: every corner parallel to v
+    C: np.ndarray  # (m, k, k)
+
+
+def _dau_corners(cons: PairConstraints, v: np.ndarray) -> _DauCorners:
+    """Project each row's box corners on v and on v⊥; flag the rows whose corners are all parallel to v."""
     corners = cons.corners()  # (m, c, k)
     U = np.linalg.svd(v[None, :])[2][1:].T  # (k, k-1): orthonormal basis of v⊥
     dv = corners @ v  # (m, c)
@@ -1049,55 +1104,47 @@ def _dau_plan(cons: PairConstraints, radius: float, direction: Any) -> _DauPlan:
     par_rows = np.all(np.linalg.norm(dU, axis=2) <= ROUNDING_RTOL * dnorm, axis=1)
     alpha = np.abs(dv).max(axis=1)
     C = (cons.cov_common + np.swapaxes(cons.cov_common, 1, 2)) / 2.0
-    per_pair = np.empty(m)
-    credit = np.full(m, np.nan)
-    perp = np.zeros(m)
-    for i in range(m):  # m is small (pairs x members); (k-1) x (k-1) solves
-        a = float(v @ C[i] @ v)
-        scale = max(float(np.abs(C[i]).max()), np.finfo(float).tiny)
-        if k == 1:
-            pd, p_perp, e, s0 = True, np.zeros_like(dv[i]), dv[i], a
-        else:
-            M = U.T @ C[i] @ U
-            b = U.T @ C[i] @ v
-            pd = bool(np.linalg.eigvalsh(M)[0] > 1e-12 * scale)
-            if pd:
-                Minv_dU = np.linalg.solve(M, dU[i].T)  # (k-1, c)
-                p_perp = np.einsum("jc,jc->c", dU[i].T, Minv_dU)
-                e = dv[i] - b @ Minv_dU
-                s0 = a - float(b @ np.linalg.solve(M, b))
-        no_credit = alpha[i] ** 2 / target  # valid for parallel differences: Σ + σ²vvᵀ ⪰ σ²vvᵀ
-        if pd:
-            perp[i] = float(p_perp.max(initial=0.0))
-            credit[i] = s0
-            if perp[i] >= target:
-                raise ValidationError(
-                    "direction must be one along which noise can hide every mean difference (DauM adds noise "
-                    f"along v only); got v = {np.array2string(v, precision=4)}: the part of the difference of "
-                    f"{cons.labels[i]!r} orthogonal to v has Mahalanobis distance {np.sqrt(perp[i]):.4g} ≥ "
-                    f"r* = {radius:.4g}, which no noise along v can reduce. Use EigM, OptimalGaussian, DirM, "
-                    "or another direction"
-                )
-            general = float((e**2 / (target - p_perp)).max(initial=0.0)) - s0
-            per_pair[i] = max(0.0, min(general, no_credit)) if par_rows[i] else max(0.0, general)
-        elif par_rows[i]:
-            per_pair[i] = no_credit
-        else:
+    return _DauCorners(v=v, U=U, dv=dv, dU=dU, alpha=alpha, par_rows=par_rows, C=C)
+
+
+def _dau_row(corners: _DauCorners, i: int, target: float, label: str, radius: float) -> tuple[float, float, float]:
+    """One row of :func:`_dau_plan`: ``(σ², s₀ or nan, p⊥)`` over the row's box corners."""
+    v, U, C, dv, dU = corners.v, corners.U, corners.C[i], corners.dv[i], corners.dU[i]
+    k = v.shape[0]
+    a = float(v @ C @ v)
+    scale = max(float(np.abs(C).max()), np.finfo(float).tiny)
+    if k == 1:
+        definite, p_perp, e, s0 = True, np.zeros_like(dv), dv, a
+    else:
+        M = U.T @ C @ U
+        b = U.T @ C @ v
+        definite = bool(np.linalg.eigvalsh(M)[0] > 1e-12 * scale)
+        if definite:
+            Minv_dU = np.linalg.solve(M, dU.T)  # (k-1, c)
+            p_perp = np.einsum("jc,jc->c", dU.T, Minv_dU)
+            e = dv - b @ Minv_dU
+            s0 = a - float(b @ np.linalg.solve(M, b))
+    no_credit = corners.alpha[i] ** 2 / target  # valid for parallel differences: Σ + σ²vvᵀ ⪰ σ²vvᵀ
+    if definite:
+        perp = float(p_perp.max(initial=0.0))
+        if perp >= target:
             raise ValidationError(
-                "direction must be parallel to every mean difference when the covariance lower bound is "
-                f"singular (or indefinite) orthogonal to it; got v = {np.array2string(v, precision=4)} and a "
-                f"difference of {cons.labels[i]!r} with a part orthogonal to v that Σ cannot hide. Use "
-                "OptimalGaussian, DirM, more calibration draws, or another direction"
+                "direction must be one along which noise can hide every mean difference (DauM adds noise "
+                f"along v only); got v = {np.array2string(v, precision=4)}: the part of the difference of "
+                f"{label!r} orthogonal to v has Mahalanobis distance {np.sqrt(perp):.4g} ≥ "
+                f"r* = {radius:.4g}, which no noise along v can reduce. Use EigM, OptimalGaussian, DirM, "
+                "or another direction"
             )
-    parallel = bool(np.all(par_rows))
-    if not parallel:
-        notes += (
-            "parallel_differences: the mean differences (or corners of their confidence boxes) are not all "
-            "parallel to v, so Theorem A.1 does not apply; σ² solves Corollary A.1 exactly for every corner "
-            "(closed form in the DauM docstring), valid because Σ hides the part orthogonal to v",
-        )
-    sigma2 = float(per_pair.max(initial=0.0))
-    return _DauPlan(v, sigma2, per_pair, alpha, credit, perp, parallel, notes)
+        general = float((e**2 / (target - p_perp)).max(initial=0.0)) - s0
+        return (max(0.0, min(general, no_credit)) if corners.par_rows[i] else max(0.0, general)), s0, perp
+    if corners.par_rows[i]:
+        return no_credit, np.nan, 0.0
+    raise ValidationError(
+        "direction must be parallel to every mean difference when the covariance lower bound is "
+        f"singular (or indefinite) orthogonal to it; got v = {np.array2string(v, precision=4)} and a "
+        f"difference of {label!r} with a part orthogonal to v that Σ cannot hide. Use "
+        "OptimalGaussian, DirM, more calibration draws, or another direction"
+    )
 
 
 #: Relative margin below r*² of DauM's σ² beyond ``MAX_CORNER_DIMS`` uncertain components

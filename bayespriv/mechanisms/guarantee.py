@@ -128,7 +128,7 @@ class Guarantee:
         conf = "plug-in (no probability claimed)" if self.confidence is None else f"{self.confidence:g}"
         rows = [("ε", f"{self.epsilon:g}"), ("δ", f"{self.delta:g}"), ("confidence", conf),
                 ("assumptions", ", ".join(self.assumptions) or "none"),
-                ("unchecked", ", ".join(self.unchecked_assumptions) or "—"), ("status", state),
+                ("unchecked", ", ".join(self.unchecked_assumptions) or "none"), ("status", state),
                 ("theorem", self.theorem)]
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                        f"{v if k == 'status' else html.escape(v)}</td></tr>" for k, v in rows)
@@ -209,6 +209,19 @@ class Release:
 
     Examples
     --------
+    >>> import pandas as pd
+    >>> import bayespriv as bp
+    >>> a, b = bp.DatasetSecret.mean("height", 65.0), bp.DatasetSecret.mean("height", 67.0)
+    >>> cal = bp.Calibration.from_moments({a: [146.67], b: [153.33]}, {a: [[6.0]], b: [[6.0]]},
+    ...                                   bp.SecretPair(a, b), bp.mean("weight"), n_records=3)
+    >>> release = bp.mechanisms.APGM(cal, epsilon=1.0, delta=1e-3).release(pd.DataFrame({"weight": [150.0, 160.0, 170.0]}))
+    >>> release.value.shape, release.mechanism, release.seeded, release.protected, release.variables
+    ((1,), 'APGM', False, ('height',), ('weight',))
+    >>> release.guarantee.epsilon, release.guarantee.delta
+    (1.0, 0.001)
+
+    Built by hand with its noise law, a scalar release prints as a scalar with its noise sd:
+
     >>> import numpy as np
     >>> from bayespriv.mechanisms.release_noise import ReleaseNoise
     >>> r = Release(np.array([148.52080816]), Guarantee(1.0, 1e-5, 1.0), "APGM", False, "mean(weight)",

@@ -20,7 +20,7 @@ import bayespriv as bp
 from bayespriv.accounting import Ledger
 from bayespriv.accounting.composition import JointGaussian, joint_delta, joint_epsilon, joint_gaussian_laws
 from bayespriv.errors import ParameterTypeError, ValidationError
-from models import hospital as H
+from bayespriv.models import hospital as H
 
 mp.mp.dps = 50
 WEIGHT, BLOOD = "average weight", "average blood pressure"

@@ -191,7 +191,7 @@ def test_joint_gaussian_reports_a_leak_as_such():
 def test_planned_releases_cost_less_noise_than_separate_ones():
     """The hospital's average weight and blood pressure: planned together at (ε, δ) = (1, 1e-3) they need less total
     noise than each released alone at (0.5, 5e-4) (the split the sum of two releases would need)."""
-    from models import hospital as H
+    from bayespriv.models import hospital as H
 
     weight, blood = H.QUERIES["average weight"], H.QUERIES["average blood pressure"]
     pairs = H.secret_pairs()[::24]  # six of the 144 pairs, spread over the grid of secrets (the ratio is ~0.27 either way)

@@ -345,7 +345,7 @@ def test_empirical_epsilon_no_noise_is_large(mean_pair):
 @pytest.fixture(scope="module")
 def census(adult_dir):
     """The paper's split: 10 000 auxiliary, 10 000 testing, the rest to calibrate (plug-in, 1000 draws)."""
-    from models.census import census_model, census_query, income_pairs, load_adult
+    from bayespriv.models.census import census_model, census_query, income_pairs, load_adult
 
     table = load_adult(adult_dir)
     perm = np.random.default_rng(2023).permutation(len(table))

@@ -442,7 +442,7 @@ CENSUS_MECHANISMS = {
 @pytest.fixture(scope="module")
 def census(adult_dir):
     """Θ = 100-record subsets of Adult, income >50K share 0.45 vs 0.55; calibration of 2000 draws per secret."""
-    from models.census import census_model, census_query, income_pairs, load_adult
+    from bayespriv.models.census import census_model, census_query, income_pairs, load_adult
 
     model = census_model(load_adult(adult_dir))
     cal = bp.calibrate(model, income_pairs(0.1), census_query(), n_draws=2000, rng=71)

@@ -145,7 +145,7 @@ def test_empirical_model_with_string_categories(tmp_path):
 
 def test_pymc_family_round_trip(tmp_path):
     """The hospital Θ (PyMC models, 2 members) keeps members, worst θ, diagnostics and noise."""
-    from models.hospital import QUERIES, QUERY_GRIDS, hospital_family
+    from bayespriv.models.hospital import QUERIES, QUERY_GRIDS, hospital_family
 
     share = lambda p: bp.DatasetSecret.proportion("gender", 1, p)  # noqa: E731
     grid = {k: list(v) for k, v in QUERY_GRIDS["average blood pressure"].items()}
@@ -417,7 +417,7 @@ def test_quilt_calibration_round_trip_gives_the_same_apmqm(tmp_path, key, epsilo
     """APMQM on a loaded school calibration: same noise_cov bytes, scale and guarantee at ε picking other quilts."""
     from bayespriv.calibration.influence import InfluenceEngine
     from bayespriv.mechanisms import APMQM
-    from models import school
+    from bayespriv.models import school
 
     cal = school.calibration(key)
     path = cal.to_netcdf(tmp_path / "quilt.nc", seed=5)
@@ -445,7 +445,7 @@ def test_quilt_calibration_round_trip_gives_the_same_apmqm(tmp_path, key, epsilo
 
 
 def test_quilt_calibration_refuses_a_changed_or_missing_query(tmp_path):
-    from models import school
+    from bayespriv.models import school
 
     path = school.calibration("tall").to_netcdf(tmp_path / "quilt.nc")
     with pytest.raises(ReleaseMismatchError, match="got query 'taller than 66 in with SAT > 1300'"):
@@ -472,7 +472,7 @@ def test_quilt_calibrations_of_non_discrete_networks_are_refused_clearly(tmp_pat
 def test_the_twin_a_tampered_quilt_file_is_caught(tmp_path):
     """Twin of the quilt checks: one flipped bit in a stored max-influence or CPD is seen by the same comparisons,
     and the file is refused on load (MAC; re-signed, the recomputed max-influence)."""
-    from models import school
+    from bayespriv.models import school
 
     cal = school.calibration("tall")
     path = cal.to_netcdf(tmp_path / "quilt.nc")

@@ -251,7 +251,7 @@ def test_chain_files_are_signed_and_their_influences_recomputed(tmp_path):
 
 
 def test_quilt_files_are_signed_and_their_quilts_rescored(tmp_path):
-    from models import school
+    from bayespriv.models import school
 
     query = school.QUERIES["tall"]
     path = school.calibration("tall").to_netcdf(tmp_path / "quilt.nc")
@@ -328,7 +328,7 @@ def test_the_mac_is_checked_before_anything_is_read(tmp_path):
 def test_the_digest_written_is_the_digest_read_for_every_kind_of_file(tmp_path):
     """Signing sees the tree as the loader will read it back: plain, exact, plug-in, chain and quilt files verify,
     and their content hashes are the SHA-256 of what was read."""
-    from models import school
+    from bayespriv.models import school
 
     exact = bp.Calibration.from_moments({SA: [0.0], SB: [1.0]}, {SA: [[1.0]], SB: [[2.0]]}, bp.SecretPair(SA, SB),
                                         n_records=5)
@@ -420,7 +420,7 @@ def test_every_mechanism_on_an_unverified_calibration_names_it_and_refuses(name,
 
 def test_unverified_quilt_calibrations_gate_apmqm(tmp_path):
     from bayespriv.mechanisms import APMQM
-    from models import school
+    from bayespriv.models import school
 
     path = school.calibration("tall").to_netcdf(tmp_path / "q.nc", key=OTHER_KEY)
     cal = load_calibration(path, query=school.QUERIES["tall"], trust="unverified")

@@ -390,7 +390,7 @@ def test_numeric_category():
 
 # -- on the Adult data ----------------------------------------------------------------------------
 def test_adult_datasets_have_exact_counts_and_no_repeats(adult_dir):
-    from models.census import census_model, income_pairs, load_adult
+    from bayespriv.models.census import census_model, income_pairs, load_adult
 
     table = load_adult(adult_dir)
     table = table.assign(id=np.arange(len(table)))
@@ -405,7 +405,7 @@ def test_adult_datasets_have_exact_counts_and_no_repeats(adult_dir):
 @pytest.mark.parametrize("n_records", [2000, 10_000])
 def test_adult_large_n_has_no_repeats(adult_dir, n_records):
     """n = 2000 of 45 222 rows: k(k−1)/2N ≈ 44, the redraw path; n = 10 000 > N/8: the chunked Bernoulli bitmap."""
-    from models.census import load_adult
+    from bayespriv.models.census import load_adult
 
     table = load_adult(adult_dir)
     table = table.assign(id=np.arange(len(table)))

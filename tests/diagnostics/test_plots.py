@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -58,6 +60,19 @@ def test_one_histogram_and_one_fit_per_secret_of_the_worst_pair():
             assert y.max() == pytest.approx(1 / np.sqrt(2 * np.pi * var), rel=1e-3)
 
 
+def test_legend_states_the_fit_in_standard_deviations_as_the_title_does():
+    cal = _calibration()
+    ax = plot_calibration(cal)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    title_sd = float(ax.get_title().split("vs sd ")[1].split(",")[0])
+    assert len(legend) == 2 and all("fit normal: mean " in t and ", sd " in t for t in legend)
+    sds = [float(t.split(", sd ")[1]) for t in legend]
+    # the sds of the legend are the square roots of the fitted variances, and the title's is the smaller
+    expected = sorted(math.sqrt(cal.covs[s][0, 0]) for s in cal.worst_pair.secrets)
+    np.testing.assert_allclose(sorted(sds), expected, rtol=2e-3)
+    assert title_sd == pytest.approx(min(expected), rel=2e-3)
+
+
 def test_chosen_secrets_and_given_axes():
     cal = _calibration()
     fig, ax = plt.subplots()
@@ -93,7 +108,6 @@ def test_refuses_unknown_component_and_secret():
 
 
 # -- the plots of issue 12, item 4 ------------------------------------------------------------------------------
-import math  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -234,6 +248,42 @@ def test_budget_over_time_excludes_voided_and_marks_not_established(gcal, tmp_pa
     assert list(bad) == [1.75]
     with pytest.raises(ParameterTypeError, match="ledger must be"):
         plot_budget(object())
+
+
+def _two_release_ledger(gcal, path):
+    ledger = bp.Ledger(path)
+    ledger.set_budget("x", epsilon=3.0, delta=0.01)
+    df = pd.DataFrame({"x": np.zeros(10), "y": np.zeros(10)})
+    for e in (0.5, 0.25):
+        APGM(gcal, epsilon=e, delta=1e-3).release(df, ledger=ledger, dataset_name=f"table-{e}")
+    return ledger
+
+
+def test_budget_axis_counts_releases_by_their_ledger_number(gcal, tmp_path):
+    """Releases a few milliseconds apart: the x axis reads #1, #2 (the ledger's ids), never seconds."""
+    ledger = _two_release_ledger(gcal, tmp_path / "budget.sqlite")
+    ax = plot_budget(ledger)
+    x, _ = _by_gid(ax.lines, "spent:x").get_data()
+    np.testing.assert_array_equal(x, np.asarray(ledger.releases().index, dtype=float))
+    ax.figure.canvas.draw()
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert set(ticks) >= {"#1", "#2"} and all(t.startswith("#") for t in ticks)
+    day = f"{ledger.releases()['time_utc'].iloc[0]:%Y-%m-%d}"
+    assert ax.get_xlabel().startswith("release number in the ledger") and day in ax.get_xlabel()
+
+
+def test_budget_axis_as_dates(gcal, tmp_path):
+    import matplotlib.dates as mdates
+
+    ledger = _two_release_ledger(gcal, tmp_path / "budget.sqlite")
+    ax = plot_budget(ledger, x="time")
+    assert isinstance(ax.xaxis.get_major_formatter(), mdates.DateFormatter)
+    ax.figure.canvas.draw()
+    day = f"{ledger.releases()['time_utc'].iloc[0]:%Y-%m-%d}"
+    assert all(day in t.get_text() for t in ax.get_xticklabels() if t.get_text())
+    assert ax.get_xlabel() == "release time (UTC)"
+    with pytest.raises(ValidationError, match="x must be one of"):
+        plot_budget(ledger, x="seconds")
 
 
 def test_qq_points_are_the_samples_against_the_fit_quantiles(gcal):

@@ -10,7 +10,9 @@ the test when
   notebook shows cvxpy's "Solution may be inaccurate" at some ε);
 * a cell tagged ``result-table`` does not display an HTML table;
 * any displayed bayespriv object is shown without an HTML view (only ``ClassName(...)`` text, the
-  raw dataclass dump).
+  raw dataclass dump);
+* an output shows a raw ``inf``, ``nan`` or ``None``, or work-in-progress text
+  (``examples/notebooks/screenshots.py``'s ``raw_values``): every infinity a user sees says why.
 
 Committed notebooks carry no outputs (``examples/notebooks/strip.py`` strips them).
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -52,6 +55,18 @@ def _strip_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _raw_values(nb: nbformat.NotebookNode) -> list[str]:
+    """``screenshots.raw_values``: what an executed notebook shows unexplained (inf, nan, None, WIP)."""
+    spec = importlib.util.spec_from_file_location("notebook_screenshots", NOTEBOOK_DIR / "screenshots.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses resolve their module by name
+    try:
+        spec.loader.exec_module(module)
+        return module.raw_values(nb)
+    finally:
+        sys.modules.pop(spec.name, None)
 
 
 def _read(name: str) -> nbformat.NotebookNode:
@@ -85,7 +100,7 @@ def _problems(nb: nbformat.NotebookNode, *, tables: bool = True) -> list[str]:
                 found.append(f"{cell.id}: raw repr without an HTML view: {plain[:120]}")
         if tables and "result-table" in cell.metadata.get("tags", []) and not any("<table" in h for h in html):
             found.append(f"{cell.id}: tagged result-table but shows no HTML table")
-    return found
+    return found + _raw_values(nb)
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -115,8 +130,8 @@ def test_census_notebook_runs_without_the_data(monkeypatch, tmp_path):
 
 def test_twin_a_failing_cell_and_an_unexpected_warning_are_caught(tmp_path):
     """The harness itself: a BayesPrivWarning raised in a notebook whose first cell makes it an
-    error fails execution; a bayespriv warning on stderr, a raw ``Guarantee(...)`` dump and a tagged
-    cell without an HTML table are each reported."""
+    error fails execution; a bayespriv warning on stderr, a raw ``Guarantee(...)`` dump, a tagged
+    cell without an HTML table and an unexplained ``inf`` are each reported."""
     cells = [
         nbformat.v4.new_code_cell("import warnings\nimport bayespriv as bp\n" + WARNINGS_AS_ERRORS),
         nbformat.v4.new_code_cell("warnings.warn('unexpected', bp.PrivacyAssumptionWarning)"),
@@ -128,10 +143,12 @@ def test_twin_a_failing_cell_and_an_unexpected_warning_are_caught(tmp_path):
     raw = nbformat.v4.new_code_cell("x", metadata={"tags": ["result-table"]})
     raw.outputs = [nbformat.v4.new_output("stream", name="stderr", text="x.py:1: PrivacyAssumptionWarning: hm"),
                    nbformat.v4.new_output("execute_result", data={"text/plain": "Guarantee(epsilon=1.0)"},
-                                          execution_count=1)]
+                                          execution_count=1),
+                   nbformat.v4.new_output("stream", name="stdout", text="W∞ bound inf")]
     problems = _problems(nbformat.v4.new_notebook(cells=[raw]))
     assert [p.split(": ")[1] for p in problems] == ["warning on stderr", "raw repr without an HTML view",
-                                                     "tagged result-table but shows no HTML table"]
+                                                     "tagged result-table but shows no HTML table",
+                                                     "'inf' in …W∞ bound inf…"]
 
 
 def test_strip_removes_outputs_and_keeps_tags():

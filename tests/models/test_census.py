@@ -23,7 +23,7 @@ import pytest
 from scipy import stats
 
 import bayespriv as bp
-from models.census import census_model, census_query, income_pairs, load_adult
+from bayespriv.models.census import census_model, census_query, income_pairs, load_adult
 
 ALPHA = 1e-3
 N_DRAWS = 2000

@@ -23,7 +23,7 @@ from scipy.stats import chi2, norm
 
 import bayespriv as bp
 from bayespriv.errors import PrivacyAssumptionWarning, UnsupportedSecretError, ValidationError
-from models import hospital as H
+from bayespriv.models import hospital as H
 
 ALPHA = 1e-6
 SHARES = (0.26, 0.5, 0.74)

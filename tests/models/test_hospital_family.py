@@ -13,8 +13,8 @@ import pytest
 from scipy import stats
 
 import bayespriv as bp
-from models import hospital
-from models.hospital import (
+from bayespriv.models import hospital
+from bayespriv.models.hospital import (
     QUERIES,
     QUERY_GRIDS,
     family_exact,

@@ -2,7 +2,7 @@
 
 Exact checks: the max-influences computed by variable elimination equal the
 hand values of the model's docstring (ln 2, ln 6, ln 12, ln 1.2, ln 7.2), and
-APMQM's noise scales equal :func:`models.school.noise_scale` on a grid of ε
+APMQM's noise scales equal :func:`bayespriv.models.school.noise_scale` on a grid of ε
 (including both sides of each threshold).
 
 Statistical checks, each with a false-failure probability stated here and
@@ -38,7 +38,7 @@ import bayespriv as bp
 from bayespriv.calibration.influence import max_influence
 from bayespriv.calibration.quilts import calibrate_quilts, markov_quilts
 from bayespriv.mechanisms.quilt import APMQM
-from models import school as S
+from bayespriv.models import school as S
 
 EPS_GRID = (0.1, 0.18, 0.19, 0.5, 0.69, 0.7, 1.0, 1.97, 1.98, 3.0)
 

@@ -1,7 +1,7 @@
 """Eight schools, non-centred, with a secret on the deterministic theta[2]: calibrated with the library's
 default MCMC settings and checked against the exact law of ``models/schools.py``.
 
-Reference. :func:`models.schools.exact_law` integrates everything but tau in closed form and tau by
+Reference. :func:`bayespriv.models.schools.exact_law` integrates everything but tau in closed form and tau by
 quadrature (relative error < 1e-9). It is itself checked here against plain importance sampling
 from the prior (NumPy only).
 
@@ -32,7 +32,7 @@ from scipy import stats
 
 import bayespriv as bp
 from bayespriv.datamodels.pymc import PyMCDataModel
-from models import schools as S
+from bayespriv.models import schools as S
 
 ALPHA = 1e-3
 D = 4000
