@@ -873,9 +873,9 @@ class Mechanism(abc.ABC):
 
     def _repr_html_(self) -> str:
         """Notebook view: parameters, noise per component, the guarantee and each assumption check."""
-        from ..diagnostics.html import mechanism_html
+        from .._display import view
 
-        return mechanism_html(self)
+        return view("mechanism_html", self)
 
 
 def _valid_range(query: Any, records: int | None, k: int) -> np.ndarray | None:
