@@ -562,9 +562,9 @@ class JointGaussian:
                 f"sum would be epsilon={self.epsilon_sum:g}, delta={self.delta_sum:g})")
 
     def _repr_html_(self) -> str:
-        from ..diagnostics.html import joint_gaussian_html
+        from .._display import view
 
-        return joint_gaussian_html(self)
+        return view("joint_gaussian_html", self)
 
 
 def _record(mech: Any) -> Any:

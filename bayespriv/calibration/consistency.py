@@ -85,12 +85,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnverifiedCalibrationError
-from .moments import sample_moments, shrink_factor
+from .moments import RTOL, law_mismatch, sample_moments, shrink_factor, worst_violation as _worst
 
 __all__ = ["RTOL", "check_calibration", "check_chain", "check_quilt", "law_mismatch"]
 
 #: Relative tolerance of a recomputed quantity, of its natural scale (see the module notes).
-RTOL = 1e-9
 
 _REMEDY = ("No calibration computes such a file: it comes from a bug in the program that wrote it or from an edit "
            "(which, under a valid MAC, takes someone holding the key). Do not release from it; re-run calibrate")
@@ -98,51 +97,6 @@ _REMEDY = ("No calibration computes such a file: it comes from a bug in the prog
 
 def _refuse(source: str, what: str) -> UnverifiedCalibrationError:
     return UnverifiedCalibrationError(f"{source} must agree with itself; got {what}. {_REMEDY}")
-
-
-def _worst(diff: np.ndarray, scale: np.ndarray) -> tuple[int, ...] | None:
-    """Index of the largest violation of |diff| <= RTOL·scale (None when none)."""
-    bad = ~(np.abs(diff) <= RTOL * scale)  # NaN counts as a violation
-    if not bad.any():
-        return None
-    excess = np.where(bad, np.abs(np.nan_to_num(diff, nan=np.inf)) / np.maximum(scale, np.finfo(float).tiny), -1.0)
-    return tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), diff.shape))
-
-
-def law_mismatch(secrets: Any, names: Any, laws: Any, mean_array: np.ndarray, cov_array: np.ndarray) -> str | None:
-    """Where ``mean_array`` / ``cov_array`` are not the moments of the exact ``laws`` (None when they are).
-
-    The moments are recomputed as :class:`~bayespriv.calibration.laws.FiniteLaw` computes them and
-    compared within :data:`RTOL` of their natural scale (the standard deviation of a component for a
-    mean, ``√(σ_c² σ_d²)`` for a covariance entry), as for samples.
-
-    Parameters
-    ----------
-    secrets : sequence of Secret
-    names : sequence of str
-        Component names, for the message.
-    laws : mapping of str to FiniteLaw
-        By secret label.
-    mean_array, cov_array : ndarray (S, k), (S, k, k)
-
-    Returns
-    -------
-    str or None
-        The quantity, secret and component, with the stored and recomputed values.
-    """
-    mean = np.stack([laws[s.label].mean for s in secrets])
-    cov = np.stack([laws[s.label].cov for s in secrets])
-    sd = np.sqrt(np.clip(np.diagonal(cov, axis1=1, axis2=2), 0, None))
-    for name, stored, fresh, scale in (("mean", mean_array, mean, sd + np.abs(mean)),
-                                       ("cov", cov_array, cov, sd[:, :, None] * sd[:, None, :] + np.abs(cov))):
-        if stored.shape != fresh.shape:
-            return f"{name} of shape {stored.shape} for laws giving {fresh.shape}"
-        where = _worst(stored - fresh, scale)
-        if where is not None:
-            comp = ", ".join(str(names[c]) for c in where[1:])
-            return (f"{name} of secret {secrets[where[0]].label!r}, component {comp}: stored {stored[where]!r}, "
-                    f"recomputed from the stored law {fresh[where]!r}")
-    return None
 
 
 def _check_draws(cal: Any, node: str, source: str) -> None:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -415,6 +415,38 @@ def calibrate(
     >>> plug_in.sensitivity(bound=True) == plug_in.sensitivity(), plug_in.confidence
     (True, None)
     """
+    request = _validated_request(model, pairs, query, n_draws, confidence, chunk_size, progress, exact_laws)
+    root = as_seed_sequence(rng)
+    # Seeds: a single model keeps root -> secret -> chunk; a family adds a θ level first.
+    seeds = root.spawn(len(request.members)) if request.family else [root]
+    with _posterior_cache.offered(_offered_posteriors(reuse)):
+        prepared = [m.prepare(request.secrets, np.random.default_rng(_prepare_seed(seed)))
+                    for m, seed in zip(request.members, seeds)]
+    laws = _tabulated_laws(prepared, request.secrets, query, exact_laws)
+    samples = _draw_samples(request, prepared, seeds, executor, progress)
+    result = _summarised(request, prepared, samples, laws)
+    result = _family_result(result, model.covers) if request.family else result[0]
+    _MODELS[result] = model
+    return result
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A checked calibration request: the models (one, or a family's members), the secrets, the query."""
+
+    members: tuple[Any, ...]
+    family: bool
+    pairs: tuple[SecretPair, ...]
+    secrets: tuple[Secret, ...]
+    query: Query
+    n_draws: int
+    confidence: float | None
+    chunk_size: int | None
+
+
+def _validated_request(model: Any, pairs: Any, query: Any, n_draws: Any, confidence: Any, chunk_size: Any,
+                       progress: Any, exact_laws: Any) -> _Request:
+    """Check every argument of :func:`calibrate` (types, ranges, memory, columns, secrets) before any draw."""
     if not isinstance(model, (DataModel, DataModelFamily)):
         raise ParameterTypeError(f"model must be a bayespriv DataModel or DataModelFamily; got {type(model).__name__}")
     if not isinstance(query, Query):
@@ -428,44 +460,43 @@ def calibrate(
     if not (exact_laws == "auto" or isinstance(exact_laws, (bool, np.bool_))):
         raise fail("exact_laws", "'auto', True or False", exact_laws)
     family = isinstance(model, DataModelFamily)
-    members = list(model.members) if family else [model]
-    n_secrets = len(dict.fromkeys(s for p in pairs for s in p.secrets))
+    members = tuple(model.members) if family else (model,)
+    secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
     # The samples (members x secrets x n_draws x k, k >= 1) are kept: refuse before drawing if they cannot fit.
-    check_memory(8.0 * len(members) * n_secrets * n_draws * max(query.k or 1, 1), "n_draws", n_draws,
-                 f"the calibration samples ({len(members)} model(s) x {n_secrets} secrets x {n_draws} draws x "
+    check_memory(8.0 * len(members) * len(secrets) * n_draws * max(query.k or 1, 1), "n_draws", n_draws,
+                 f"the calibration samples ({len(members)} model(s) x {len(secrets)} secrets x {n_draws} draws x "
                  f"{query.k or 'k >= 1'} components, 8 bytes each)")
     missing = [c for c in query.columns if c not in members[0].columns]
     if missing:
         raise ValidationError(f"query columns must be columns of the data model {list(members[0].columns)!r}; got {missing!r}")
-    secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
     for m in members:
         for s in secrets:
             m.check_secret(s)
-    offered = _offered_posteriors(reuse)
-    root = as_seed_sequence(rng)
-    # Seeds: a single model keeps root -> secret -> chunk; a family adds a θ level first.
-    seeds = root.spawn(len(members)) if family else [root]
-    with _posterior_cache.offered(offered):
-        prepared = [m.prepare(secrets, np.random.default_rng(_prepare_seed(seed))) for m, seed in zip(members, seeds)]
-    laws = _tabulated_laws(prepared, secrets, query, exact_laws)
-    tasks, per_secret = _plan(prepared, secrets, query, n_draws, seeds, chunk_size)
-    label = f"calibrating {len(members)} models" if family else "calibrating"
+    return _Request(members, family, tuple(pairs), secrets, query, n_draws, confidence, chunk_size)
+
+
+def _draw_samples(request: _Request, prepared: list, seeds: list, executor: Any, progress: Any) -> np.ndarray:
+    """F(X) | secret for every prepared model, secret and draw: (members, secrets, n_draws, k)."""
+    tasks, per_secret = _plan(prepared, request.secrets, request.query, request.n_draws, seeds, request.chunk_size)
+    label = f"calibrating {len(request.members)} models" if request.family else "calibrating"
     with progress_bar(len(tasks), label, progress) as bar:
         results = _map(tasks, executor, bar)
-    samples = _assemble(results, len(prepared), len(secrets), per_secret, query)
+    return _assemble(results, len(prepared), len(request.secrets), per_secret, request.query)
+
+
+def _summarised(request: _Request, prepared: list, samples: np.ndarray, laws: Any) -> list[Calibration]:
+    """One Calibration per prepared model, with the Bonferroni count over every member's intervals."""
     k = samples.shape[-1]
-    n_events = len(prepared) * _events(len(secrets), k)
+    n_events = len(prepared) * _events(len(request.secrets), k)
     if laws is None:
-        _refuse_too_few_draws(n_draws, confidence, k, n_events)
-    cals = [
-        calibration_from_samples(samples[i], secrets, pairs, query, confidence=confidence, n_records=m.n_records,
-                                 theta=m.theta or None, n_events=n_events, diagnostics=dict(m.diagnostics),
-                                 posteriors=m.posteriors, finite_laws=None if laws is None else laws[i])
+        _refuse_too_few_draws(request.n_draws, request.confidence, k, n_events)
+    return [
+        calibration_from_samples(samples[i], request.secrets, request.pairs, request.query,
+                                 confidence=request.confidence, n_records=m.n_records, theta=m.theta or None,
+                                 n_events=n_events, diagnostics=dict(m.diagnostics), posteriors=m.posteriors,
+                                 finite_laws=None if laws is None else laws[i])
         for i, m in enumerate(prepared)
     ]
-    result = _family_result(cals, model.covers) if family else cals[0]
-    _MODELS[result] = model
-    return result
 
 
 def _family_result(cals: list[Calibration], covers: str) -> Calibration:

@@ -96,6 +96,7 @@ import bayespriv.calibration.signing as signing
 
 from .result import Calibration
 from .signing import UNVERIFIED, FileProvenance
+from ._hooks import register
 
 __all__ = ["save_calibration", "load_calibration", "read_metadata", "check_query", "FORMAT", "FORMAT_VERSION", "ENGINE"]
 
@@ -257,6 +258,7 @@ def _check_path(path: Any, *, must_exist: bool) -> Path:
     return p
 
 
+@register  # Calibration's convenience method calls it by name (_hooks)
 def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = None, key: bytes | None = None) -> Path:
     """Write ``calibration`` to ``path`` (netCDF-4, h5netcdf engine), signed; overwrites.
 

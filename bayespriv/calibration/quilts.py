@@ -478,9 +478,9 @@ class QuiltCalibration:
         query) rebuilds an equal calibration, on which APMQM has the same noise
         and guarantee bit for bit.
         """
-        from .persist import save_calibration
+        from ._hooks import call as call_registered
 
-        return save_calibration(self, path, seed=seed, key=key)
+        return call_registered("save_calibration", self, path, seed=seed, key=key)
 
     def best(self, node: Hashable, epsilon: float, member: int | None = None) -> QuiltScore | None:
         """Algorithm 2's choice for ``node`` at ε: the least score among quilts with e < ε.
@@ -505,14 +505,14 @@ class QuiltCalibration:
         return None if pick < 0 else cands[pick]
 
     def __repr__(self) -> str:
-        from ..diagnostics.html import quilt_calibration_repr
+        from .._display import view
 
-        return quilt_calibration_repr(self)
+        return view("quilt_calibration_repr", self)
 
     def _repr_html_(self) -> str:
-        from ..diagnostics.html import quilt_calibration_html
+        from .._display import view
 
-        return quilt_calibration_html(self)
+        return view("quilt_calibration_html", self)
 
 
 def _undominated(z: np.ndarray, sens: np.ndarray, exhaustive: bool, n: int, node: int) -> np.ndarray:
@@ -1162,9 +1162,9 @@ class ChainCalibration:
     def to_netcdf(self, path: Any, *, seed: int | None = None, key: bytes | None = None) -> Any:
         """Save to a netCDF file, signed with ``key`` (default: the owner's key;
         :func:`~bayespriv.calibration.persist.save_calibration`)."""
-        from .persist import save_calibration
+        from ._hooks import call as call_registered
 
-        return save_calibration(self, path, seed=seed, key=key)
+        return call_registered("save_calibration", self, path, seed=seed, key=key)
 
     def nearby_counts(self) -> np.ndarray:
         """card(N) for every (i, a, b): the entries strictly between the quilt nodes."""
@@ -1184,14 +1184,14 @@ class ChainCalibration:
         return np.where(np.isfinite(e) & (e < epsilon), s, np.inf)
 
     def __repr__(self) -> str:
-        from ..diagnostics.html import chain_calibration_repr
+        from .._display import view
 
-        return chain_calibration_repr(self)
+        return view("chain_calibration_repr", self)
 
     def _repr_html_(self) -> str:
-        from ..diagnostics.html import chain_calibration_html
+        from .._display import view
 
-        return chain_calibration_html(self)
+        return view("chain_calibration_html", self)
 
 
 def calibrate_chain(

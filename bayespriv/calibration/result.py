@@ -32,7 +32,8 @@ from ..queries import Query
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair, as_pairs
 from .constraints import PairConstraints
 from .laws import FiniteLaw
-from .moments import bonferroni_z, loewner_lower
+from ._hooks import call as call_registered
+from .moments import bonferroni_z, law_mismatch, loewner_lower
 from .signing import UNVERIFIED, FileProvenance
 
 __all__ = ["Calibration"]
@@ -191,8 +192,6 @@ def _checked_laws(cal: "Calibration") -> Mapping[str, FiniteLaw]:
             raise fail(f"finite_laws[{label!r}]", f"a law of F's dimension k = {cal.k}", described(f"k = {law.k}"))
     if cal.confidence != 1.0:
         raise fail("confidence", "1.0 with exact laws (their moments hold surely)", cal.confidence)
-    from .consistency import law_mismatch
-
     wrong = law_mismatch(cal.secrets, cal.component_names, laws, cal.mean_array, cal.cov_array)
     if wrong is not None:
         raise fail("mean_array and cov_array", "the moments of finite_laws", described(wrong))
@@ -533,9 +532,8 @@ class Calibration:
         pathlib.Path
             The file written.
         """
-        from .persist import save_calibration
 
-        return save_calibration(self, path, seed=seed, key=key)
+        return call_registered("save_calibration", self, path, seed=seed, key=key)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -842,18 +840,16 @@ class Calibration:
 
         See :func:`bayespriv.calibration.convergence.convergence`.
         """
-        from .convergence import convergence
 
-        return convergence(self, ord, n_points=n_points)
+        return call_registered("convergence", self, ord, n_points=n_points)
 
     def draws_for_slack(self, target: float, ord: Any = 2) -> int:
         """Draws per secret for a sensitivity slack (bound − estimate) of ``target``.
 
         See :func:`bayespriv.calibration.convergence.draws_for_slack`.
         """
-        from .convergence import draws_for_slack
 
-        return draws_for_slack(self, target, ord)
+        return call_registered("draws_for_slack", self, target, ord)
 
     def sensitivity(self, ord: Any = 2, *, bound: bool = False) -> float:
         """Largest distance between the means of a pair, Δ_{E,ord}, over pairs
@@ -949,10 +945,9 @@ class Calibration:
         standard error of its own; the bound's excess over the estimate is its uncertainty."""
         if self.k != 1 or self.sample_array is None or self.is_family or self.confidence is None:
             return table
-        from .wasserstein import wasserstein_bounds
 
         try:
-            wb = wasserstein_bounds(self).table()
+            wb = call_registered("wasserstein_bounds", self).table()
         except Exception:  # noqa: BLE001 - a display must not fail; the mechanism reports the reason
             return table
         return table.join(wb[["estimate", "bound"]].rename(columns={"estimate": "W∞", "bound": "W∞ bound"}))
@@ -989,9 +984,8 @@ class Calibration:
         The W∞ bound is infinite when the query proves no support for F (a mean without
         ``bounds=``): its DKW band then reaches the unbounded tails.
         """
-        from .wasserstein import query_support
 
-        lo, hi = query_support(self.query, self.k, self.n_records)
+        lo, hi = call_registered("query_support", self.query, self.k, self.n_records)
         name = self.query_name or "the query"
         why = (f"unbounded: {name} has no declared bounds"
                if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))

@@ -188,6 +188,7 @@ from ..queries import Query, _Clipped, _Indicator
 from ..secrets import SecretPair
 from .result import Calibration
 from .signing import UNVERIFIED
+from ._hooks import register
 
 __all__ = [
     "PairWasserstein",
@@ -718,6 +719,7 @@ def _exact_bounds(calibration: Calibration, members: tuple[Calibration, ...], de
 # -- support of F --------------------------------------------------------------------------------------
 
 
+@register  # Calibration's convenience method calls it by name (_hooks)
 def query_support(query: Query | None, k: int, n_records: int | None) -> tuple[np.ndarray, np.ndarray]:
     """Support ``(lo, hi)`` of F that the query proves, ±inf where it proves none.
 
@@ -867,6 +869,7 @@ def _resolve_method(method: Any, k: int, delta: float) -> str:
     return method
 
 
+@register  # Calibration's convenience method calls it by name (_hooks)
 def wasserstein_bounds(
     calibration: Calibration,
     *,

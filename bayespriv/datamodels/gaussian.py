@@ -18,11 +18,26 @@ __all__ = ["GaussianDataModel"]
 #: Standard normals drawn per block while sampling (2 MiB of float64, rounded down to whole records;
 #: at least one record).
 BLOCK_ELEMENTS = 1 << 18
-#: Up to this many multiply-adds per record (computed columns × m), each block's product L_rows Z_blockᵀ
-#: is made by NumPy ufuncs on one thread rather than by BLAS: a BLAS call this small gains nothing from
-#: threads, and on a busy machine its thread pool waits for a free core on every call (measured: the
-#: sampler 1.5-3× slower with one core taken by another process). Larger products go to BLAS.
-UFUNC_PRODUCT_MAX = 64
+#: Multiply-adds of one block's product L_rows Z_blockᵀ (computed columns × m × records) at most, so that
+#: OpenBLAS makes it on the calling thread: it only starts its thread pool above 4 · 65,536 multiply-adds,
+#: and on a busy machine that pool waits for a free core on every call (measured on 2 shared cores: the
+#: same 3 × 3 × 87,381 product 5.5 ms with the pool, 0.15 ms per 21,845 records without it). One-thread
+#: BLAS is ~4× faster than the same product by NumPy ufuncs.
+BLAS_ONE_THREAD_MULADDS = 1 << 17
+#: Blocks are kept under :data:`BLAS_ONE_THREAD_MULADDS` only while they still hold this many records;
+#: wider products (many columns) use blocks of :data:`BLOCK_ELEMENTS`, where BLAS threads pay.
+MIN_BLOCK_RECORDS = 1024
+
+
+def _block_records(n_rows: int, m: int) -> int:
+    """Records per block: at most :data:`BLOCK_ELEMENTS` numbers, and at most
+    :data:`BLAS_ONE_THREAD_MULADDS` multiply-adds in the product of ``n_rows`` computed columns
+    unless that leaves fewer than :data:`MIN_BLOCK_RECORDS` records; at least one record."""
+    records = max(1, BLOCK_ELEMENTS // m)
+    one_thread = BLAS_ONE_THREAD_MULADDS // (n_rows * m)
+    if one_thread >= MIN_BLOCK_RECORDS:
+        records = min(records, one_thread)
+    return records
 
 
 class GaussianDataModel(DataModel):
@@ -95,12 +110,12 @@ class GaussianDataModel(DataModel):
         The standard normals are drawn in the order of one ``(n_draws, n_records, m)``
         array Z (same seed, same Z as drawing it at once), in blocks of whole records of
         about :data:`BLOCK_ELEMENTS` numbers into one reused buffer, so that Z never
-        exists in full. Each block is one 2-D product ``L_rows @ Z_blockᵀ`` (ufuncs on one
-        thread for small products, :data:`UFUNC_PRODUCT_MAX`, else BLAS) written straight
+        exists in full. Each block is one 2-D BLAS product ``L_rows @ Z_blockᵀ``, small enough
+        to run on the calling thread (:func:`_block_records`), written straight
         into the output, laid out column by column (``(columns, n_draws, n_records)``),
         and μ is added while the block is in cache: every returned column is a contiguous
         array, and only the requested columns (and the secret's) are computed. Memory:
-        the output plus one block (and one scratch row of it).
+        the output plus one block.
         """
         m = len(self.columns)
         n = self.n_records
@@ -112,23 +127,14 @@ class GaussianDataModel(DataModel):
         x = np.empty((len(rows), n_draws, n))
         flat = x.reshape(len(rows), n_draws * n)  # a view: records in the order of Z
         total = n_draws * n
-        per_block = max(1, BLOCK_ELEMENTS // m)
+        per_block = _block_records(len(rows), m)
         buffer = np.empty((min(per_block, total), m))
-        scratch = np.empty(min(per_block, total)) if len(rows) * m <= UFUNC_PRODUCT_MAX else None
         for start in range(0, total, per_block):
             stop = min(total, start + per_block)
             z = buffer[:stop - start]
             rng.standard_normal(out=z)
             out = flat[:, start:stop]
-            if scratch is None:
-                np.matmul(factor, z.T, out=out)
-            else:  # the same product by single-threaded ufuncs (see UFUNC_PRODUCT_MAX)
-                term = scratch[:stop - start]
-                for r in range(len(rows)):
-                    np.multiply(z[:, 0], factor[r, 0], out=out[r])
-                    for k in range(1, m):
-                        np.multiply(z[:, k], factor[r, k], out=term)
-                        out[r] += term
+            np.matmul(factor, z.T, out=out)
             out += mean
         if secret is not None:
             i = rows.index(secret_column)

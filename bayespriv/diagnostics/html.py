@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._display import cell, frame_html, frame_text
+from .._display import cell, frame_html, frame_text, register_view
 from ..errors import BayesPrivError, ParameterTypeError
 
 __all__ = [
@@ -166,6 +166,7 @@ def _checks_html(mech: Any) -> str:
             f"{table}</div>")
 
 
+@register_view
 def mechanism_html(mech: Any) -> str:
     """An HTML view of a mechanism: parameters, noise, expected error, guarantee, assumption checks.
 
@@ -216,6 +217,7 @@ def mechanism_html(mech: Any) -> str:
 
 
 # -- quilt and chain calibrations -----------------------------------------------------------------------------
+@register_view
 def quilt_calibration_repr(cal: Any) -> str:
     """One readable line for a :class:`~bayespriv.calibration.quilts.QuiltCalibration`."""
     q = getattr(cal.query, "name", None) or "?"
@@ -239,6 +241,7 @@ def _quilt_rows(cal: Any, node: Any) -> pd.DataFrame:
     return df.drop(columns="why")
 
 
+@register_view
 def quilt_calibration_html(cal: Any, *, max_rows: int = 12) -> str:
     """An HTML view of a quilt calibration: summary, and the kept quilts of each sensitive node.
 
@@ -270,6 +273,7 @@ def quilt_calibration_html(cal: Any, *, max_rows: int = 12) -> str:
     return _section("QuiltCalibration", quilt_calibration_repr(cal), parts)
 
 
+@register_view
 def chain_calibration_repr(cal: Any) -> str:
     """One readable line for a :class:`~bayespriv.calibration.quilts.ChainCalibration`."""
     q = getattr(cal.query, "name", None) or "?"
@@ -277,6 +281,7 @@ def chain_calibration_repr(cal: Any) -> str:
             f"chains={len(cal.chains)}, L={cal.lipschitz:.4g}, window={cal.window})")
 
 
+@register_view
 def chain_calibration_html(cal: Any) -> str:
     """An HTML view of a Markov-chain calibration (for MQM): its parameters and the chain(s).
 
@@ -300,6 +305,7 @@ def chain_calibration_html(cal: Any) -> str:
 
 
 # -- joint accounting -----------------------------------------------------------------------------------------
+@register_view
 def joint_gaussian_html(joint: Any) -> str:
     """An HTML view of a :class:`~bayespriv.accounting.JointGaussian`: ε of each release, of their
     sum and of the joint release; the output-law mode; the guarantee.

@@ -512,6 +512,70 @@ def test_the_model_keeps_its_own_copy_of_the_table():
     assert model._column("s").tolist() == ["a", "b", "a"]
 
 
+# -- text columns read without coding them ------------------------------------------------------------
+def _features_by_codes(model, query):
+    """The features the coded path gives (h on the distinct unicode strings, gathered by code)."""
+    out = []
+    for comp in query.components:
+        codes, distinct = model._codes(comp.columns[0])
+        out.append(emp._record_values(comp, {comp.columns[0]: distinct[None, :]}, distinct.size)[codes])
+    return np.array(out)
+
+
+def test_plain_text_features_equal_the_coded_features():
+    rng = np.random.default_rng(3)
+    table = pd.DataFrame({"g": rng.choice(["ab", "b", "Ab", "ba"], 500), "x": rng.normal(size=500)})
+    query = bp.stack(bp.count(lambda b: b["g"] == "ab", "g"), bp.proportion(lambda b: b["g"] > "b", "g"),
+                     bp.count(lambda b: np.isin(b["g"], ["b", "Ab"]), "g"))
+    model = bp.EmpiricalDataModel(table, 20)
+    H = model._features(query).H
+    assert "g" not in model._coded  # read as objects, never coded
+    np.testing.assert_array_equal(H, _features_by_codes(bp.EmpiricalDataModel(table, 20), query))
+
+
+def test_a_predicate_that_reads_objects_differently_gets_the_unicode_values():
+    """Broken twin of the object path: a predicate whose answer depends on the array type is caught
+    by the check on the distinct strings and evaluated on unicode, as batches hold them."""
+    table = pd.DataFrame({"g": ["a", "b", "a", "c"]})
+    typed = bp.count(lambda b: np.full(b["g"].shape, b["g"].dtype.kind == "U"), "g", name="unicode?")
+    starts = bp.count(lambda b: np.strings.startswith(b["g"], "a"), "g", name="starts with a")  # fails on objects
+    model = bp.EmpiricalDataModel(table, 2)
+    np.testing.assert_array_equal(model._features(typed).H[0], [1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(model._features(starts).H[0], [1.0, 0.0, 1.0, 0.0])
+
+
+def test_secret_strata_of_plain_mixed_and_converted_text_columns_agree():
+    rng = np.random.default_rng(4)
+    labels = rng.choice(["u", "v", "w"], 300)
+    plain = bp.EmpiricalDataModel(pd.DataFrame({"g": labels}), 10)
+    mixed = bp.EmpiricalDataModel(pd.DataFrame({"g": [1 if v == "w" else v for v in labels]}, dtype=object), 10)
+    converted = bp.EmpiricalDataModel(pd.DataFrame({"g": labels}), 10)
+    converted._column("g")
+    expected = np.flatnonzero(labels == "v")
+    for model in (plain, mixed, converted):
+        np.testing.assert_array_equal(model._strata("g", "v")[0], expected)
+    assert "g" not in plain._coded and "g" in mixed._coded
+    np.testing.assert_array_equal(mixed._strata("g", 1)[0], np.flatnonzero(labels == "w"))
+
+
+def test_integer_columns_are_converted_on_first_use_and_kept_as_they_were():
+    table = pd.DataFrame({"n": np.arange(5, dtype=np.int64), "u": np.arange(5, dtype=np.uint8)})
+    model = bp.EmpiricalDataModel(table, 2)
+    table.loc[0, ["n", "u"]] = [99, 7]
+    assert model._column("n").dtype == np.float64 and model._column("n").tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert model._column("u").tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("gather", [1, 7, emp.GATHER_ELEMENTS])
+def test_subset_sums_equal_per_component_sums_for_any_block(gather, monkeypatch):
+    monkeypatch.setattr(emp, "GATHER_ELEMENTS", gather)
+    rng = np.random.default_rng(5)
+    H, sub = rng.normal(size=(4, 50)), rng.integers(0, 50, size=(30, 6))
+    out = np.ones((30, 4))
+    emp._add_subset_sums(out, H, sub)
+    np.testing.assert_allclose(out, 1.0 + np.stack([H[c][sub].sum(axis=1) for c in range(4)], axis=1), rtol=1e-13, atol=1e-13)
+
+
 # -- exact laws of counts (hypergeometric per stratum, convolved) ---------------------------------------
 #
 # Independent references: (1) enumeration of every equally likely dataset of the tiny table; (2) the

@@ -131,20 +131,21 @@ def _batched_product(model, secret, n_draws, rng, columns):
     return {c: x[:, :, model.columns.index(c)] for c in columns}
 
 
-@pytest.mark.parametrize("ufunc_max", [64, 0])
+@pytest.mark.parametrize("one_thread", [1 << 17, 45])
 @pytest.mark.parametrize("block", [1 << 18, 50, 1])
 @pytest.mark.parametrize("secret", [None, bp.DatasetSecret.mean("x1", 0.7)])
 @pytest.mark.parametrize("columns", [COLS, ["x2"], ["x2", "x0"]])
-def test_sampling_draws_the_numbers_of_the_batched_product(monkeypatch, ufunc_max, block, secret, columns):
+def test_sampling_draws_the_numbers_of_the_batched_product(monkeypatch, one_thread, block, secret, columns):
     """Same seed, same datasets as the 3-D batched product, up to floating-point rounding (blocks of
     records drawn in order give the same standard normals; only the products' summation order may
     differ), for blocks of every size (one block; 16 records, across the 17-record datasets; one
-    record), with and without a mean secret, for column subsets with or without the secret's column,
-    the products made by ufuncs (the default for 3 columns) or by BLAS (``UFUNC_PRODUCT_MAX = 0``)."""
+    record; 5 to 15 records when the one-thread product bound is 45 multiply-adds), with and without
+    a mean secret, for column subsets with or without the secret's column."""
     from bayespriv.datamodels import gaussian
 
     monkeypatch.setattr(gaussian, "BLOCK_ELEMENTS", block)
-    monkeypatch.setattr(gaussian, "UFUNC_PRODUCT_MAX", ufunc_max)
+    monkeypatch.setattr(gaussian, "BLAS_ONE_THREAD_MULADDS", one_thread)
+    monkeypatch.setattr(gaussian, "MIN_BLOCK_RECORDS", 1)
     model = bp.GaussianDataModel([1.0, -2.0, 3.0], COVS[3], COLS, 17)
     new = model.sample(secret, 7, rng=11, columns=columns)
     old = _batched_product(model, secret, 7, np.random.default_rng(11), columns)
@@ -152,6 +153,17 @@ def test_sampling_draws_the_numbers_of_the_batched_product(monkeypatch, ufunc_ma
     for c in columns:
         assert new[c].shape == (7, 17) and new[c].flags.c_contiguous
         np.testing.assert_allclose(new[c], old[c], rtol=1e-12, atol=1e-12)
+
+
+def test_blocks_stay_under_the_one_thread_product_bound_unless_too_few_records():
+    from bayespriv.datamodels import gaussian
+
+    for n_rows, m in [(1, 3), (3, 3), (5, 5), (2, 40)]:
+        records = gaussian._block_records(n_rows, m)
+        assert records * n_rows * m <= gaussian.BLAS_ONE_THREAD_MULADDS
+        assert records >= gaussian.MIN_BLOCK_RECORDS and records * m <= gaussian.BLOCK_ELEMENTS
+    wide = gaussian._block_records(200, 200)  # a one-thread block would hold 3 records: full blocks instead
+    assert wide == gaussian.BLOCK_ELEMENTS // 200
 
 
 def test_sampling_memory_is_the_output_and_one_block(monkeypatch):
