@@ -663,9 +663,14 @@ def _add_release_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=_fill("Load CAL.nc with the query of SCRIPT.py (refused if its fingerprint differs from the "
                           "calibrated one), build NAME(calibration, epsilon=E[, delta=D]), release on the CSV file and "
-                          "print JSON: value, component names, the guarantee, established, seeded, ledger id. Noise "
-                          "comes from the OS CSPRNG. With --ledger the budget of every protected attribute is checked "
-                          "and spent before any noise is drawn.") + "\n\n" + _fill(f"Mechanisms: {names}."))
+                          "print JSON: value, component names, the guarantee, established, seeded, ledger id, and "
+                          "what a recipient needs to read the value: the noise added (its covariance, or Laplace "
+                          "scale and basis), the noise sd of each component, a noise-only confidence interval "
+                          "(--level) and the query's valid range. Noise comes from the OS CSPRNG. With --ledger the "
+                          "budget of every protected attribute is checked and spent before any noise is drawn.")
+        + "\n\n" + _fill("The interval holds the exact answer on DATA.csv with probability --level over the noise; it "
+                          "and --clip are post-processing of the released value, free of privacy cost.")
+        + "\n\n" + _fill(f"Mechanisms: {names}."))
     rel.add_argument("calibration", type=Path, metavar="CAL.nc", help="a file written by `bayespriv calibrate`")
     rel.add_argument("--script", type=Path, required=True, metavar="SCRIPT.py",
                      help="the calibration script (provides the query again)")
@@ -694,6 +699,16 @@ def _add_release_parser(sub: Any) -> None:
                           "gates the release)")
     rel.add_argument("--accept-failed-assumptions", action="store_true",
                      help="release even if a checked assumption failed (recorded as NOT ESTABLISHED)")
+    rel.add_argument("--clip", action="store_true",
+                     help="project the released value into the query's valid range (counts into [0, n], proportions "
+                          "into [0, 1], bounded means into their bounds): post-processing, free of privacy cost, "
+                          "recorded as \"postprocessed\": [\"clip\"]. Never applied unless given")
+    rel.add_argument("--level", type=_float_in(0.0, 1.0, name="level"), default=0.95,
+                     help="probability of the noise-only confidence interval printed for each component "
+                          "(default 0.95)")
+    rel.add_argument("--format", choices=("json", "text"), default="json", dest="output_format",
+                     help="json (default): the full record; text: one line per component, value ± noise sd, "
+                          "then the interval and the guarantee")
     _add_trust_arguments(rel, release=True)
     rel.set_defaults(func=_release_cmd)
 
@@ -946,19 +961,32 @@ def _open_ledger(args: argparse.Namespace, mech: Any) -> Any:
 
 
 def _release_cmd(args: argparse.Namespace) -> int:
-    import json
-
-    from bayespriv.accounting.joint import JointAccountingError, JointLeakError
-    from bayespriv.errors import AssumptionFailedError, BudgetExceededError, ReleaseMismatchError
-
     query = _script_query(_run_script(args.script, "--script"), args.script, "--script")
     cal = _load_trusting(args.calibration, "CAL.nc", query, args.trust_unverified)
     data = _read_data(args.data)
     mech = _build_mechanism(cal, args)
     ledger = _open_ledger(args, mech)
     try:
-        release = mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions,
-                               dataset_name=args.dataset_name, independent=args.independent, **_unverified_opt_in(args))
+        release = _release_on(mech, data, ledger, args)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    if args.output_format == "text":
+        print(_release_text(release, args))
+    else:
+        print(_release_json(release, args, query))
+    return 0
+
+
+def _release_on(mech: Any, data: Any, ledger: Any, args: argparse.Namespace) -> Any:
+    """``mech.release`` on the data, each refusal turned into the command's one-line error."""
+    from bayespriv.accounting.joint import JointAccountingError, JointLeakError
+    from bayespriv.errors import AssumptionFailedError, BudgetExceededError, ReleaseMismatchError
+
+    try:
+        return mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions,
+                            dataset_name=args.dataset_name, independent=args.independent, clip=args.clip,
+                            **_unverified_opt_in(args))
     except ReleaseMismatchError as exc:
         raise _ArgumentProblem("--data", str(exc), "pass the dataset the calibration was made for (rows, columns "
                                                    "and query as calibrated)") from exc
@@ -978,25 +1006,36 @@ def _release_cmd(args: argparse.Namespace) -> int:
     except AssumptionFailedError as exc:
         raise _ArgumentProblem("--mechanism", str(exc), "follow a remedy above, or pass --accept-failed-assumptions "
                                "to release with the guarantee recorded as NOT ESTABLISHED", code=1) from exc
-    g = release.guarantee
-    out = {
-        "value": [float(v) for v in release.value],
-        "components": list(release.component_names),
-        "query": release.query,
-        "query_fingerprint": query.fingerprint,
-        "mechanism": release.mechanism,
-        "guarantee": {"epsilon": g.epsilon, "delta": g.delta, "confidence": g.confidence,
-                      "assumptions": list(g.assumptions), "failed_assumptions": list(g.failed_assumptions),
-                      "unchecked_assumptions": list(getattr(g, "unchecked_assumptions", ())), "theorem": g.theorem},
-        "established": bool(g.established),
-        "seeded": bool(release.seeded),
-        "protected": list(release.protected),
-        "ledger_id": release.ledger_id,
-        "calibration": str(args.calibration),
-        "verified": bool(release.verified),
-    }
-    print(json.dumps(out, indent=2, ensure_ascii=False))
-    return 0
+
+
+def _release_json(release: Any, args: argparse.Namespace, query: Any) -> str:
+    """The release as JSON (``Release.to_dict``, which ``Release.from_dict`` reads back), with the query's
+    fingerprint and the calibration file."""
+    import json
+
+    out = release.to_dict(level=args.level)
+    out["query_fingerprint"] = query.fingerprint
+    out["calibration"] = str(args.calibration)
+    return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def _release_text(release: Any, args: argparse.Namespace) -> str:
+    """One line per component (``mean(x) = 148.52 ± 12.3 (sd)``, its noise-only interval), then the
+    mechanism, the guarantee, post-processing and the ledger row."""
+    pct = f"{100 * args.level:g}%"
+    lines = []
+    for line, (low, high) in zip(release.summary(), release.interval(args.level)):
+        lines.append(f"{line}    {pct} noise interval [{low:.6g}, {high:.6g}]")
+    lines.append(f"mechanism: {release.mechanism}; guarantee {release.guarantee}")
+    if not release.established:
+        lines.append("NOT ESTABLISHED: released with a failed assumption check")
+    if not release.verified:
+        lines.append("UNVERIFIED calibration: released with --accept-unverified")
+    if release.postprocessed:
+        lines.append(f"post-processing (free of privacy cost): {', '.join(release.postprocessed)}")
+    if release.ledger_id is not None:
+        lines.append(f"ledger row: {release.ledger_id} in {str(args.ledger)!r}")
+    return "\n".join(lines)
 
 
 def _existing_ledger(path: Path) -> Any:

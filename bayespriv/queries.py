@@ -95,6 +95,11 @@ class Query:
         largest L1 change of F when the columns in A change arbitrarily (other
         columns fixed), as a number ≥ 0 or a callable ``n_records -> number``.
         A declaration for a superset of A also covers A (Δ is monotone in A).
+    output_range : sequence of (low, high), optional
+        The range each component's true value lies in (``-inf`` / ``inf`` where unbounded), one
+        pair per component: what :meth:`valid_range` reports for a user query, and what a release's
+        opt-in ``clipped()`` projects into. It does not change what F computes (nor its
+        fingerprint). The ready-made queries know their range without it.
 
     Examples
     --------
@@ -110,6 +115,7 @@ class Query:
     column_sensitivities: Mapping[str | frozenset[str] | tuple[str, ...], float | Callable[[int], float]] | None = field(
         default=None, repr=False
     )
+    output_range: tuple[tuple[float, float], ...] | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict:
         # Mapping proxies do not pickle; calibrations (and their query) go to process pools.
@@ -135,6 +141,8 @@ class Query:
             object.__setattr__(self, "output_names", _check_output_names(self.output_names))
         if self.column_sensitivities is not None:
             object.__setattr__(self, "column_sensitivities", _declared_column_sensitivities(self.column_sensitivities))
+        if self.output_range is not None:
+            object.__setattr__(self, "output_range", _check_output_range(self.output_range, self.k))
 
     # -- shape -----------------------------------------------------------------
     @property
@@ -183,6 +191,49 @@ class Query:
         False
         """
         return query_fingerprint(self)
+
+    def valid_range(self, n_records: int | None = None, *, k: int | None = None) -> np.ndarray:
+        """The range of each component's true value: an array ``(k, 2)`` of (low, high), ±inf where unbounded.
+
+        Ready-made queries know theirs: a count lies in [0, n] (n = ``n_records``; [0, inf) when it
+        is not given), a proportion in [0, 1], a mean with ``bounds=(low, high)`` in [low, high]
+        (its values are clipped into them), a mean without bounds anywhere. A stack concatenates
+        the ranges of its parts. A user query states its range with ``output_range=``; without it
+        every component is unbounded.
+
+        Parameters
+        ----------
+        n_records : int, optional
+            Rows of the dataset (bounds counts and other sums).
+        k : int, optional
+            Number of components, needed for a user query that does not declare it (no
+            ``output_names`` nor ``output_range``).
+
+        Examples
+        --------
+        >>> import bayespriv as bp
+        >>> q = bp.stack(bp.count(lambda b: b["x"] > 0, "x"), bp.proportion(lambda b: b["x"] > 0, "x"),
+        ...              bp.mean("x", bounds=(-1.0, 2.0)), bp.mean("x"))
+        >>> q.valid_range(50).tolist()
+        [[0.0, 50.0], [0.0, 1.0], [-1.0, 2.0], [-inf, inf]]
+        """
+        n = None if n_records is None else check_positive_int(n_records, "n_records")
+        if self.output_range is not None:
+            out = np.array(self.output_range, dtype=float)
+        elif self.components:
+            out = np.array([_component_range(c, n) for c in self.components], dtype=float)
+        elif isinstance(self.fn, _Concatenated) and all(_knows_k(q) for q in self.fn.queries):
+            out = np.concatenate([q.valid_range(n) for q in self.fn.queries], axis=0)
+        else:
+            size = self.k if self.k is not None else k
+            if size is None:
+                raise fail("k", f"the number of components of query {self.name!r} (it declares neither "
+                           "output_names nor output_range)", k)
+            out = np.tile([-np.inf, np.inf], (check_positive_int(size, "k"), 1))
+        if k is not None and out.shape[0] != k:
+            raise ValidationError(f"query {self.name!r} must have k={k} components to give their range; "
+                                  f"it has {out.shape[0]}")
+        return out
 
     @property
     def additive(self) -> bool:
@@ -355,6 +406,41 @@ def _numeric_output(value: Any, name: str) -> np.ndarray:
     return arr.astype(float, copy=False)
 
 
+def _check_output_range(value: Any, k: int | None) -> tuple[tuple[float, float], ...]:
+    """One (low, high) pair of numbers per component, low <= high (±inf allowed, NaN not)."""
+    rule = "a sequence of (low, high) pairs of numbers with low <= high, one per component"
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray)) or len(value) == 0:
+        raise fail("output_range", rule, value)
+    out = []
+    for pair in value:
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, (list, tuple, np.ndarray)) or len(pair) != 2:
+            raise fail("output_range", rule, value)
+        lo, hi = (check_real("output_range", v) for v in pair)
+        if np.isnan(lo) or np.isnan(hi) or lo > hi:
+            raise fail("output_range", rule, value)
+        out.append((float(lo), float(hi)))
+    if k is not None and len(out) != k:
+        raise fail("output_range", f"{k} pairs, one per component (output_names)", value)
+    return tuple(out)
+
+
+def _knows_k(query: Query) -> bool:
+    """Whether ``query`` can state its range without being told its number of components."""
+    if query.k is not None or query.output_range is not None:
+        return True
+    return isinstance(query.fn, _Concatenated) and all(_knows_k(q) for q in query.fn.queries)
+
+
+def _component_range(component: Component, n: int | None) -> tuple[float, float]:
+    """[low, high] of ``scale * sum_r h(x_r)`` from the per-record range of ``h`` (its ``bounds``)."""
+    lo, hi = getattr(component.h, "bounds", (-np.inf, np.inf))
+    if component.per_mean:
+        return lo, hi
+    if n is not None:
+        return lo * n if np.isfinite(lo) else lo, hi * n if np.isfinite(hi) else hi
+    return (0.0 if lo >= 0 else -np.inf), (0.0 if hi <= 0 else np.inf)
+
+
 def _declared_column_sensitivities(value: Any) -> Mapping[frozenset[str], Any]:
     """Normalise ``column_sensitivities``: keys to frozensets of names, values checked."""
     if not isinstance(value, Mapping):
@@ -422,6 +508,11 @@ class _Clipped:
     def __call__(self, batch: Batch) -> np.ndarray:
         return np.clip(batch[self.column], self.low, self.high)
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Range of h per record."""
+        return float(self.low), float(self.high)
+
 
 @dataclass(frozen=True)
 class _Indicator:
@@ -440,6 +531,11 @@ class _Indicator:
                 f"got dtype {mask.dtype} and shape {mask.shape}"
             )
         return mask
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Range of h per record (an indicator)."""
+        return 0.0, 1.0
 
 
 @dataclass(frozen=True)

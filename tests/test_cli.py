@@ -369,3 +369,55 @@ def bp_calibration(folder: Path) -> Path:
     model = bp.GaussianDataModel([0.0, 1.0], [[1.0, 0.5], [0.5, 1.0]], ["x", "y"], 20)
     pair = bp.SecretPair(bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 1.0))
     return bp.calibrate(model, pair, bp.mean("y"), n_draws=100, rng=1).to_netcdf(folder / "small.nc")
+
+
+@pytest.fixture(scope="module")
+def scalar_workdir(workdir):
+    """The payroll with a one-component query of known range: the mean score, clipped into [2.9, 3.1]."""
+    script = workdir / "scalar.py"
+    script.write_text(TEMPLATE.read_text().replace('query = bp.stack(bp.mean("years"), bp.mean("score"))',
+                                                   'query = bp.mean("score", bounds=(2.9, 3.1))'))
+    assert main(["calibrate", str(script), "--out", str(workdir / "scalar.nc"), "--draws", "300", "--seed", "2"]) == 0
+    return workdir
+
+
+def _scalar_release_argv(d: Path) -> list[str]:
+    return ["release", str(d / "scalar.nc"), "--script", str(d / "scalar.py"), "--mechanism", "ExpM",
+            "--epsilon", "0.05", "--data", str(d / "payroll.csv")]
+
+
+def test_release_json_carries_the_noise_and_reads_back(scalar_workdir, capsys):
+    """The JSON holds the noise law, the sd per component, the interval at --level and the valid range,
+    and Release.from_dict reads it back to the same release; nothing is clipped unless asked."""
+    from bayespriv.mechanisms.guarantee import Release
+
+    capsys.readouterr()
+    assert main(_scalar_release_argv(scalar_workdir) + ["--level", "0.9"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["valid_range"] == [[2.9, 3.1]] and out["postprocessed"] == []
+    assert out["noise"]["kind"] == "laplace" and out["noise"]["laplace_scale"][0] > 0  # ExpM's default noise
+    assert len(out["noise_sd"]) == 1 and out["noise_sd"][0] == pytest.approx(2**0.5 * out["noise"]["laplace_scale"][0])
+    assert out["noise_sd"][0] == pytest.approx(out["noise"]["cov"][0][0] ** 0.5, rel=1e-12)
+    assert out["interval"]["level"] == 0.9
+    back = Release.from_dict(out)
+    assert back.value.tolist() == out["value"] and back.noise_sd.tolist() == out["noise_sd"]
+    assert back.interval(0.9)[:, 0].tolist() == out["interval"]["low"]
+    assert back.to_dict(level=0.9)["summary"] == out["summary"]
+
+
+def test_release_clip_projects_into_the_range_and_says_so(scalar_workdir, capsys):
+    """ε = 0.05 adds noise (sd about 0.5) wider than [2.9, 3.1]: with --clip every value lies in it."""
+    capsys.readouterr()
+    for _ in range(3):
+        assert main(_scalar_release_argv(scalar_workdir) + ["--clip"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["postprocessed"] == ["clip"] and 2.9 <= out["value"][0] <= 3.1
+        assert 2.9 <= out["interval"]["low"][0] <= out["interval"]["high"][0] <= 3.1
+
+
+def test_release_text_prints_a_scalar_with_its_noise_sd(scalar_workdir, capsys):
+    capsys.readouterr()
+    assert main(_scalar_release_argv(scalar_workdir) + ["--format", "text"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert re.fullmatch(r"mean\(score\) = -?\d+\.\d+ ± \d+(\.\d+)? \(sd\)    95% noise interval \[\S+, \S+\]", first), first
+    assert "[" not in first.split("=")[1].split("noise interval")[0]

@@ -119,8 +119,11 @@ def test_shell_quickstart_writes_only_ignored_files_under_work(checkout: Path, s
 def test_python_quickstart_runs_as_printed(checkout: Path, python_quickstart):
     assert python_quickstart.returncode == 0, python_quickstart.stderr[-3000:]
     assert "Warning" not in python_quickstart.stderr, python_quickstart.stderr[-3000:]
-    lines = python_quickstart.stdout.splitlines()  # its three print() calls
-    assert len(lines) == 3 and lines[0].startswith("Calibration(query='mean(weight)'"), lines
+    lines = python_quickstart.stdout.splitlines()  # its four print() calls
+    assert len(lines) == 4 and lines[0].startswith("Calibration(query='mean(weight)'"), lines
+    assert re.match(r"mean\(weight\) = -?\d+\.\d\d ± \d+(\.\d+)? \(sd\) \(ε=1, δ=0\.001\)", lines[2]), lines[2]
+    low, high = (float(v) for v in lines[3].strip("[] ").split())
+    assert low < high, lines[3]
     assert _git(checkout, "status", "--porcelain", "--untracked-files=all") == ""
 
 

@@ -20,9 +20,21 @@ atto-δ (10⁻¹⁸) — so 100 spends of 0.01 add up to exactly 1.0; a spend is
 down, so rounding never grants more than the budget. The integers are SQLite's 64-bit ones, so an
 ε budget is at most :data:`MAX_BUDGET_EPSILON` (≈ 9.2e9).
 
-Each operation opens its own short-lived connection, so a ``Ledger`` can be used from threads,
-forked or spawned processes (it pickles as its path and identity), and a waiting writer retries for
-``timeout`` seconds (SQLite's busy timeout) instead of failing.
+One connection per ``Ledger`` object and process, kept open between operations
+(:meth:`Ledger.close`, or ``with Ledger(path) as ledger:``, closes it; the next operation opens a new
+one). Opening and closing a connection per operation cost more than the operation: closing the last
+connection of a WAL database checkpoints the log into the file (two more ``fsync``) and deletes it,
+so a ledger-backed release ran at about half the rate (``benchmarks/RESULTS_ledger.md``). The
+connection is never shared across processes: a forked child (``os.fork``, ``multiprocessing``'s fork
+context) drops the parent's connection without closing it — it belongs to the parent — and opens
+its own at its first operation (``os.register_at_fork``, and a process-id check before every
+operation for forks that bypass it); a spawned process unpickles the ledger as its path and identity.
+Threads share the connection under a lock, one operation at a time (SQLite serialises writers
+anyway). Before every operation the ledger checks that its path still names the file it opened
+(device and inode): a file deleted, moved or replaced under an open ``Ledger`` is refused, as below,
+and never written through a stale handle. While a ledger is open its write-ahead log (``-wal``) and
+index (``-shm``) stay beside the file: move or copy a ledger closed, or with both. A waiting writer
+retries for ``timeout`` seconds (SQLite's busy timeout) instead of failing.
 
 File problems
 -------------
@@ -90,7 +102,9 @@ import math
 import os
 import re
 import sqlite3
+import threading
 import uuid
+import weakref
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -98,7 +112,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -323,6 +337,20 @@ def composes_unconditionally(mechanism: Any) -> bool:
     return composition_of(mechanism) in _SUMMED
 
 
+#: Every Ledger of this process, to reset in a forked child (:meth:`Ledger._forget_connection`).
+_LEDGERS: "weakref.WeakSet[Ledger]" = weakref.WeakSet()
+#: Connections a forked child inherited: kept referenced, never closed or used in the child.
+_INHERITED: list[sqlite3.Connection] = []
+
+
+def _after_fork_in_child() -> None:
+    for ledger in list(_LEDGERS):
+        ledger._forget_connection()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 #: Compositions whose charges add by a theorem (``"quilt"``: once the ledger found a common quilt).
 _SUMMED = ("dp", "subset", "chain", "quilt")
 #: Relative tolerance under which two rows' max-influences of the same quilt are the same number.
@@ -546,6 +574,10 @@ class Ledger:
     >>> folder.cleanup()
     """
 
+    #: Keep one connection open per object and process (False: open and close one per operation, as the
+    #: ledger did before; kept for the side-by-side benchmark ``benchmarks/bench_ledger.py``).
+    _persistent: ClassVar[bool] = True
+
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, create: bool = True) -> None:
         self.path = _ledger_path(path)
         t = check_real("timeout", timeout)
@@ -559,7 +591,16 @@ class Ledger:
         #: Releases granted through this object whose query and data model are at hand (joint accounting
         #: of later releases with other queries on the same data): release id -> (query, model, pairs).
         self._live: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
+        self._lock = threading.RLock()
+        #: The open connection, the process that opened it and the (device, inode) of the file it opened.
+        self._con: sqlite3.Connection | None = None
+        self._con_pid: int | None = None
+        self._con_file: tuple[int, int] | None = None
+        #: (device, inode) of the file this object opened: a different file at ``path`` later is refused.
+        self._file_id: tuple[int, int] | None = None
+        _LEDGERS.add(self)
         self._open(create)
+        self._file_id = self._file_identity()
 
     # -- opening -----------------------------------------------------------------------------------
     def _open(self, create: bool) -> None:
@@ -576,9 +617,12 @@ class Ledger:
                 raise self._error(f"cannot use SQLite's WAL journal here (journal_mode={mode!r})",
                                   "put the ledger on a local file system")
             con.execute("PRAGMA foreign_keys = OFF")  # a migration rebuilds `budgets` (a no-op inside a transaction)
-            with self._transaction(con):
-                ledger_id = _install_schema(con, self)
-                cookie = con.execute("PRAGMA schema_version").fetchone()[0]
+            try:
+                with self._transaction(con):
+                    ledger_id = _install_schema(con, self)
+                    cookie = con.execute("PRAGMA schema_version").fetchone()[0]
+            finally:
+                con.execute("PRAGMA foreign_keys = ON")  # the connection stays open for the next operations
             self._ledger_id, self._schema_cookie = ledger_id, cookie
 
     def _check_file_system(self, create: bool) -> None:
@@ -602,20 +646,87 @@ class Ledger:
     # -- connections -------------------------------------------------------------------------------
     @contextmanager
     def _connect(self, mode: str = "rw") -> Iterator[sqlite3.Connection]:
-        """A connection to the existing file (``mode="rw"``: SQLite never creates it here).
+        """The connection of this object and process, for one operation (``mode="rw"``: SQLite never
+        creates the file here).
 
-        Every sqlite3 error inside becomes a :class:`LedgerError` naming the path; a file that is
-        no longer this ledger (deleted, replaced) is refused before anything is read or written.
+        Holds the object's lock for the whole operation (threads take turns). Every sqlite3 error
+        inside becomes a :class:`LedgerError` naming the path, and the connection is closed (the next
+        operation opens a new one); a file that is no longer this ledger (deleted, replaced) is refused
+        before anything is read or written.
         """
+        if not self._persistent:
+            with self._connect_once(mode) as con:
+                yield con
+            return
+        if self._con_pid is not None and self._con_pid != os.getpid():
+            self._forget_connection()  # forked without os.register_at_fork's hook (e.g. from C code)
+        with self._lock:
+            con = None
+            try:
+                con = self._connection(mode)
+                if self._ledger_id is not None:
+                    self._check_identity(con)
+                    self._check_schema(con)
+                yield con
+            except sqlite3.Error as exc:
+                self._drop_connection()
+                raise self._sqlite_error(exc) from exc
+            except LedgerError:
+                self._drop_connection()
+                raise
+            finally:
+                if con is not None and self._con is con and con.in_transaction:  # a failed ROLLBACK: start afresh
+                    self._drop_connection()
+
+    def _connection(self, mode: str) -> sqlite3.Connection:
+        """Inside the lock: the open connection, or a new one, to the file this object opened.
+
+        A file deleted, moved or replaced since is refused before SQLite opens anything at the path
+        (which would read a log left beside it by the file that was there).
+        """
+        found = self._file_identity()
+        if self._file_id is not None and found != self._file_id:
+            self._drop_connection()  # SQLite neither checkpoints nor deletes the log of a moved file on close
+            if found is None:
+                raise self._missing_error()
+            raise self._replaced_error()
+        if self._con is not None and found != self._con_file:  # pragma: no cover - bound file, other connection
+            self._drop_connection()
+        if self._con is None:
+            con = self._new_connection(mode)
+            self._con, self._con_pid, self._con_file = con, os.getpid(), self._file_identity()
+        return self._con
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the file at ``path``, or None when there is none."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _new_connection(self, mode: str) -> sqlite3.Connection:
+        """A new connection with the ledger's settings: busy timeout, ``synchronous=FULL``, foreign keys."""
         try:
             con = sqlite3.connect(f"{self.path.as_uri()}?mode={mode}", uri=True, timeout=self.timeout,
-                                  isolation_level=None)
+                                  isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise self._sqlite_error(exc) from exc
         try:
             con.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             con.execute("PRAGMA synchronous = FULL")
             con.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            con.close()
+            raise self._sqlite_error(exc) from exc
+        return con
+
+    @contextmanager
+    def _connect_once(self, mode: str = "rw") -> Iterator[sqlite3.Connection]:
+        """A new connection for one operation, closed after it (what every operation did before the
+        ledger kept its connection: reachable through ``_persistent = False``)."""
+        con = self._new_connection(mode)
+        try:
             if self._ledger_id is not None:
                 self._check_identity(con)
                 self._check_schema(con)
@@ -625,15 +736,61 @@ class Ledger:
         finally:
             con.close()
 
+    def _drop_connection(self) -> None:
+        """Close this process's connection (the next operation opens a new one)."""
+        con, self._con, self._con_pid, self._con_file = self._con, None, None, None
+        if con is not None:
+            try:
+                con.close()
+            except sqlite3.Error:  # pragma: no cover - closing a broken connection
+                pass
+
+    def _forget_connection(self) -> None:
+        """In a forked child: a fresh lock (another thread may have held the parent's at the fork), and
+        the parent's connection set aside unclosed — SQLite forbids using a connection across
+        ``fork()``, and closing it could checkpoint the parent's log from a stale copy of its state."""
+        self._lock = threading.RLock()
+        if self._con is not None:
+            _INHERITED.append(self._con)
+        self._con, self._con_pid, self._con_file = None, None, None
+
+    def close(self) -> None:
+        """Close this process's connection to the file; idempotent.
+
+        Closing the last connection to the file checkpoints the write-ahead log into it. A later
+        operation on this object opens a new connection (and checks again that the file is this
+        ledger), so closing never loses anything; ``with Ledger(path) as ledger:`` closes on exit.
+        """
+        if self._con_pid is not None and self._con_pid != os.getpid():
+            self._forget_connection()
+            return
+        with self._lock:
+            self._drop_connection()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def _check_identity(self, con: sqlite3.Connection) -> None:
         try:
             row = con.execute("SELECT value FROM meta WHERE key = 'ledger_id'").fetchone()
         except sqlite3.OperationalError:
             row = None
         if row is None or row[0] != self._ledger_id:
-            raise self._error("is no longer the ledger this object opened (the file was replaced, e.g. deleted and "
-                              "created again: its ledger_id changed)", "restore the original file from a backup; "
-                              "to use the new file deliberately, open it with Ledger(path)")
+            raise self._replaced_error()
+
+    def _replaced_error(self) -> LedgerError:
+        return self._error("is no longer the ledger this object opened (the file was replaced, e.g. deleted and "
+                           "created again, or moved: another file or another ledger_id is at its path)",
+                           "restore the original file from a backup; to use the new file deliberately, open it "
+                           "with Ledger(path)")
+
+    def _missing_error(self) -> LedgerError:
+        return self._error("no longer exists (deleted or moved while this Ledger was in use). A new, empty ledger "
+                           "is NOT created, because it would forget the budget already spent",
+                           "restore the file from a backup; to start a new ledger deliberately, call Ledger(path)")
 
     def _check_schema(self, con: sqlite3.Connection) -> None:
         """Re-check the schema when SQLite's schema cookie moved since open (one PRAGMA otherwise)."""
@@ -679,9 +836,7 @@ class Ledger:
             return self._error(f"is in a directory that does not exist ({str(self.path.parent)!r})",
                                "create the directory or restore it")
         if not self.path.exists():
-            return self._error("no longer exists (deleted or moved while this Ledger was in use). A new, empty ledger "
-                               "is NOT created, because it would forget the budget already spent",
-                               "restore the file from a backup; to start a new ledger deliberately, call Ledger(path)")
+            return self._missing_error()
         if "readonly" in low or "read-only" in low or not os.access(self.path, os.W_OK):
             return self._read_only_error()
         if "not a database" in low or "malformed" in low or "corrupt" in low:

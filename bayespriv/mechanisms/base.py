@@ -38,6 +38,7 @@ from ..random import RNGLike
 from .exact_noise import (BitSource, DEFAULT_GRID_BITS, discretization_grid_bits, discretization_reserve, plan_gaussian,
                           plan_laplace)
 from .guarantee import AccountingRecord, Guarantee, Release
+from .release_noise import ReleaseNoise, noise_of_plans
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius, sample_gaussian, sample_laplace
 from .release_path import (
     MAX_NOISE_SCALE,
@@ -74,6 +75,7 @@ class _FixedState(NamedTuple):
     query_fingerprint: str | None
     query_name: str | None
     component_names: tuple[str, ...]
+    valid_range: np.ndarray | None
 
 
 class _Fixed:
@@ -326,6 +328,7 @@ class Mechanism(abc.ABC):
         state["_noise_plan"] = self._plan_noise()
         state["_record"] = AccountingRecord.of(self._discretized(self._compute_guarantee()))
         state["_fixed"] = self._fixed_state()
+        state["_release_noise"] = self._release_noise()
         _seal_public_state(state)
         state["_frozen"] = True
 
@@ -338,9 +341,15 @@ class Mechanism(abc.ABC):
         query = getattr(cal, "query", None)
         n = getattr(self, "n_records", None)
         records = getattr(cal, "n_records", None) if n is None else int(n)
-        return _FixedState(int(self._compute_k()), tuple(self._compute_protected()), tuple(self._compute_variables()),
+        k = int(self._compute_k())
+        return _FixedState(k, tuple(self._compute_protected()), tuple(self._compute_variables()),
                            records, query, getattr(cal, "query_fingerprint", None),
-                           getattr(query, "name", None), tuple(getattr(cal, "component_names", ())))
+                           getattr(query, "name", None), tuple(getattr(cal, "component_names", ())),
+                           _valid_range(query, records, k))
+
+    def _release_noise(self) -> ReleaseNoise:
+        """The law of the noise a release carries: what the exact sampler draws from (fixed at construction)."""
+        return noise_of_plans(self.k, self.__dict__.get("_noise_plan"))
 
     @property
     def accounting_record(self) -> AccountingRecord:
@@ -725,7 +734,7 @@ class Mechanism(abc.ABC):
 
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
                 accept_failed_assumptions: bool = False, accept_unverified: bool = False,
-                dataset_name: str | None = None, independent: bool = False) -> Release:
+                dataset_name: str | None = None, independent: bool = False, clip: bool = False) -> Release:
         """Compute the calibration's query on ``dataset`` and add the noise.
 
         Parameters
@@ -759,6 +768,17 @@ class Mechanism(abc.ABC):
             Declare this release independent of the others on the same data: the ledger charges its
             own (ε, δ) instead of accounting it jointly, and records the assumption
             ``declared_independent``.
+        clip : bool
+            Project the noisy value into the query's valid range (:meth:`Release.clipped`: counts
+            into [0, n], proportions into [0, 1], bounded means into their bounds), recorded as
+            ``postprocessed=("clip",)``. Post-processing: free of privacy cost. Default False: the
+            value is never clipped unless asked.
+
+        Returns
+        -------
+        Release
+            The noisy value with its guarantee, the law of its noise (``noise_cov``, ``noise_sd``,
+            ``interval(level)``) and the query's ``valid_range``.
 
         Raises
         ------
@@ -787,12 +807,13 @@ class Mechanism(abc.ABC):
         name = dataset_name if dataset_name is not None or ledger is None else dataset_key(dataset)
         return self.release_value(query(dataset), rng=rng, ledger=ledger, n_records=len(dataset),
                                   accept_failed_assumptions=accept_failed_assumptions,
-                                  accept_unverified=accept_unverified, dataset=name, independent=independent)
+                                  accept_unverified=accept_unverified, dataset=name, independent=independent,
+                                  clip=clip)
 
     def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
                       n_records: int | None = None, accept_failed_assumptions: bool = False,
                       accept_unverified: bool = False, dataset: str | None = None,
-                      independent: bool = False) -> Release:
+                      independent: bool = False, clip: bool = False) -> Release:
         """Add the noise to an answer F(X) of shape ``(k,)`` computed elsewhere.
 
         The answer must come from the calibrated query on a dataset of the
@@ -803,6 +824,8 @@ class Mechanism(abc.ABC):
         ``"unnamed"``. Other parameters and errors as :meth:`release`.
         """
         check_ledger(ledger)
+        if not isinstance(clip, bool):
+            raise ParameterTypeError(f"clip must be True or False; got {clip!r}")
         seeded = check_release_rng(rng)
         value = bind_answer(answer, self.k, n_records=n_records, calibrated_n=self._calibrated_records())
         guarantee = self.guarantee
@@ -817,8 +840,10 @@ class Mechanism(abc.ABC):
             _void(ledger, charge, exc)
             raise
         fixed = self._fixed_state()
-        return Release(out, guarantee, type(self).__name__, seeded, fixed.query_name, fixed.component_names,
-                       fixed.variables, fixed.protected, getattr(charge, "release_id", None))
+        release = Release(out, guarantee, type(self).__name__, seeded, fixed.query_name, fixed.component_names,
+                          fixed.variables, fixed.protected, getattr(charge, "release_id", None),
+                          self.__dict__.get("_release_noise"), fixed.valid_range)
+        return release.clipped() if clip else release
 
     def _noisy(self, value: np.ndarray, rng: RNGLike) -> np.ndarray:
         """``value`` plus one draw of the noise from the exact grid sampler, finite (checked).
@@ -851,6 +876,13 @@ class Mechanism(abc.ABC):
         from .._display import view
 
         return view("mechanism_html", self)
+
+
+def _valid_range(query: Any, records: int | None, k: int) -> np.ndarray | None:
+    """The query's valid range ``(k, 2)`` at the calibrated number of records; unbounded without a query."""
+    if query is None or not callable(getattr(query, "valid_range", None)):
+        return sealed(np.tile([-np.inf, np.inf], (k, 1)))
+    return sealed(query.valid_range(records, k=k))
 
 
 def _below(delta: float, reserve: float) -> float:
@@ -1071,6 +1103,10 @@ class WithExtraLaplace(Mechanism):
 
     def _discretized(self, g: Guarantee) -> Guarantee:
         return g  # the nominal guarantee is the base's, discretization included; the extra plan keeps ε
+
+    def _release_noise(self) -> ReleaseNoise:
+        """The base mechanism's noise plus the extra Laplace noise, drawn independently."""
+        return noise_of_plans(self.k, self.__dict__.get("_noise_plan"), self.__dict__.get("_extra_plan"))
 
     def _apply_noise(self, value: np.ndarray, bits: BitSource) -> np.ndarray:
         """Base noise (exact sampler), then the extra Laplace noise added to that private output by

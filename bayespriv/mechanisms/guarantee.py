@@ -19,15 +19,18 @@ its repr and the ledger row then say "NOT ESTABLISHED".
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from .._validation import fail, seal_fields, sealed
+from ..errors import ValidationError
+from .release_noise import ReleaseNoise
 
 __all__ = ["Guarantee", "Release", "AccountingRecord"]
 
@@ -169,7 +172,15 @@ class AccountingRecord(NamedTuple):
 
 @dataclass(frozen=True)
 class Release:
-    """A noisy answer with its guarantee. The true answer is never stored.
+    """A noisy answer with its guarantee and the law of its noise. The true answer is never stored.
+
+    What a recipient needs besides the value: the noise that was added (:attr:`noise`, with
+    :attr:`noise_cov`, :attr:`noise_scale`, :attr:`noise_basis`), the expected error of each
+    component (:attr:`noise_sd`), a noise-only confidence interval (:meth:`interval`), and the
+    range the true answer lies in (:attr:`valid_range`, into which :meth:`clipped` projects).
+    All of them read only the released value and the public noise law: post-processing, which
+    costs no privacy (Kifer & Machanavajjhala 2014, Theorem 5.1, for every Pufferfish
+    instantiation; Dwork & Roth 2014, Proposition 2.1, for differential privacy).
 
     Attributes
     ----------
@@ -187,6 +198,14 @@ class Release:
         Attributes whose secrets the guarantee protects (budget names).
     ledger_id : int or None
         The ledger's release row, when a ledger was charged.
+    noise : ReleaseNoise or None
+        The law of the noise added (:class:`~bayespriv.mechanisms.release_noise.ReleaseNoise`);
+        None when the Release was built by hand without it.
+    valid_range : ndarray (k, 2) or None
+        (low, high) of each component's true value, ±inf where unbounded (the query's
+        :meth:`~bayespriv.Query.valid_range` at the calibrated number of records); None: unknown.
+    postprocessed : tuple of str
+        Post-processing applied after the noise, in order (``"clip"``: :meth:`clipped`).
 
     Examples
     --------
@@ -200,6 +219,17 @@ class Release:
     ((1,), 'APGM', False, ('height',), ('weight',))
     >>> release.guarantee.epsilon, release.guarantee.delta
     (1.0, 0.001)
+
+    Built by hand with its noise law, a scalar release prints as a scalar with its noise sd:
+
+    >>> import numpy as np
+    >>> from bayespriv.mechanisms.release_noise import ReleaseNoise
+    >>> r = Release(np.array([148.52080816]), Guarantee(1.0, 1e-5, 1.0), "APGM", False, "mean(weight)",
+    ...             ("mean(weight)",), noise=ReleaseNoise.of(1, np.array([[151.29]])))
+    >>> print(r)
+    mean(weight) = 148.52 ± 12.3 (sd)
+    >>> np.round(r.interval(0.95), 2).tolist()
+    [[124.41, 172.63]]
     """
 
     value: np.ndarray
@@ -211,6 +241,9 @@ class Release:
     variables: tuple[str, ...] = field(default=())
     protected: tuple[str, ...] = field(default=())
     ledger_id: int | None = None
+    noise: ReleaseNoise | None = None
+    valid_range: np.ndarray | None = None
+    postprocessed: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         value = sealed(np.asarray(self.value, dtype=float).reshape(-1))
@@ -219,6 +252,13 @@ class Release:
         object.__setattr__(self, "value", value)
         if not isinstance(self.guarantee, Guarantee):
             raise fail("guarantee", "a Guarantee", self.guarantee)
+        if self.noise is not None and (not isinstance(self.noise, ReleaseNoise) or self.noise.k != value.size):
+            raise fail("noise", f"None or a ReleaseNoise of k={value.size} components", self.noise)
+        if self.valid_range is not None:
+            object.__setattr__(self, "valid_range", _checked_range(self.valid_range, value.size))
+        if isinstance(self.postprocessed, str) or not all(isinstance(v, str) for v in self.postprocessed):
+            raise fail("postprocessed", "a tuple of post-processing names (str)", self.postprocessed)
+        object.__setattr__(self, "postprocessed", tuple(self.postprocessed))
 
     @property
     def established(self) -> bool:
@@ -232,20 +272,119 @@ class Release:
         names the assumption ``unverified_calibration``."""
         return _UNVERIFIED not in self.guarantee.assumptions
 
+    # -- the noise -----------------------------------------------------------------------------------
+    def _noise_law(self, what: str) -> ReleaseNoise:
+        if self.noise is None:
+            raise ValidationError(f"{what} needs the law of the noise; this Release was built without it (noise=None)")
+        return self.noise
+
+    @property
+    def noise_cov(self) -> np.ndarray:
+        """Covariance (k × k) of the noise added (for Laplace noise 2 B diag(b²) Bᵀ)."""
+        return self._noise_law("noise_cov").cov
+
+    @property
+    def noise_scale(self) -> np.ndarray | None:
+        """Laplace scales b (d,) of the noise added, or None when it has no Laplace part."""
+        return self._noise_law("noise_scale").laplace_scale
+
+    @property
+    def noise_basis(self) -> np.ndarray | None:
+        """Laplace directions (k × d, columns), or None when the noise has no Laplace part."""
+        return self._noise_law("noise_basis").laplace_basis
+
+    @property
+    def noise_sd(self) -> np.ndarray:
+        """Expected error of each component: the standard deviation of its noise, sqrt(diag(noise_cov)).
+
+        For Laplace noise along a basis B with scales b, component c's sd is
+        sqrt(2 Σ_j B_cj² b_j²): every direction that reaches c adds its variance 2 b_j² B_cj².
+        """
+        return self._noise_law("noise_sd").sd
+
+    def interval(self, level: float = 0.95) -> np.ndarray:
+        """Noise-only confidence interval of each component: an array ``(k, 2)`` of (low, high).
+
+        With probability ``level`` over the release's noise, the interval of component c contains
+        F_c(X), the exact answer of the query on the dataset released (value − noise = F(X)).
+        Symmetric, ``value ± h_c`` with P(|N_c| ≤ h_c) = level under the noise law
+        (:meth:`~bayespriv.mechanisms.release_noise.ReleaseNoise.half_width`: exact for Gaussian
+        noise and a single Laplace term, numerical otherwise). It says nothing about the
+        population, the secrets or Θ, and the intervals of several components hold each with
+        probability ``level``, not jointly.
+
+        Computed from the release and the public noise law only: post-processing, free of
+        privacy cost. On a :meth:`clipped` release the interval is intersected with
+        :attr:`valid_range`; it then holds with probability at least ``level`` (clipping moves the
+        centre toward the range, which contains F(X)).
+        """
+        h = self._noise_law("interval").half_width(level)
+        out = np.stack([self.value - h, self.value + h], axis=1)
+        if "clip" in self.postprocessed and self.valid_range is not None:
+            out = np.clip(out, self.valid_range[:, :1], self.valid_range[:, 1:])
+        return sealed(out)
+
+    # -- post-processing -------------------------------------------------------------------------------
+    def clipped(self) -> "Release":
+        """The release projected into the query's valid range: each component clipped to
+        [low, high] of :attr:`valid_range` (counts into [0, n], proportions into [0, 1], means into
+        the column's declared bounds; unbounded components unchanged).
+
+        Opt-in post-processing, free of privacy cost: the clipped value is a fixed function of the
+        released one, and every (ε, δ)-Pufferfish guarantee — every instantiation, for every
+        secret pair and θ — holds for any function of a private output (Kifer & Machanavajjhala
+        2014, Theorem 5.1; Dwork & Roth 2014, Proposition 2.1 for differential privacy). It moves
+        each component toward the true answer (which lies in the range), so no error grows; it
+        biases the estimate near a bound. Recorded: ``postprocessed`` ends with ``"clip"``.
+        Idempotent: clipping a clipped release changes nothing.
+
+        Raises
+        ------
+        ValidationError
+            When the valid range is unknown (``valid_range`` is None).
+        """
+        if self.valid_range is None:
+            raise ValidationError("clipped needs the valid range of the query; this Release has valid_range=None")
+        value = np.clip(self.value, self.valid_range[:, 0], self.valid_range[:, 1])
+        done = self.postprocessed if "clip" in self.postprocessed else self.postprocessed + ("clip",)
+        return dataclasses.replace(self, value=value, postprocessed=done)
+
+    # -- presentation ----------------------------------------------------------------------------------
     def to_series(self) -> pd.Series:
         """The released value as a pandas Series indexed by component name, named after the query."""
         return pd.Series(self.value, index=list(self.component_names) or None, name=self.query)
 
+    def summary(self) -> tuple[str, ...]:
+        """One line per component, ``name = value ± sd (sd)``: the value to one digit below the noise
+        sd's third significant digit (``148.52 ± 12.3 (sd)``); ``(no noise)`` for a noiseless
+        component; the value alone when the noise law is unknown."""
+        names = self.component_names or tuple(f"[{i}]" for i in range(self.value.size))
+        sds = None if self.noise is None else self.noise.sd
+        return tuple(f"{n} = {_format_estimate(v, None if sds is None else float(sds[i]))}"
+                     for i, (n, v) in enumerate(zip(names, self.value)))
+
+    def __str__(self) -> str:
+        return "\n".join(self.summary())
+
     def __repr__(self) -> str:
-        values = ", ".join(f"{n}={v:.6g}" for n, v in zip(self.component_names, self.value)) if self.component_names \
-            else np.array2string(self.value, precision=6)
+        sds = None if self.noise is None else self.noise.sd
+        shown = [_format_estimate(v, None if sds is None else float(sds[i])) for i, v in enumerate(self.value)]
+        if self.component_names:
+            values = ", ".join(f"{n}={v}" for n, v in zip(self.component_names, shown))
+        else:
+            values = shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
         status = "" if self.established else " NOT ESTABLISHED"
         status += "" if self.verified else " UNVERIFIED calibration"
         seeded = " seeded" if self.seeded else ""
-        return f"Release({self.mechanism}{seeded}{status}: {values}; {self.guarantee})"
+        post = f" postprocessed={','.join(self.postprocessed)}" if self.postprocessed else ""
+        return f"Release({self.mechanism}{seeded}{status}{post}: {values}; {self.guarantee})"
 
     def _repr_html_(self) -> str:
-        table = self.to_series().to_frame("released value").to_html(float_format="%.6g")
+        frame = self.to_series().to_frame("released value")
+        if self.noise is not None:
+            frame["noise sd"] = self.noise.sd
+            frame[["95% low", "95% high"]] = self.interval(0.95)
+        table = frame.to_html(float_format="%.6g")
         warn = ("" if self.established else
                 "<p style='color:#b00'><b>Guarantee NOT ESTABLISHED</b>: released with a failed assumption check "
                 f"({html.escape(', '.join(self.guarantee.failed_assumptions))}).</p>")
@@ -253,5 +392,83 @@ class Release:
             warn += ("<p style='color:#b00'><b>UNVERIFIED calibration</b>: the calibration file did not verify under "
                      "the owner's key (loaded with trust='unverified'); nothing vouches for the noise.</p>")
         seeded = "<p><i>Seeded noise: for testing only.</i></p>" if self.seeded else ""
-        return (f"<div><p><b>Release</b> by {html.escape(self.mechanism)}</p>{warn}{seeded}{table}"
+        post = (f"<p>Post-processed: {html.escape(', '.join(self.postprocessed))}.</p>" if self.postprocessed else "")
+        return (f"<div><p><b>Release</b> by {html.escape(self.mechanism)}</p>{warn}{seeded}{post}{table}"
                 f"{self.guarantee._repr_html_()}</div>")
+
+    # -- JSON ------------------------------------------------------------------------------------------
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        """Everything a recipient needs, as JSON-ready lists, floats and strings.
+
+        Keys: ``value``, ``components``, ``query``, ``mechanism``, ``seeded``, ``protected``,
+        ``variables``, ``ledger_id``, ``guarantee`` (its fields), ``established``, ``verified``,
+        ``noise`` (:meth:`ReleaseNoise.to_dict`, with ``cov`` and ``sd``), ``noise_sd``,
+        ``interval`` (``level``, ``low``, ``high``: :meth:`interval` at ``level``), ``valid_range``
+        (pairs; ``None`` for an infinite end: JSON has no infinity), ``postprocessed`` and
+        ``summary`` (:meth:`summary`). :meth:`from_dict` reads it back.
+        """
+        g = self.guarantee
+        out: dict[str, Any] = {
+            "value": [float(v) for v in self.value], "components": list(self.component_names), "query": self.query,
+            "mechanism": self.mechanism, "seeded": bool(self.seeded), "protected": list(self.protected),
+            "variables": list(self.variables), "ledger_id": self.ledger_id,
+            "guarantee": {"epsilon": g.epsilon, "delta": g.delta, "confidence": g.confidence,
+                          "assumptions": list(g.assumptions), "failed_assumptions": list(g.failed_assumptions),
+                          "unchecked_assumptions": list(g.unchecked_assumptions), "theorem": g.theorem},
+            "established": bool(g.established), "verified": bool(self.verified),
+            "noise": None if self.noise is None else self.noise.to_dict(),
+            "noise_sd": None if self.noise is None else [float(v) for v in self.noise.sd],
+            "interval": None, "valid_range": None, "postprocessed": list(self.postprocessed),
+            "summary": list(self.summary()),
+        }
+        if self.noise is not None:
+            bounds = self.interval(level)
+            out["interval"] = {"level": float(level), "low": bounds[:, 0].tolist(), "high": bounds[:, 1].tolist()}
+        if self.valid_range is not None:
+            out["valid_range"] = [[_finite_or_none(lo), _finite_or_none(hi)] for lo, hi in self.valid_range]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Release":
+        """The Release written by :meth:`to_dict` (other keys, such as the command line's, are ignored)."""
+        if not isinstance(data, dict):
+            raise fail("data", "a mapping written by Release.to_dict", data)
+        try:
+            g = data["guarantee"]
+            guarantee = Guarantee(g["epsilon"], g["delta"], g["confidence"], tuple(g["assumptions"]), g["theorem"],
+                                  tuple(g["failed_assumptions"]), tuple(g["unchecked_assumptions"]))
+            noise = None if data.get("noise") is None else ReleaseNoise.from_dict(data["noise"])
+            bounds = data.get("valid_range")
+            valid = None if bounds is None else np.array(
+                [[-np.inf if lo is None else lo, np.inf if hi is None else hi] for lo, hi in bounds], dtype=float)
+            return cls(np.array(data["value"], dtype=float), guarantee, data["mechanism"], bool(data["seeded"]),
+                       data.get("query"), tuple(data.get("components", ())), tuple(data.get("variables", ())),
+                       tuple(data.get("protected", ())), data.get("ledger_id"), noise, valid,
+                       tuple(data.get("postprocessed", ())))
+        except KeyError as exc:
+            raise fail("data", f"a mapping with the key {exc.args[0]!r} (written by Release.to_dict)",
+                       sorted(data)) from None
+
+
+def _checked_range(value: Any, k: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.shape != (k, 2) or np.any(np.isnan(arr)) or np.any(arr[:, 0] > arr[:, 1]):
+        raise fail("valid_range", f"an array of shape ({k}, 2) of (low, high) with low <= high (±inf allowed)", value)
+    return sealed(arr)
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _format_estimate(value: float, sd: float | None) -> str:
+    """``148.52 ± 12.3 (sd)``: sd to three significant digits, the value to one more decimal (none below
+    the units)."""
+    if sd is None:
+        return f"{value:.6g}"
+    if not sd > 0:
+        return f"{value:.6g} (no noise)"
+    if not (1e-6 <= sd < 1e9) or abs(value) >= 1e12:
+        return f"{value:.6g} ± {sd:.3g} (sd)"
+    magnitude = math.floor(math.log10(sd))
+    return f"{value:.{max(0, 3 - magnitude)}f} ± {sd:.{max(0, 2 - magnitude)}f} (sd)"

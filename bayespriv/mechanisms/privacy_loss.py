@@ -373,7 +373,8 @@ def _needed_tau(q: _Quadratic, x_lo: float, x_hi: float, tol: float, nodes: int 
     raise ValidationError("characteristic-function inversion must converge; it did not (report this)")  # pragma: no cover
 
 
-def _tails(q: _Quadratic, xs: np.ndarray, tol: float, max_nodes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _tails(q: _Quadratic, xs: np.ndarray, tol: float, max_nodes: int | None = None,
+           grid_range: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bounds of P(L > x) for each x (Davies 1973).
 
     With nodes u_k = (k + ½)Δ and T = 2π/Δ, the full series
@@ -384,11 +385,19 @@ def _tails(q: _Quadratic, xs: np.ndarray, tol: float, max_nodes: int | None = No
     most :func:`_truncation_bound` ≤ tol; rounding is allowed for generously
     (16 ulp of every term times its phase and the depth
     of numpy's pairwise summation).
+
+    ``grid_range``: the interval whose grid the caller checked with :func:`_grid` (it must
+    contain ``xs``; default ``[min xs, max xs]``). A span valid for an interval is valid for
+    every point inside it, but :func:`_span` rounds up on a ladder, so a narrower interval
+    can get a longer span and need more nodes than the check allowed.
     """
     if q.alpha.size == 0 and q.tau == 0:
         above = (q.const > xs).astype(float)
         return above, above
-    step, nodes = _grid(q, float(xs.min()), float(xs.max()), tol, max_nodes)
+    lo_x, hi_x = float(xs.min()), float(xs.max())
+    if grid_range is not None:
+        lo_x, hi_x = min(lo_x, grid_range[0]), max(hi_x, grid_range[1])
+    step, nodes = _grid(q, lo_x, hi_x, tol, max_nodes)
     k = np.arange(nodes) + 0.5
     u = k * step
     logabs, arg = q.log_cf(u)
@@ -486,8 +495,10 @@ def _cf_delta_bounds(c: _Canonical, eps: np.ndarray, nodes: int | None = None) -
     qa, qb = qa.smoothed(tau), qb.smoothed(tau)
     n = eps.size
     pts = np.concatenate([eps, eps - _ZETA * tau, eps - 2 * _ZETA * tau, eps + 2 * _ZETA * tau])
-    a_lo, a_hi = _tails(qa, pts, _TOL, nodes)
-    b_lo, b_hi = _tails(qb, eps + tau * tau, tol_b, nodes)
+    # the grids of the intervals checked above (by _needed_tau when τ = 0, by the loop otherwise)
+    a_range = (lo_x - 2 * _ZETA * tau, hi_x + 2 * _ZETA * tau) if tau > 0 else (lo_x - 1.0, hi_x)
+    a_lo, a_hi = _tails(qa, pts, _TOL, nodes, grid_range=a_range)
+    b_lo, b_hi = _tails(qb, eps + tau * tau, tol_b, nodes, grid_range=(lo_x + tau * tau, hi_x + tau * tau))
     ee = np.exp(eps + 0.5 * tau * tau)
     smooth = np.zeros(n)
     if tau > 0:

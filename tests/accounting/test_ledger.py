@@ -247,3 +247,134 @@ def test_sigkill_at_random_points_keeps_the_ledger_consistent(ledger):
             break
     assert _consistent(ledger) == 100
     assert ledger.spent("income") == (1.0, 0.0)
+
+
+# -- one connection per object and process -------------------------------------------------------------------------
+
+
+def _count_new_connections(monkeypatch) -> list:
+    opened = []
+    original = Ledger._new_connection
+
+    def counting(self, mode):
+        con = original(self, mode)
+        opened.append(con)
+        return con
+
+    monkeypatch.setattr(Ledger, "_new_connection", counting)
+    return opened
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_one_connection_serves_every_operation_with_the_same_durability(ledger, monkeypatch, persistent):
+    """The ledger keeps its connection (no new one for 20 releases); the per-operation path, still
+    reachable, opens two per release — the test tells them apart. Both run WAL, synchronous=FULL,
+    foreign keys on."""
+    monkeypatch.setattr(Ledger, "_persistent", persistent)
+    opened = _count_new_connections(monkeypatch)
+    mech = workers.make_mechanism()
+    for _ in range(20):
+        mech.release_value(workers.ANSWER, ledger=ledger, independent=True)
+    assert len(opened) == (0 if persistent else 20)
+    with ledger._connect() as con:
+        settings = [con.execute(f"PRAGMA {p}").fetchone()[0] for p in ("journal_mode", "synchronous", "foreign_keys")]
+    assert settings == ["wal", 2, 1]  # synchronous 2 = FULL
+    assert ledger.spent("income") == (0.2, 0.0)
+    ledger.verify()
+
+
+def test_close_checkpoints_and_the_next_operation_reopens(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as led:
+        led.set_budget("income", 1.0)
+        workers.make_mechanism().release_value(workers.ANSWER, ledger=led, independent=True)
+        assert Path(str(path) + "-wal").exists()  # the log lives while the connection does
+    assert led._con is None and not Path(str(path) + "-wal").exists()  # closed: checkpointed into the file
+    led.close()  # idempotent
+    assert led.spent("income") == (0.01, 0.0)  # a new connection, the same ledger
+    led.close()
+
+
+def test_threads_share_one_ledger_and_never_overspend(ledger):
+    """8 threads, 30 attempts each of ε = 0.01 against 1.0 on one Ledger object: exactly 100 granted."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mech = workers.make_mechanism()
+
+    def attempts(_):
+        granted = 0
+        for _ in range(30):
+            try:
+                mech.release_value(workers.ANSWER, ledger=ledger, independent=True)
+                granted += 1
+            except bp.BudgetExceededError:
+                pass
+        return granted
+
+    with ThreadPoolExecutor(8) as pool:
+        assert sum(pool.map(attempts, range(8))) == 100
+    assert ledger.spent("income") == (1.0, 0.0) and len(ledger.refusals()) == 140
+    ledger.verify()
+
+
+def _spend_in_forked_child(ledger: Ledger, inherited_id: int, results) -> None:
+    mech = workers.make_mechanism()
+    for _ in range(10):
+        mech.release_value(workers.ANSWER, ledger=ledger, independent=True)
+    results.put((ledger._con_pid == os.getpid(), id(ledger._con) != inherited_id, ledger._con is not None))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork")
+def test_a_forked_child_opens_its_own_connection(ledger):
+    """The child inherits the Ledger object with the parent's open connection: it sets it aside and opens
+    its own; both processes keep spending through their own connection."""
+    mech = workers.make_mechanism()
+    mech.release_value(workers.ANSWER, ledger=ledger, independent=True)
+    parent_con = ledger._con
+    fork = mp.get_context("fork")
+    results = fork.Queue()
+    child = fork.Process(target=_spend_in_forked_child, args=(ledger, id(parent_con), results))
+    child.start()
+    assert results.get(timeout=120) == (True, True, True)
+    child.join(60)
+    assert child.exitcode == 0
+    mech.release_value(workers.ANSWER, ledger=ledger, independent=True)
+    assert ledger._con is parent_con  # the parent's connection was neither closed nor replaced by the child
+    assert ledger.spent("income") == (0.12, 0.0) and len(ledger.releases()) == 12
+    ledger.verify()
+
+
+def test_a_changed_process_id_sets_the_connection_aside_unclosed(ledger):
+    """A fork that bypasses os.register_at_fork is seen by the process-id check: the inherited
+    connection is set aside, not closed (it would belong to the parent), and a new one is opened."""
+    from bayespriv.accounting import ledger as ledger_module
+
+    ledger.spent("income")
+    inherited = ledger._con
+    ledger._con_pid = os.getpid() + 1  # as a forked child sees the connection its parent opened
+    ledger.spent("income")
+    assert ledger._con is not inherited and ledger._con_pid == os.getpid()
+    assert ledger_module._INHERITED[-1] is inherited
+    assert inherited.execute("SELECT 1").fetchone() == (1,)  # still open: never closed here
+    ledger_module._INHERITED.remove(inherited)
+    inherited.close()
+
+
+def test_a_file_replaced_under_an_open_connection_is_refused(ledger, tmp_path):
+    """The connection stays open across operations, so the ledger compares the file at its path with the
+    one it opened (device, inode): a ledger moved away (with its log) and replaced by another one is
+    refused, and nothing is written to either."""
+    workers.make_mechanism().release_value(workers.ANSWER, ledger=ledger, independent=True)
+    other = Ledger(tmp_path / "other.sqlite")
+    other.set_budget("income", 1.0)
+    other.close()
+    moved = tmp_path / "moved.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        if Path(str(ledger.path) + suffix).exists():
+            os.replace(str(ledger.path) + suffix, str(moved) + suffix)
+    os.replace(tmp_path / "other.sqlite", ledger.path)
+    for _ in range(2):  # refused every time, not only when the change is first seen
+        with pytest.raises(bp.errors.LedgerError, match="no longer the ledger this object opened"):
+            ledger.charge(workers.FixedMechanism(workers.FixedGuarantee(0.25)))
+    assert Ledger(moved).spent("income") == (0.01, 0.0)
+    assert Ledger(ledger.path).spent("income") == (0.0, 0.0)

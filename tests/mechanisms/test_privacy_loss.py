@@ -186,6 +186,27 @@ def test_three_dimensions_curve_and_calibration_within_monte_carlo_error():
     assert est[2] - half[2] <= 1e-3
 
 
+#: Two 3-D Gaussians (the hospital's stacked averages, 1000 draws per secret, no noise) for which a single
+#: point ε = 1 needs a longer span than the interval [ε, ε + 1] the node budget was checked on.
+D_LADDER = np.array([0.9472277794816648, 0.2523100301471146, 5.470505946334470e-04])
+A_LADDER = np.array([[6.933367309409512, -9.105435068382498e-03, -6.520078242652663e-03],
+                     [-9.105435068382498e-03, 0.1921986878006571, -5.549877830044583e-04],
+                     [-6.520078242652663e-03, -5.549877830044583e-04, 4.793251682115661e-03]])
+B_LADDER = np.array([[7.2002180183927367, -7.7928651723176381e-02, -1.6367818010693474e-04],
+                     [-7.7928651723176381e-02, 0.17397337096082044, 1.7058264540017532e-04],
+                     [-1.6367818010693474e-04, 1.7058264540017532e-04, 5.0016348296875309e-03]])
+
+
+def test_inversion_uses_the_grid_whose_node_budget_was_checked():
+    """The inversion evaluates each tail on the grid of the interval it checked (not of the points alone,
+    whose span, rounded up on a 1.5× ladder, may need more nodes: these laws raised a TypeError), and the
+    value agrees with 2·10⁶ Monte-Carlo draws per law (α = 1e-6, empirical Bernstein)."""
+    lo, up = pl.gaussian_delta_bounds([1.0], D_LADDER, A_LADDER, B_LADDER)
+    assert pl.gaussian_delta(1.0, D_LADDER, A_LADDER, B_LADDER) == pytest.approx(up[0], rel=1e-12)
+    est, half = mc_delta(np.array([1.0]), D_LADDER, A_LADDER, B_LADDER, np.random.default_rng(3), n=2_000_000)
+    assert est[0] - half[0] <= up[0] and est[0] + half[0] >= lo[0], (est, half, lo, up)
+
+
 def test_three_dimension_half_noise_twin_is_caught():
     """Half the calibrated scale: 2·10⁶ draws per law show δ(1) > 1e-3 (α = 1e-6)."""
     c = pl.scale_for_delta(1.0, 1e-3, SHAPE3, [(D3, A3, B3)])

@@ -159,3 +159,19 @@ def test_a_release_names_how_the_posterior_was_drawn(calibration):
     scores = pd.DataFrame({"score": np.linspace(-10.0, 30.0, S.N_RECORDS)})
     release = mech.release(scores, rng=1, accept_failed_assumptions=True)
     assert np.isfinite(release.value).all()
+
+
+def test_apgm_is_established_on_the_released_law_without_opt_in(calibration):
+    """Default arguments (``accountant="auto"``) establish APGM at (1, 1e-3) on the drawn law of the mean score; the
+    Gaussian route's premise ``gaussian_query`` fails its check on these draws (the twin: not established), and
+    accounting the released law costs at most 10 % more noise variance than that route (measured: 0.92×)."""
+    from bayespriv.calibration.laws import conditions_of
+    from bayespriv.mechanisms.accountant import GaussianNoise, account
+
+    auto = bp.mechanisms.APGM(calibration, epsilon=1.0, delta=1e-3)
+    route = bp.mechanisms.APGM(calibration, epsilon=1.0, delta=1e-3, accountant="gaussian")
+    assert auto.guarantee.established and auto.accounting.account.delta <= 1e-3
+    assert not route.guarantee.established and "gaussian_query" in route.guarantee.failed_assumptions
+    assert float(auto.noise_cov[0, 0]) <= 1.10 * float(route.noise_cov[0, 0])
+    half = account(conditions_of(calibration), GaussianNoise(auto.noise_cov / 2), 1.0, confidence=calibration.confidence)
+    assert half.delta > 1e-3
