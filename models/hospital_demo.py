@@ -167,7 +167,8 @@ def header_lines(setting: DemoSetting, *, epsilon: float, delta: float, n_draws:
 
 
 # -- one query ------------------------------------------------------------------------------------
-def _classic(calibration: bp.Calibration, epsilon: float, delta: float) -> tuple[APGM, tuple[warnings.WarningMessage, ...]]:
+def _classic(calibration: bp.Calibration, epsilon: float,
+             delta: float) -> tuple[APGM, tuple[warnings.WarningMessage, ...]]:
     """APGM with the classic constant and its ε ≥ 1 warnings, recorded rather than raised."""
     caught = []
     with warnings.catch_warnings(record=True) as record:
@@ -377,10 +378,12 @@ def worst_pair_lines(comparisons: Mapping[str, QueryComparison]) -> list[str]:
 
 def _unconditional_weight(n_records: int) -> tuple[float, float]:
     """Mean and standard deviation of the average weight of a hospital drawn from the unconditional generator."""
-    mean = H.WEIGHT_SLOPE * (H.P_FEMALE * H.HEIGHT_MEAN["female"] + (1 - H.P_FEMALE) * H.HEIGHT_MEAN["other"]) + H.WEIGHT_INTERCEPT
-    sd = math.sqrt(H.exact_moments("average weight", 0.5, n_records)[1]
-                   + (H.WEIGHT_SLOPE * (H.HEIGHT_MEAN["other"] - H.HEIGHT_MEAN["female"])) ** 2 * H.P_FEMALE * (1 - H.P_FEMALE) / n_records)
-    return mean, sd
+    p_female, heights = H.P_FEMALE, H.HEIGHT_MEAN
+    mean_height = p_female * heights["female"] + (1 - p_female) * heights["other"]
+    mean = H.WEIGHT_SLOPE * mean_height + H.WEIGHT_INTERCEPT
+    within_share = H.exact_moments("average weight", 0.5, n_records)[1]
+    between_shares = (H.WEIGHT_SLOPE * (heights["other"] - heights["female"])) ** 2 * p_female * (1 - p_female) / n_records
+    return mean, math.sqrt(within_share + between_shares)
 
 
 def _erratum_lines(setting: DemoSetting) -> list[str]:
