@@ -1645,11 +1645,31 @@ def _invariant_problem(con: sqlite3.Connection, *, thorough: bool = False) -> st
     there are charges; every charge belongs to a release; every release charged exactly the budgets
     it protects, each with its own (ε, δ) units.
     """
+    problem = _meta_problem(con) or _spent_problem(con) or _budget_event_problem(con)
+    if problem is not None or not thorough:
+        return problem
+    return _release_charge_problem(con)
+
+
+def _meta_problem(con: sqlite3.Connection) -> str | None:
+    """A key of ``meta`` other than ``schema_version`` and ``ledger_id``, described, or None."""
     extra = con.execute("SELECT key FROM meta WHERE key NOT IN ('schema_version', 'ledger_id') LIMIT 1").fetchone()
     if extra is not None:
         return f"its meta table holds the unknown key {extra[0]!r}"
-    budgets = {name: (et, dt, es, ds) for name, et, dt, es, ds in con.execute(
-        "SELECT name, epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets")}
+    return None
+
+
+@dataclass(frozen=True)
+class _NetCharges:
+    """The (ε, δ) units charged to each budget by releases not voided, and the first voided release
+    that does not say why (its id, or None)."""
+
+    units: dict[str, tuple[int, int]]
+    unexplained_void: int | None
+
+
+def _net_charges(con: sqlite3.Connection) -> _NetCharges:
+    """Sum the charges per budget, then take back those of voided releases (one pass over them)."""
     charged = {b: [e, d] for b, e, d in con.execute(
         "SELECT budget, SUM(epsilon_units), SUM(delta_units) FROM charges GROUP BY budget")}
     unexplained = None
@@ -1661,15 +1681,30 @@ def _invariant_problem(con: sqlite3.Connection, *, thorough: bool = False) -> st
         if b is not None:
             charged[b][0] -= e
             charged[b][1] -= d
-    for b in charged.keys() - budgets.keys():
+    return _NetCharges({b: (e, d) for b, (e, d) in charged.items()}, unexplained)
+
+
+def _spent_problem(con: sqlite3.Connection) -> str | None:
+    """A charge to no budget, a budget whose spent is not its net charges, or a voided release
+    without a reason, described (in that order), or None."""
+    spent = {name: (es, ds) for name, _, _, es, ds in con.execute(
+        "SELECT name, epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets")}
+    net = _net_charges(con)
+    for b in net.units.keys() - spent.keys():
         return f"charges name {b!r}, which is not a budget"
-    for name, (_, _, es, ds) in budgets.items():
-        ce, cd = charged.get(name, (0, 0))
+    for name, (es, ds) in spent.items():
+        ce, cd = net.units.get(name, (0, 0))
         if (es, ds) != (ce, cd):
             return (f"budget {name!r} records ε={_eps(es)}, δ={_dlt(ds)} spent, but the charges of its releases not "
                     f"voided add up to ε={_eps(ce)}, δ={_dlt(cd)}")
-    if unexplained is not None:
-        return f"voided release {unexplained} does not say why (no void_reason)"
+    if net.unexplained_void is not None:
+        return f"voided release {net.unexplained_void} does not say why (no void_reason)"
+    return None
+
+
+def _budget_event_problem(con: sqlite3.Connection) -> str | None:
+    """A budget whose totals or overspending its last ``budget_events`` row does not explain, or a
+    budget event of no budget, described, or None."""
     for name, et, dt, es, ds, eid, ne, nd, se, sd in con.execute(
             "SELECT b.name, b.epsilon_total, b.delta_total, b.epsilon_spent, b.delta_spent, e.id, e.new_epsilon_units, "
             "e.new_delta_units, e.epsilon_spent_units, e.delta_spent_units FROM budgets b LEFT JOIN budget_events e "
@@ -1685,8 +1720,12 @@ def _invariant_problem(con: sqlite3.Connection, *, thorough: bool = False) -> st
     row = con.execute("SELECT name FROM budget_events WHERE name NOT IN (SELECT name FROM budgets) LIMIT 1").fetchone()
     if row is not None:
         return f"a budget event names {row[0]!r}, which is not a budget"
-    if not thorough:
-        return None
+    return None
+
+
+def _release_charge_problem(con: sqlite3.Connection) -> str | None:
+    """The thorough checks: the charges are exactly those the releases' protected budgets call for
+    (count, owner, and each one's (ε, δ) units); the first mismatch described, or None."""
     n_protected = con.execute("SELECT COALESCE(SUM(CASE WHEN json_valid(protected) THEN json_array_length(protected) "
                               "ELSE -1e18 END), 0) FROM releases").fetchone()[0]
     n_charges = con.execute("SELECT COUNT(*) FROM charges").fetchone()[0]
