@@ -29,8 +29,8 @@ hockey-stick divergence is invariant under such bijections.
   privacy-loss tail (a Gaussian; λ solves E_{q_λ}[L_G] = ε, the saddle point
   of the Chernoff bound of P(L_G > ε)); p_a itself keeps every weight
   bounded (f/q ≤ 1/π_d everywhere, and h/q_λ ≤ Z_λ e^{−λε} where h > 0); and
-  p_O is the mixture around the :data:`OUTLYING_ATOMS` atoms of P_a least
-  likely under P_b's fit, sampled *stratified* — one point each — so that a
+  p_O is the mixture around the :data:`OUTLYING_ATOMS` atoms of P_a farthest
+  from P_b's atoms (a Mahalanobis distance free of the noise's scale), sampled *stratified* — one point each — so that a
   rare value of the query far from P_b (a region of mass ~δ that the fits
   and a few hundred points would miss) is always visited. The points are
   allocated to the components in fixed numbers (stratified sampling of the
@@ -312,12 +312,27 @@ class _Proposal:
         return np.logaddexp.reduce(np.stack(parts), axis=0)
 
 
-def _outlying(fr: _Frame, fb: "_Fit") -> np.ndarray:
-    """Indices of the atoms of P_a least likely under P_b's Gaussian fit (up to :data:`OUTLYING_ATOMS`)."""
+def _outlying(fr: _Frame) -> np.ndarray:
+    """Indices of the atoms of P_a farthest from P_b's atoms (up to :data:`OUTLYING_ATOMS`).
+
+    The distance is Mahalanobis in ``C + (tr C / k)·I`` (noise coordinates: C the covariance of P_b's atoms,
+    I the noise's): the noise's shape enters with a weight relative to the atoms' spread, so the ordering
+    does not depend on the noise's *scale* — whitening by t·S multiplies both terms by 1/t². Any choice keeps
+    the estimator unbiased; this one makes a scale search evaluate the same proposal design at every scale,
+    so δ(t) moves smoothly with t instead of jumping where a scale-dependent set would change.
+    """
     m = min(OUTLYING_ATOMS, fr.a.shape[0])
-    d = fr.a - fb.mean
-    maha = np.einsum("ij,jk,ik->i", d, fb.prec, d)
-    return np.argpartition(maha, -m)[-m:] if m < fr.a.shape[0] else np.arange(fr.a.shape[0])
+    if m == fr.a.shape[0]:
+        return np.arange(m)
+    mean = fr.wb @ fr.b
+    centred = fr.b - mean
+    cov = (centred * fr.wb[:, None]).T @ centred
+    k = cov.shape[0]
+    spread = max(float(np.trace(cov)) / k, np.finfo(float).tiny)
+    prec = np.linalg.inv(cov + spread * np.eye(k))
+    d = fr.a - mean
+    maha = np.einsum("ij,jk,ik->i", d, prec, d)
+    return np.sort(np.argpartition(maha, -m)[-m:])
 
 
 def _draw_points(fr: _Frame, tilted: "_Fit", outliers: np.ndarray, n_points: int, seed: Any) -> _Proposal:
@@ -439,7 +454,7 @@ def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, n
     fa, fb = _Fit.of(fr.a, wa, noise_var), _Fit.of(fr.b, wb, noise_var)
     q_mean, q_cov = _tilt(fa, fb, epsilon)
     q_fit = _Fit(q_mean, q_cov, np.linalg.inv(q_cov), float(np.linalg.slogdet(q_cov)[1]))
-    prop = _draw_points(fr, q_fit, _outlying(fr, fb), n_points, seed)
+    prop = _draw_points(fr, q_fit, _outlying(fr), n_points, seed)
     y = prop.points
     halves = halves and sampled and min(fr.a.shape[0], fr.b.shape[0]) >= 4
     ev = _evaluate(prop, fr, epsilon, halves=halves, sampled=sampled)
