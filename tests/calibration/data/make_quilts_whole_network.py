@@ -15,26 +15,33 @@ import sys
 import warnings
 from pathlib import Path
 
-warnings.filterwarnings("ignore")
-code = sys.argv[1]
-sys.path[:0] = [code, str(Path(code) / "benchmarks")]
 
-import bayespriv as bp  # noqa: E402
-from bench_quilts import random_network  # noqa: E402
-from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts  # noqa: E402
+def main() -> None:
+    """Compute the calibration with the package at ``sys.argv[1]`` and write the fixture beside this script."""
+    warnings.filterwarnings("ignore")
+    code = sys.argv[1]
+    sys.path[:0] = [code, str(Path(code) / "benchmarks")]
 
-bn = random_network(20, 3)
-names = list(bn.nodes())
-net = ParameterNetwork(bn, columns={v: v for v in names})
-query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0 + k % 3)) for k, v in enumerate(names[::4])])
-cal = calibrate_quilts(net, names, query, n_records=50, exhaustive=False, refine=8)
-out = {
-    "generated": ("by tests/calibration/data/make_quilts_whole_network.py from the code at commit 02631be "
-                  "(before the per-network graph index, CPD tables and bucket memo); see that script's docstring"),
-    "sensitivity": cal.sensitivity.hex(),
-    "n_quilts": {str(v): int(k) for v, k in cal.n_quilts.items()},
-    "skipped": {str(v): int(k) for v, k in cal.skipped.items()},
-    "candidates": {str(v): [[sorted(map(str, c.quilt.quilt)), sorted(map(str, c.quilt.remote)), c.sensitivity.hex(),
-                             float(c.influence.value).hex()] for c in cal.candidates[v]] for v in cal.sensitive},
-}
-Path(__file__).with_name("quilts_whole_network.json").write_text(json.dumps(out, indent=0, sort_keys=True) + "\n")
+    import bayespriv as bp  # noqa: E402
+    from bench_quilts import random_network  # noqa: E402
+    from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts  # noqa: E402
+
+    bn = random_network(20, 3)
+    names = list(bn.nodes())
+    net = ParameterNetwork(bn, columns={v: v for v in names})
+    query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0 + k % 3)) for k, v in enumerate(names[::4])])
+    cal = calibrate_quilts(net, names, query, n_records=50, exhaustive=False, refine=8)
+    out = {
+        "generated": ("by tests/calibration/data/make_quilts_whole_network.py from the code at commit 02631be "
+                      "(before the per-network graph index, CPD tables and bucket memo); see that script's docstring"),
+        "sensitivity": cal.sensitivity.hex(),
+        "n_quilts": {str(v): int(k) for v, k in cal.n_quilts.items()},
+        "skipped": {str(v): int(k) for v, k in cal.skipped.items()},
+        "candidates": {str(v): [[sorted(map(str, c.quilt.quilt)), sorted(map(str, c.quilt.remote)), c.sensitivity.hex(),
+                                 float(c.influence.value).hex()] for c in cal.candidates[v]] for v in cal.sensitive},
+    }
+    Path(__file__).with_name("quilts_whole_network.json").write_text(json.dumps(out, indent=0, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":  # pytest imports this file for doctests: nothing runs then
+    main()
