@@ -25,7 +25,7 @@ demo: $(STAMP)
 	$(VENV)/bin/bayespriv demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

@@ -89,10 +89,10 @@ def test_installed_wheel_imports_its_own_models(wheel: Path, tmp_path: Path):
 
 def test_editable_install_resolves_models_to_the_checkout(tmp_path: Path):
     """``pip install -e .`` (what ``make`` runs) maps ``bayespriv.models`` to the checkout's ``models/``."""
-    try:
-        direct = json.loads(importlib.metadata.distribution("bayespriv").read_text("direct_url.json") or "{}")
-    except importlib.metadata.PackageNotFoundError:
-        direct = {}
+    # The first distribution on sys.path may be the checkout's own bayespriv.egg-info (the build backend writes
+    # it beside pyproject.toml, without direct_url.json): read the one the installer recorded.
+    found = [d.read_text("direct_url.json") for d in importlib.metadata.distributions(name="bayespriv")]
+    direct = next((json.loads(text) for text in found if text), {})
     if not (direct.get("dir_info", {}).get("editable") and direct.get("url") == ROOT.as_uri()):
         pytest.skip(f"bayespriv is not installed in editable mode from {ROOT} in this environment "
                     f"(install: {direct or 'none'}); `make test` does that")
