@@ -40,7 +40,8 @@ the new release is charged the increase of the joint ε, and its δ. The joint l
 * **from the data model** otherwise, when the model that calibrated the earlier releases is at hand
   in this process (:func:`bayespriv.calibration.engine.model_of`, kept for calibrations made by
   :func:`~bayespriv.calibrate`; not for files): the stacked query is calibrated afresh under the union of
-  the pairs, with a seed derived from the dataset and the releases;
+  the pairs, with a seed derived from the dataset and the releases (recorded in the row's ``joint``
+  record as ``seed``: the same draws, hence the same joint ε, can be drawn again);
 * otherwise it cannot be formed, and the release is refused unless the caller declares the releases
   independent (``independent=True``; recorded on the row as the assumption
   ``declared_independent`` and charged the sum).

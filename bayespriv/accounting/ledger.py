@@ -1156,7 +1156,7 @@ class Ledger:
             rows = {name: self._priors(con, req.dataset, name) for name in req.protected}
         new_noise = _noise_of(req.noise)
         own = _units(req.epsilon, EPSILON_UNIT, ROUND_CEILING)
-        units, record, last, cache = {}, {}, {}, {}
+        units, record, last, cache, seeds = {}, {}, {}, {}, {}
         for name, prior_rows in rows.items():
             last[name] = prior_rows[-1][0] if prior_rows else 0
             if not prior_rows:  # the first release on this dataset: its own guarantee is the joint one
@@ -1168,15 +1168,16 @@ class Ledger:
             if key not in cache:
                 priors = [PriorRelease(r[0], r[1], _noise_of(r[2]), float(r[3]), float(r[4]),
                                        tuple(json.loads(r[5] or "[]"))) for r in prior_rows]
-                seed = int.from_bytes(hashlib.sha256(f"{req.dataset}|{key}".encode()).digest()[:8], "little")
-                cache[key] = joint_guarantee(mechanism, priors, live=self._live, new_noise=new_noise, seed=seed)
+                # The seed of a stacked calibration, recorded on the row: anyone can redraw the same joint law.
+                seeds[key] = int.from_bytes(hashlib.sha256(f"{req.dataset}|{key}".encode()).digest()[:8], "little")
+                cache[key] = joint_guarantee(mechanism, priors, live=self._live, new_noise=new_noise, seed=seeds[key])
             joint = cache[key]
             before = json.loads(prior_rows[-1][6] or "{}").get(name, {}).get("epsilon", 0.0)
             increase = max(0.0, joint.epsilon - float(before))
             units[name] = _units(increase, EPSILON_UNIT, ROUND_CEILING)
             record[name] = {"epsilon": joint.epsilon, "delta": joint.delta, "units": units[name],
                             "method": joint.method, "releases": list(joint.releases),
-                            "assumptions": list(joint.assumptions)}
+                            "assumptions": list(joint.assumptions), "seed": seeds[key]}
         return _JointPlan(units, json.dumps(record, sort_keys=True), last)
 
     def _priors_moved(self, con: sqlite3.Connection, req: _Request, plan: "_JointPlan") -> bool:

@@ -76,6 +76,22 @@ def test_b_after_a_is_charged_at_least_the_true_joint_epsilon(ledger, data):
     assert rows["joint"].iloc[1]["x"]["method"] == "stacked calibration" and rows["joint"].iloc[1]["x"]["releases"] == [1]
 
 
+def test_one_at_a_time_costs_what_the_joint_release_costs(ledger, data):
+    """B after A is charged the joint ε of both; its row records the seed of the stacked draws, and JointGaussian
+    on the same draws (the two released together as one query) states the same ε. A twin that drops the seed (its
+    own draws) differs: the row's seed is what ties the two."""
+    ma, mb = _mechanisms()
+    ma.release(data, ledger=ledger)
+    mb.release(data, ledger=ledger)
+    record = ledger.releases()["joint"].iloc[1]["x"]
+    stacked = bp.stack(QA, bp.mean("y"))
+    together = bp.JointGaussian([ma, mb], bp.calibrate(MODEL, PAIR, stacked, n_draws=20_000, rng=record["seed"]))
+    assert together.delta == pytest.approx(ledger.spent("x")[1])
+    assert ledger.spent("x")[0] == pytest.approx(together.epsilon, abs=1e-8)  # units of 1e-9 ε, rounded up
+    other = bp.JointGaussian([ma, mb], bp.calibrate(MODEL, PAIR, stacked, n_draws=20_000, rng=record["seed"] + 1))
+    assert other.epsilon != pytest.approx(together.epsilon, abs=1e-8)
+
+
 def test_noiseless_releases_that_reveal_the_secret_are_refused_and_the_summing_twin_is_caught(ledger, data):
     """The issue's mechanisms (Gaussian route: zero noise, each 'established'): B after A is refused before any
     noise; declared independent (what a summing ledger does) it is charged ε = 2, and the likelihood-ratio attack
