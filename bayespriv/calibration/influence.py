@@ -52,7 +52,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
@@ -217,14 +217,11 @@ def _as_density(obj: Any) -> Any:
 def _kind(network: Any) -> str:
     if _is_density(network):
         return "density"
-    try:
-        from pgmpy.models import DiscreteBayesianNetwork, LinearGaussianBayesianNetwork
-    except ImportError:  # pragma: no cover - pgmpy is a dependency
-        DiscreteBayesianNetwork = LinearGaussianBayesianNetwork = ()  # type: ignore[assignment]
-    if isinstance(network, LinearGaussianBayesianNetwork):
-        return "gaussian"
-    if isinstance(network, DiscreteBayesianNetwork):
-        return "discrete"
+    from ..datamodels.network_tables import pgmpy_network_kind  # an earlier stage: the one that knows pgmpy
+
+    kind = pgmpy_network_kind(network)
+    if kind is not None:
+        return kind
     raise ParameterTypeError(
         "network must be a pgmpy DiscreteBayesianNetwork or LinearGaussianBayesianNetwork, a PyMC model, or a "
         "parameter density (names, graph, supports, log_density) (or a sequence of them); "
@@ -479,11 +476,9 @@ def _is_bare_pgmpy(network: Any) -> bool:
         members = _as_network_list(network)
     except ValidationError:
         return False
-    try:
-        from pgmpy.models import DiscreteBayesianNetwork, LinearGaussianBayesianNetwork
-    except ImportError:  # pragma: no cover - pgmpy is a dependency
-        return False
-    return any(isinstance(m, (DiscreteBayesianNetwork, LinearGaussianBayesianNetwork)) for m in members)
+    from ..datamodels.network_tables import pgmpy_network_kind
+
+    return any(pgmpy_network_kind(m) is not None for m in members)
 
 
 def _check_bounds(bounds: Any, nodes: Sequence[Hashable]) -> dict[Hashable, tuple[float, float]]:
@@ -990,26 +985,57 @@ class _Grid:
         return lc.reshape(-1, len(np.atleast_1d(avals))), la
 
 
-def _density_influence(
-    density: Any,
-    node: Hashable,
-    quilt: tuple,
-    resolution: int | None,
-    bounds: Mapping[Hashable, tuple[float, float]],
-    max_points: int,
-) -> MaxInfluence:
-    """e(Q | i) for continuous parameters: grids at G and 2G, edge limits, a local optimum and a margin."""
-    graph = density.graph
-    frozen_q = frozenset(quilt)
-    if nx.is_d_separator(graph, {node}, set(quilt), set()):
-        return MaxInfluence(0.0, node, frozen_q, None, None,
-                            "φ_Q is d-separated from φ_i in the parameters' graph: independent, so the ratio is 1")
-    targets = set(quilt) | {node}
-    ancestral = targets.union(*(nx.ancestors(graph, v) for v in targets))
-    rest = tuple(v for v in density.names if v in ancestral and v not in targets)
-    order = (*quilt, node, *rest)
-    d = len(order)
-    g = _resolution(d, resolution, max_points)
+class _Verdict(Exception):
+    """Raised by a stage of :func:`_density_influence` that settles the value (unbounded, or no pair): its result."""
+
+    def __init__(self, result: "MaxInfluence") -> None:
+        super().__init__(result.reason)
+        self.result = result
+
+
+@dataclass(frozen=True, eq=False)
+class _DensityProblem:
+    """What every stage of :func:`_density_influence` reads: the parameters, their axes and grid size, and what the
+    bounds cut from Θ (named in every verdict)."""
+
+    density: Any
+    node: Hashable
+    quilt: tuple
+    rest: tuple
+    order: tuple
+    axes: Mapping[Hashable, _Axis]
+    g: int
+    assumptions: tuple[str, ...]
+    truncation: str
+
+    def result(self, value: float, why: str, assignment: Any = None, pair: Any = None, margin: float = 0.0) -> MaxInfluence:
+        return MaxInfluence(value, self.node, frozenset(self.quilt), assignment, pair, why + self.truncation, None,
+                            False, margin, self.assumptions)
+
+    def infinite(self, why: str, assignment: Any = None, pair: Any = None) -> _Verdict:
+        return _Verdict(self.result(math.inf, why, assignment, pair))
+
+    def support_moves(self, where: str, assignment: Any = None, pair: Any = None) -> _Verdict:
+        """φ_Q has positive density for some values of φ_i and not for others: the ratio is unbounded."""
+        return self.infinite(f"P(φ_Q = x | φ_{self.node}) vanishes for some but not all values of φ_{self.node} "
+                             f"{where}: the support of φ_Q depends on φ_{self.node}, so the ratio is unbounded",
+                             assignment, pair)
+
+
+@dataclass(frozen=True, eq=False)
+class _GridMaximum:
+    """The largest log-ratio on one grid: its value, where (φ_Q and the pair), and the conditionals it came from."""
+
+    value: float
+    at: Any
+    pair: Any
+    lc: np.ndarray
+    la: np.ndarray
+    valid: np.ndarray
+
+
+def _density_axes(density: Any, order: tuple, bounds: Mapping[Hashable, tuple[float, float]]) -> tuple[dict, list[str]]:
+    """An axis per parameter over its support cut by ``bounds``, and the cuts (text)."""
     axes: dict[Hashable, _Axis] = {}
     cut: list[str] = []
     for v in order:
@@ -1027,180 +1053,261 @@ def _density_influence(
             if typical is not None and v in typical:
                 center, scale = (float(t) for t in typical[v])
         axes[v] = _Axis(v, lo, hi, center, scale)
+    return axes, cut
+
+
+def _density_problem(density: Any, node: Hashable, quilt: tuple, resolution: int | None,
+                     bounds: Mapping[Hashable, tuple[float, float]], max_points: int) -> _DensityProblem:
+    """Q, φ_i and their ancestors (integrated out), the grid size and the axes."""
+    graph = density.graph
+    targets = set(quilt) | {node}
+    ancestral = targets.union(*(nx.ancestors(graph, v) for v in targets))
+    rest = tuple(v for v in density.names if v in ancestral and v not in targets)
+    order = (*quilt, node, *rest)
+    g = _resolution(len(order), resolution, max_points)
+    axes, cut = _density_axes(density, order, bounds)
     assumptions = ("numerical_influence",) + (("truncated_prior",) if cut else ())
     truncation = (f"; Θ restricted to the bounds {', '.join(cut)} (the prior conditioned on them; for φ_i: only "
                   "secrets in the bounds)") if cut else ""
+    return _DensityProblem(density, node, quilt, rest, order, axes, g, assumptions, truncation)
 
-    def label(v: Hashable) -> str:
-        return f"φ_{v}"
 
-    def infinite(why: str, assignment: Any = None, pair: Any = None) -> MaxInfluence:
-        return MaxInfluence(math.inf, node, frozen_q, assignment, pair, why + truncation, None, False, 0.0, assumptions)
+def _grid_maximum(prob: _DensityProblem, grid: _Grid) -> _GridMaximum:
+    """The largest log-ratio over the grid's φ_Q × pairs of φ_i nodes (a verdict when φ_i has no pair, or when
+    the support of φ_Q moves with φ_i)."""
+    node, quilt = prob.node, prob.quilt
+    lc, la = grid.conditional(grid.a_nodes)
+    valid = np.flatnonzero(np.isfinite(la))
+    if valid.size < 2:
+        raise _Verdict(prob.result(0.0, f"φ_{node} has fewer than two grid values of positive density: no pair of "
+                                        "secrets"))
+    value, row, ca, cb = _spread(lc[:, valid])
+    xs = None
+    if row >= 0:
+        idx = np.unravel_index(row, (grid.g,) * len(quilt))
+        xs = {v: float(grid.q_nodes[j][0][idx[j]]) for j, v in enumerate(quilt)}
+    pair = None if row < 0 else (float(grid.a_nodes[valid[ca]]), float(grid.a_nodes[valid[cb]]))
+    if value == math.inf:
+        raise prob.infinite(
+            f"P(φ_Q = x | φ_{node} = {pair[1]:.6g}) = 0 < P(φ_Q = x | φ_{node} = {pair[0]:.6g}) at x = {xs}: the "
+            f"support of φ_Q depends on φ_{node}, so the ratio is unbounded", xs, pair)
+    return _GridMaximum(value, xs, pair, lc, la, valid)
 
-    coarse = _Grid(density, quilt, node, rest, axes, g)
-    fine = _Grid(density, quilt, node, rest, axes, 2 * g)
-    k = len(quilt)
-    results = []
-    for grid in (coarse, fine):
-        lc, la = grid.conditional(grid.a_nodes)
-        valid = np.flatnonzero(np.isfinite(la))
-        if valid.size < 2:
-            return MaxInfluence(0.0, node, frozen_q, None, None,
-                                f"φ_{node} has fewer than two grid values of positive density: no pair of secrets"
-                                + truncation, None, False, 0.0, assumptions)
-        value, row, ca, cb = _spread(lc[:, valid])
-        xs = None
-        if row >= 0:
-            idx = np.unravel_index(row, (grid.g,) * k)
-            xs = {v: float(grid.q_nodes[j][0][idx[j]]) for j, v in enumerate(quilt)}
-        pair = None if row < 0 else (float(grid.a_nodes[valid[ca]]), float(grid.a_nodes[valid[cb]]))
-        if value == math.inf:
-            return infinite(
-                f"P(φ_Q = x | φ_{node} = {pair[1]:.6g}) = 0 < P(φ_Q = x | φ_{node} = {pair[0]:.6g}) at x = {xs}: the "
-                f"support of φ_Q depends on φ_{node}, so the ratio is unbounded", xs, pair)
-        results.append((value, xs, pair, lc, la, valid))
-    (g1, _, _, _, _, _), (g2, x2, pair2, _, _, _) = results
-    if not math.isfinite(g2):
-        return MaxInfluence(0.0, node, frozen_q, None, None, "no value of φ_Q has positive density" + truncation,
-                            None, False, 0.0, assumptions)
-    best = (g2, x2, pair2)
-    edges: list[str] = []
 
-    # Limits at the edges (finite or infinite) of each quilt parameter, pairs (a, b) on the grid of φ_i.
-    lc1, la1, valid1 = results[0][3], results[0][4], results[0][5]
+def _edge_limit(prob: _DensityProblem, f: np.ndarray, unbounded: Callable[[str], str]) -> float | None:
+    """The verdict on maxima ``f`` along points approaching an edge: a verdict when they grow without bound
+    (``unbounded(last)`` says where, given the last finite maximum as text), the bounded limit, or None."""
+    kind, lim = _limit(f)
+    if kind == "unbounded":
+        finite = f[np.isfinite(f)]
+        raise prob.infinite(unbounded(f"{finite[-1]:.4g}" if finite.size else "inf"))
+    return lim if kind == "bounded" else None
+
+
+def _unbounded_hint(prob: _DensityProblem, v: Hashable, side: str, advice: str) -> str:
+    axis = prob.axes[v]
+    unbounded_support = not math.isfinite(axis.lo if side == "lo" else axis.hi)
+    return advice if unbounded_support else " (at the edge of its support)"
+
+
+def _quilt_edge_limits(prob: _DensityProblem, coarse: _Grid, first: _GridMaximum) -> list[tuple[str, float]]:
+    """Limits at the edges (finite or infinite) of each quilt parameter, pairs (a, b) on the grid of φ_i."""
+    node, quilt, k = prob.node, prob.quilt, len(prob.quilt)
+    out = []
     for j, v in enumerate(quilt):
         for side in ("lo", "hi"):
-            seq, where = axes[v].edge(side)
+            seq, where = prob.axes[v].edge(side)
             if seq.size == 0:
                 continue
             qvals = [coarse.q_nodes[t][0] if t != j else seq for t in range(k)]
             lj = coarse.joint(qvals, coarse.a_nodes)
             with np.errstate(invalid="ignore"):
-                lcp = np.moveaxis(lj - la1, j, 0)[..., valid1]  # (J, other nodes..., a)
+                lcp = np.moveaxis(lj - first.la, j, 0)[..., first.valid]  # (J, other nodes..., a)
             f = np.empty(len(seq))
             for t in range(len(seq)):
-                val, row, ca, cb = _spread(lcp[t].reshape(-1, valid1.size))
+                val, _, ca, cb = _spread(lcp[t].reshape(-1, first.valid.size))
                 if val == math.inf:
-                    pair = (float(coarse.a_nodes[valid1[ca]]), float(coarse.a_nodes[valid1[cb]]))
-                    return infinite(f"P(φ_Q | φ_{node} = {pair[1]:.6g}) = 0 < P(φ_Q | φ_{node} = {pair[0]:.6g}) near "
-                                    f"{label(v)} = {seq[t]:.6g}: the support of φ_Q depends on φ_{node}, so the ratio "
-                                    "is unbounded", {v: float(seq[t])}, pair)
+                    pair = (float(coarse.a_nodes[first.valid[ca]]), float(coarse.a_nodes[first.valid[cb]]))
+                    raise prob.infinite(
+                        f"P(φ_Q | φ_{node} = {pair[1]:.6g}) = 0 < P(φ_Q | φ_{node} = {pair[0]:.6g}) near φ_{v} = "
+                        f"{seq[t]:.6g}: the support of φ_Q depends on φ_{node}, so the ratio is unbounded",
+                        {v: float(seq[t])}, pair)
                 f[t] = val
-            kind, lim = _limit(f)
-            if kind == "unbounded":
-                unbounded_support = not math.isfinite(axes[v].lo if side == "lo" else axes[v].hi)
-                hint = (f" (unbounded support, e.g. Normal(a, σ) vs Normal(b, σ)); pass bounds={{{v!r}: (lo, hi)}} to "
-                        "restrict Θ to a bounded range") if unbounded_support else " (at the edge of its support)"
-                last = int(np.flatnonzero(np.isfinite(f))[-1]) if np.isfinite(f).any() else len(f) - 1
-                return infinite(f"log P(φ_Q | φ_{node} = a) / P(φ_Q | φ_{node} = b) grows without bound as "
-                                f"{label(v)} → {where}{hint}: e.g. {f[last]:.4g} at {label(v)} = {seq[last]:.4g}")
-            if kind == "bounded":
-                edges.append(f"{label(v)}→{where}: {lim:.6g}")
-                if lim > best[0]:
-                    best = (lim, None, None)
+            hint = _unbounded_hint(prob, v, side, f" (unbounded support, e.g. Normal(a, σ) vs Normal(b, σ)); pass "
+                                                  f"bounds={{{v!r}: (lo, hi)}} to restrict Θ to a bounded range")
+            last = int(np.flatnonzero(np.isfinite(f))[-1]) if np.isfinite(f).any() else len(f) - 1
+            message = (f"log P(φ_Q | φ_{node} = a) / P(φ_Q | φ_{node} = b) grows without bound as φ_{v} → {where}"
+                       f"{hint}: e.g. {f[last]:.4g} at φ_{v} = {seq[last]:.4g}")
+            lim = _edge_limit(prob, f, lambda _last, message=message: message)
+            if lim is not None:
+                out.append((f"φ_{v}→{where}", lim))
+    return out
 
-    # Limits at the edges of φ_i, against every grid value b (both orders), over the quilt's grid.
-    lg = lc1[:, valid1]
-    i_edges: dict[str, tuple[np.ndarray, str, np.ndarray]] = {}
+
+def _node_edge_ratios(prob: _DensityProblem, lct: np.ndarray, lat: np.ndarray, lg: np.ndarray,
+                      seq: np.ndarray) -> np.ndarray:
+    """Per point of φ_i's edge sequence: the largest |log-ratio| against every grid value b, over the quilt's grid."""
+    f = np.full(len(seq), -np.inf)
+    for t in range(len(seq)):
+        if not math.isfinite(lat[t]):
+            continue
+        table = np.concatenate([lct[:, t:t + 1], lg], axis=1)
+        fin = np.isfinite(table)
+        rows = fin.all(axis=1)
+        if (fin.any(axis=1) & ~rows).any():
+            raise prob.support_moves(f"near φ_{prob.node} = {seq[t]:.6g}")
+        if rows.any():
+            sub = table[rows]
+            f[t] = float(np.max(np.maximum(sub[:, 0] - sub[:, 1:].min(axis=1), sub[:, 1:].max(axis=1) - sub[:, 0])))
+    return f
+
+
+def _node_edge_limits(prob: _DensityProblem, coarse: _Grid,
+                      first: _GridMaximum) -> tuple[list[tuple[str, float]], dict[str, tuple]]:
+    """Limits at the edges of φ_i, against every grid value b (both orders), over the quilt's grid; and each
+    edge's sequence, its text and log p(a) along it (for the corners)."""
+    node = prob.node
+    lg = first.lc[:, first.valid]
+    out, i_edges = [], {}
     for side in ("lo", "hi"):
-        seq, where = axes[node].edge(side)
+        seq, where = prob.axes[node].edge(side)
         if seq.size == 0:
             continue
         lct, lat = coarse.conditional(seq)
         i_edges[side] = (seq, where, lat)
-        f = np.full(len(seq), -np.inf)
-        for t in range(len(seq)):
-            if not math.isfinite(lat[t]):
-                continue
-            table = np.concatenate([lct[:, t:t + 1], lg], axis=1)
-            fin = np.isfinite(table)
-            rows = fin.all(axis=1)
-            mixed = fin.any(axis=1) & ~rows
-            if mixed.any():
-                return infinite(f"P(φ_Q = x | φ_{node}) vanishes for some but not all values of φ_{node} near "
-                                f"φ_{node} = {seq[t]:.6g}: the support of φ_Q depends on φ_{node}, so the ratio is "
-                                "unbounded")
-            if rows.any():
-                sub = table[rows]
-                f[t] = float(np.max(np.maximum(sub[:, 0] - sub[:, 1:].min(axis=1), sub[:, 1:].max(axis=1) - sub[:, 0])))
-        kind, lim = _limit(f)
-        if kind == "unbounded":
-            unbounded_support = not math.isfinite(axes[node].lo if side == "lo" else axes[node].hi)
-            hint = (f" (unbounded support); pass bounds={{{node!r}: (lo, hi)}} to protect only secrets in a bounded range"
-                    if unbounded_support else " (at the edge of its support)")
-            return infinite(f"log P(φ_Q | φ_{node} = a) / P(φ_Q | φ_{node} = b) grows without bound as "
-                            f"φ_{node} → {where}{hint}: e.g. {f[np.isfinite(f)][-1]:.4g}")
-        if kind == "bounded":
-            edges.append(f"φ_{node}→{where}: {lim:.6g}")
-            if lim > best[0]:
-                best = (lim, None, None)
+        f = _node_edge_ratios(prob, lct, lat, lg, seq)
+        hint = _unbounded_hint(prob, node, side, f" (unbounded support); pass bounds={{{node!r}: (lo, hi)}} to "
+                                                 "protect only secrets in a bounded range")
+        lim = _edge_limit(prob, f, lambda last, where=where, hint=hint: (
+            f"log P(φ_Q | φ_{node} = a) / P(φ_Q | φ_{node} = b) grows without bound as φ_{node} → {where}{hint}: "
+            f"e.g. {last}"))
+        if lim is not None:
+            out.append((f"φ_{node}→{where}", lim))
+    return out, i_edges
 
-    # Corners: every quilt parameter and φ_i approaching an edge together (step j of each sequence), against
-    # every grid value b — catches a ratio unbounded only jointly (e.g. (x − 1)·a + log a for x → 1, a → ∞).
-    q_edges = [{side: axes[v].edge(side) for side in ("lo", "hi")} for v in quilt]
-    for sides in itertools.product(("lo", "hi"), repeat=k):
-        for side_i, (aseq, where_i, lat) in i_edges.items():
+
+def _corner_ratios(prob: _DensityProblem, coarse: _Grid, first: _GridMaximum, seqs: list[np.ndarray],
+                   aseq: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """Along step j of every sequence together: the largest |log-ratio| of φ_i = aseq[j] against every grid b."""
+    n = min(13, len(aseq), *(len(sq) for sq in seqs))
+    f = np.full(n, -np.inf)
+    for j in range(n):
+        if not math.isfinite(lat[j]):
+            continue
+        xj = [np.array([sq[j]]) for sq in seqs]
+        la_num = float(coarse.joint(xj, aseq[j:j + 1]).reshape(-1)[0] - lat[j])
+        lb = coarse.joint(xj, coarse.a_nodes[first.valid]).reshape(-1) - first.la[first.valid]
+        fin_b = np.isfinite(lb)
+        if not math.isfinite(la_num) and not fin_b.any():
+            continue
+        if not math.isfinite(la_num) or not fin_b.all():
+            point = {v: float(sq[j]) for v, sq in zip(prob.quilt, seqs)}
+            raise prob.support_moves(f"at x = {point}, φ_{prob.node} = {aseq[j]:.6g}", point)
+        f[j] = max(la_num - float(lb.min()), float(lb.max()) - la_num)
+    return f
+
+
+def _corner_limits(prob: _DensityProblem, coarse: _Grid, first: _GridMaximum, i_edges: Mapping[str, tuple],
+                   best: float) -> list[tuple[str, float]]:
+    """Every quilt parameter and φ_i approaching an edge together (step j of each sequence), against every grid
+    value b — catches a ratio unbounded only jointly (e.g. (x − 1)·a + log a for x → 1, a → ∞). Only limits above
+    ``best`` (and those before them) are kept."""
+    node, quilt = prob.node, prob.quilt
+    q_edges = [{side: prob.axes[v].edge(side) for side in ("lo", "hi")} for v in quilt]
+    out = []
+    for sides in itertools.product(("lo", "hi"), repeat=len(quilt)):
+        for aseq, where_i, lat in i_edges.values():
             seqs = [q_edges[t][sd][0] for t, sd in enumerate(sides)]
             if any(sq.size == 0 for sq in seqs):
                 continue
-            n = min(13, len(aseq), *(len(sq) for sq in seqs))
-            f = np.full(n, -np.inf)
-            for j in range(n):
-                if not math.isfinite(lat[j]):
-                    continue
-                xj = [np.array([sq[j]]) for sq in seqs]
-                la_num = float(coarse.joint(xj, aseq[j:j + 1]).reshape(-1)[0] - lat[j])
-                lb = coarse.joint(xj, coarse.a_nodes[valid1]).reshape(-1) - la1[valid1]
-                fin_b = np.isfinite(lb)
-                if not math.isfinite(la_num) and not fin_b.any():
-                    continue
-                if not math.isfinite(la_num) or not fin_b.all():
-                    point = {v: float(sq[j]) for v, sq in zip(quilt, seqs)}
-                    return infinite(f"P(φ_Q = x | φ_{node}) vanishes for some but not all values of φ_{node} at "
-                                    f"x = {point}, φ_{node} = {aseq[j]:.6g}: the support of φ_Q depends on φ_{node}, "
-                                    "so the ratio is unbounded", point)
-                f[j] = max(la_num - float(lb.min()), float(lb.max()) - la_num)
-            kind, lim = _limit(f)
-            where = ", ".join(f"{label(v)} → {q_edges[t][sd][1]}" for t, (v, sd) in enumerate(zip(quilt, sides)))
-            if kind == "unbounded":
-                return infinite(f"log P(φ_Q | φ_{node} = a) / P(φ_Q | φ_{node} = b) grows without bound as {where} and "
-                                f"φ_{node} → {where_i} together: e.g. {f[np.isfinite(f)][-1]:.4g}")
-            if kind == "bounded" and lim > best[0]:
-                edges.append(f"corner {where}, φ_{node}→{where_i}: {lim:.6g}")
-                best = (lim, None, None)
+            f = _corner_ratios(prob, coarse, first, seqs, aseq, lat)
+            where = ", ".join(f"φ_{v} → {q_edges[t][sd][1]}" for t, (v, sd) in enumerate(zip(quilt, sides)))
+            lim = _edge_limit(prob, f, lambda last, where=where, where_i=where_i: (
+                f"log P(φ_Q | φ_{node} = a) / P(φ_Q | φ_{node} = b) grows without bound as {where} and "
+                f"φ_{node} → {where_i} together: e.g. {last}"))
+            if lim is not None and lim > best:
+                out.append((f"corner {where}, φ_{node}→{where_i}", lim))
+                best = lim
+    return out
 
-    # Local refinement from the finer grid's maximiser (bounded Powell in the u coordinates).
-    opt = -math.inf
-    xo, po = x2, pair2
-    if x2 is not None and pair2 is not None:
-        opt, xo_, po_ = _refine(fine, quilt, node, axes, x2, pair2)
-        if opt > best[0]:
-            best = (opt, xo_, po_)
-        if opt >= g2:
-            xo, po = xo_, po_
-    # Quadrature check: the log-ratio at the maximiser with the integrals (over R, and p(φ_i) over Q) at G and 2G.
-    quad = 0.0
-    if xo is not None and po is not None:
-        r_coarse = _point_ratio(coarse, quilt, xo, po)
-        r_fine = _point_ratio(fine, quilt, xo, po)
-        quad = abs(r_fine - r_coarse) if math.isfinite(r_fine) and math.isfinite(r_coarse) else math.inf
-        if not quad <= 0.01 * max(1.0, abs(r_fine)):
-            return infinite(
-                f"the quadrature did not converge: the log-ratio at x = {xo}, (a, b) = {po} is {r_coarse:.6g} with "
-                f"G={g} nodes and {r_fine:.6g} with 2G={2 * g} — an integrand too peaked for the grid (e.g. a density "
-                "unbounded at an interior point, such as a scale parameter near 0); treated as unbounded. Restrict "
-                "the integrated parameters with bounds=..., or raise resolution / max_points", xo, po)
-    margin = abs(g2 - g1) + quad
-    value = max(0.0, best[0] + margin)
-    reason = (f"numerical estimate (Gauss–Legendre grid G={g} and 2G={2 * g} per parameter over "
-              f"{[str(v) for v in order]}"
-              + (f", integrating {[str(v) for v in rest]}" if rest else "")
-              + f"; grid maxima {g1:.6g} (G), {g2:.6g} (2G)"
-              + (f"; edge limits {', '.join(edges)}" if edges else "")
-              + (f"; local optimum {opt:.6g}" if math.isfinite(opt) else "")
-              + f"; refinement margin {margin:.3g} added: grid {abs(g2 - g1):.3g} + quadrature {quad:.3g})"
-              + truncation)
-    return MaxInfluence(value, node, frozen_q, best[1], best[2], reason, None, False, margin, assumptions)
+
+def _quadrature_gap(prob: _DensityProblem, coarse: _Grid, fine: _Grid, xo: Any, po: Any) -> float:
+    """|log-ratio at G − at 2G| at the maximiser, the integrals included (a verdict when it does not converge)."""
+    if xo is None or po is None:
+        return 0.0
+    r_coarse = _point_ratio(coarse, prob.quilt, xo, po)
+    r_fine = _point_ratio(fine, prob.quilt, xo, po)
+    quad = abs(r_fine - r_coarse) if math.isfinite(r_fine) and math.isfinite(r_coarse) else math.inf
+    if not quad <= 0.01 * max(1.0, abs(r_fine)):
+        raise prob.infinite(
+            f"the quadrature did not converge: the log-ratio at x = {xo}, (a, b) = {po} is {r_coarse:.6g} with "
+            f"G={prob.g} nodes and {r_fine:.6g} with 2G={2 * prob.g} — an integrand too peaked for the grid (e.g. a "
+            "density unbounded at an interior point, such as a scale parameter near 0); treated as unbounded. "
+            "Restrict the integrated parameters with bounds=..., or raise resolution / max_points", xo, po)
+    return quad
+
+
+def _density_reason(prob: _DensityProblem, g1: float, g2: float, edges: list[tuple[str, float]], opt: float,
+                    margin: float, quad: float) -> str:
+    g = prob.g
+    return (f"numerical estimate (Gauss–Legendre grid G={g} and 2G={2 * g} per parameter over "
+            f"{[str(v) for v in prob.order]}"
+            + (f", integrating {[str(v) for v in prob.rest]}" if prob.rest else "")
+            + f"; grid maxima {g1:.6g} (G), {g2:.6g} (2G)"
+            + (f"; edge limits {', '.join(f'{w}: {lim:.6g}' for w, lim in edges)}" if edges else "")
+            + (f"; local optimum {opt:.6g}" if math.isfinite(opt) else "")
+            + f"; refinement margin {margin:.3g} added: grid {abs(g2 - g1):.3g} + quadrature {quad:.3g})")
+
+
+def _density_influence(
+    density: Any,
+    node: Hashable,
+    quilt: tuple,
+    resolution: int | None,
+    bounds: Mapping[Hashable, tuple[float, float]],
+    max_points: int,
+) -> MaxInfluence:
+    """e(Q | i) for continuous parameters: grids at G and 2G, edge limits, a local optimum and a margin.
+
+    Stages: the problem (:func:`_density_problem`), the grid maxima at G and 2G (:func:`_grid_maximum`), the
+    limits at the edges of φ_Q, of φ_i and at their corners, a local refinement from the finer grid's maximiser
+    (:func:`_refine`) and the quadrature check at it (:func:`_quadrature_gap`); the value is the largest of
+    them plus the margin |max at 2G − max at G| + the quadrature gap. A stage that finds the ratio unbounded
+    (or no pair of secrets) settles the value (:class:`_Verdict`).
+    """
+    if nx.is_d_separator(density.graph, {node}, set(quilt), set()):
+        return MaxInfluence(0.0, node, frozenset(quilt), None, None,
+                            "φ_Q is d-separated from φ_i in the parameters' graph: independent, so the ratio is 1")
+    prob = _density_problem(density, node, quilt, resolution, bounds, max_points)
+    coarse = _Grid(density, quilt, node, prob.rest, prob.axes, prob.g)
+    fine = _Grid(density, quilt, node, prob.rest, prob.axes, 2 * prob.g)
+    try:
+        first, second = _grid_maximum(prob, coarse), _grid_maximum(prob, fine)
+        if not math.isfinite(second.value):
+            return prob.result(0.0, "no value of φ_Q has positive density")
+        best = (second.value, second.at, second.pair)
+        edges = _quilt_edge_limits(prob, coarse, first)
+        node_edges, i_edges = _node_edge_limits(prob, coarse, first)
+        edges += node_edges
+        for _, lim in edges:
+            if lim > best[0]:
+                best = (lim, None, None)
+        edges += _corner_limits(prob, coarse, first, i_edges, best[0])
+        if edges and edges[-1][1] > best[0]:
+            best = (edges[-1][1], None, None)
+        opt, xo, po = -math.inf, second.at, second.pair
+        if second.at is not None and second.pair is not None:
+            opt, xo_, po_ = _refine(fine, quilt, node, prob.axes, second.at, second.pair)
+            if opt > best[0]:
+                best = (opt, xo_, po_)
+            if opt >= second.value:
+                xo, po = xo_, po_
+        quad = _quadrature_gap(prob, coarse, fine, xo, po)
+    except _Verdict as verdict:
+        return verdict.result
+    margin = abs(second.value - first.value) + quad
+    reason = _density_reason(prob, first.value, second.value, edges, opt, margin, quad)
+    return prob.result(max(0.0, best[0] + margin), reason, best[1], best[2], margin)
 
 
 def _point_ratio(grid: _Grid, quilt: tuple, x: Mapping[Hashable, float], pair: tuple[float, float]) -> float:

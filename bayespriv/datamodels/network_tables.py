@@ -9,7 +9,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CPDTable", "discrete_network"]
+__all__ = ["CPDTable", "discrete_network", "pgmpy_network_kind"]
+
+
+def pgmpy_network_kind(obj: Any) -> str | None:
+    """``"discrete"`` for a pgmpy ``DiscreteBayesianNetwork``, ``"gaussian"`` for a
+    ``LinearGaussianBayesianNetwork``, None for anything else (the one place later layers learn it)."""
+    try:
+        from pgmpy.models import DiscreteBayesianNetwork, LinearGaussianBayesianNetwork
+    except ImportError:  # pragma: no cover - pgmpy is a dependency
+        return None
+    if isinstance(obj, LinearGaussianBayesianNetwork):
+        return "gaussian"
+    if isinstance(obj, DiscreteBayesianNetwork):
+        return "discrete"
+    return None
 
 
 @dataclass(frozen=True)
