@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
+from pathlib import Path
 
-import mpmath
 import numpy as np
 import pandas as pd
 import pytest
@@ -21,20 +22,13 @@ import bayespriv as bp
 from bayespriv.accounting.joint import JointAccountingError, JointLeakError
 from bayespriv.audit import accuracy_bound, sequence_attack
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _gaussian_oracles import analytic_epsilon as mp_epsilon  # noqa: E402
+
 PAIR = bp.SecretPair(bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 1.0))
 MODEL = bp.GaussianDataModel([0, 0], [[1, 0], [0, 400]], ["x", "y"], n_records=50)
 QA = bp.Query(lambda b: (b["x"].mean(axis=1) + b["y"].mean(axis=1))[:, None], ["x", "y"], "x_plus_y",
               output_names=["x_plus_y"])
-
-
-def mp_epsilon(r: float, delta: float) -> float:
-    """Smallest ε with Φ(r/2 − ε/r) − e^ε Φ(−r/2 − ε/r) ≤ δ (40 digits)."""
-    with mpmath.workdps(40):
-        r = mpmath.mpf(r)
-        f = lambda e: mpmath.ncdf(r / 2 - e / r) - mpmath.exp(e) * mpmath.ncdf(-r / 2 - e / r) - delta  # noqa: E731
-        if f(0) <= 0:
-            return 0.0
-        return float(mpmath.findroot(f, (mpmath.mpf(0), mpmath.mpf(60)), solver="bisect", tol=1e-30))
 
 
 @pytest.fixture()

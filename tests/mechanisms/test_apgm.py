@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -365,31 +367,10 @@ def test_few_draws_give_little_credit_but_a_psd_lower_bound():
 # -- unequal covariances (issue 10) ----------------------------------------------------------------
 # Nothing here is random except the sampled calibration, whose bounds hold with probability
 # ≥ confidence = 0.999 (α = 1e-3); the fixed seed makes the test deterministic.
-
-import mpmath  # noqa: E402
-
 from bayespriv.mechanisms import DauM, EigM, OptimalGaussian  # noqa: E402
 
-
-def mp_delta(eps: float, mu: float, va: float, vb: float) -> float:
-    """δ(ε) of N(mu, va) vs N(0, vb), both directions, by 25-digit mpmath quadrature of
-    (p − e^ε q)₊ between the roots of the (quadratic) log-likelihood ratio."""
-
-    def hockey(m, a, b):
-        with mpmath.workdps(25):
-            e, m, a, b = (mpmath.mpf(x) for x in (eps, m, a, b))
-            f = lambda x: mpmath.npdf(x, m, mpmath.sqrt(a)) - mpmath.exp(e) * mpmath.npdf(x, 0, mpmath.sqrt(b))
-            qa, qb = 1 / (2 * b) - 1 / (2 * a), m / a
-            qc = -m * m / (2 * a) - mpmath.log(mpmath.sqrt(a / b)) - e
-            disc = qb * qb - 4 * qa * qc
-            if disc <= 0:
-                return mpmath.mpf(0)
-            r = sorted([(-qb - mpmath.sqrt(disc)) / (2 * qa), (-qb + mpmath.sqrt(disc)) / (2 * qa)])
-            if qa > 0:
-                return mpmath.quad(f, [-mpmath.inf, r[0]]) + mpmath.quad(f, [r[1], mpmath.inf])
-            return mpmath.quad(f, [r[0], r[1]])
-
-    return float(max(hockey(mu, va, vb), hockey(-mu, vb, va)))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _gaussian_oracles import two_sided_delta as mp_delta  # noqa: E402
 
 
 def issue_10_calibration() -> bp.Calibration:

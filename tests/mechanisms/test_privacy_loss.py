@@ -23,8 +23,9 @@ brute-force search of the box.
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
-import mpmath
 import numpy as np
 import pytest
 
@@ -32,38 +33,15 @@ from bayespriv.errors import ValidationError
 from bayespriv.mechanisms import privacy_loss as pl
 from bayespriv.mechanisms.noise import analytic_gaussian_log_delta, gaussian_radius
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _gaussian_oracles import two_sided_delta as mp_delta  # noqa: E402
+
 EPS_GRID = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.5, 5.0, 7.5, 10.0]
 ONE_DIM = [(1.0, 30.63, 6.63), (0.3, 1.0, 0.7), (0.0, 2.0, 1.0), (5.0, 0.2, 0.25)]
 ALPHA = 1e-6
 
 
-# ---------------------------------------------------------------------------- independent 1-D
-def mp_hockey(eps: float, mu: float, va: float, vb: float) -> mpmath.mpf:
-    """H_ε(N(mu, va) ‖ N(0, vb)) by mpmath quadrature between mpmath roots."""
-    with mpmath.workdps(25):
-        e, m, a, b = (mpmath.mpf(x) for x in (eps, mu, va, vb))
-        f = lambda x: mpmath.npdf(x, m, mpmath.sqrt(a)) - mpmath.exp(e) * mpmath.npdf(x, 0, mpmath.sqrt(b))
-        qa = 1 / (2 * b) - 1 / (2 * a)  # log p_a − log p_b − ε = qa x² + qb x + qc
-        qb = m / a
-        qc = -m * m / (2 * a) - mpmath.log(mpmath.sqrt(a / b)) - e
-        if qa == 0:
-            if qb == 0:
-                return mpmath.mpf(0)
-            root = -qc / qb
-            return mpmath.quad(f, [root, mpmath.inf]) if qb > 0 else mpmath.quad(f, [-mpmath.inf, root])
-        disc = qb * qb - 4 * qa * qc
-        if disc <= 0:
-            return mpmath.mpf(0) if qa < 0 else mpmath.mpf(1) - mpmath.exp(e)  # (never: qa > 0 gives disc > 0 here)
-        r = sorted([(-qb - mpmath.sqrt(disc)) / (2 * qa), (-qb + mpmath.sqrt(disc)) / (2 * qa)])
-        if qa > 0:
-            return mpmath.quad(f, [-mpmath.inf, r[0]]) + mpmath.quad(f, [r[1], mpmath.inf])
-        return mpmath.quad(f, [r[0], r[1]])
-
-
-def mp_delta(eps: float, mu: float, va: float, vb: float) -> float:
-    return float(max(mp_hockey(eps, mu, va, vb), mp_hockey(eps, -mu, vb, va)))
-
-
+# ---------------------------------------------------------------------------- 1-D against mpmath
 @pytest.mark.parametrize("mu,va,vb", ONE_DIM)
 def test_one_dimension_matches_mpmath_to_1e9(mu, va, vb):
     curve = pl.gaussian_privacy_curve(EPS_GRID, [mu], [[va]], [[vb]])
