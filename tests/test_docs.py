@@ -1,4 +1,4 @@
-"""The API reference, the docstrings behind it, and progress reporting (issue 12, items 8 and 9).
+"""The API reference, the docstrings behind it, and progress reporting.
 
 * every public member has a docstring (a walk of the public API lists those without one);
 * ``docs/api.rst`` documents every public name;

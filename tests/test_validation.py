@@ -320,7 +320,7 @@ def test_from_moments_nan_mean():
         bp.Calibration.from_moments({A: [np.nan], B: [1.0]}, {A: 1.0, B: 1.0}, PAIR)
 
 
-# == issue 11 item 5: every bad input gets a BayesPrivError naming the parameter ===========================
+# == every bad input gets a BayesPrivError naming the parameter ============================================
 #
 # Each case: (id, call, error class, text the message must contain — the parameter's name first).
 
@@ -739,7 +739,7 @@ def _apmqm(epsilon):
     from bayespriv.calibration.quilts import calibrate_quilts
 
     network = _two_node_network()
-    try:  # the network is over distribution parameters (issue 10 item 5); older trees took it bare
+    try:  # the network is over distribution parameters (ParameterNetwork); without that class, it is passed bare
         from bayespriv.calibration.quilts import ParameterNetwork
 
         network = ParameterNetwork(network, columns={"i": "i", "q": "q"})
@@ -782,7 +782,7 @@ MECHANISM_CLASSES = sorted(
 
 # (mechanism, case) pairs that fail on the pre-rewrite release path; see the report of helper C.
 # Measured with the committed base.py (HEAD) and this file's other fixes in place.
-LEAD_XFAIL: set[tuple[str, str]] = set()  # every case now holds (the release path of issues 10/11)
+LEAD_XFAIL: set[tuple[str, str]] = set()  # empty: every case holds on the release path
 
 
 def _lead(name: str, case: str):

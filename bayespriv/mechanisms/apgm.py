@@ -72,7 +72,7 @@ class APGM(Mechanism):
     every mean difference and covariance pair in the calibration's
     confidence box (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`;
     exact: one point). The guarantee then names ``gaussian_query`` but not
-    ``equal_covariance``. Issue 10's example (means 0 vs 1, variances 1 vs 25,
+    ``equal_covariance``. For example (means 0 vs 1, variances 1 vs 25,
     ε = 1, δ = 1e-3): σ² = 5.63 under equal covariance (true δ 0.24), 98.26
     here.
 

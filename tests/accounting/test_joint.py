@@ -87,7 +87,7 @@ def test_one_at_a_time_costs_what_the_joint_release_costs(ledger, data):
 
 
 def test_noiseless_releases_that_reveal_the_secret_are_refused_and_the_summing_twin_is_caught(ledger, data):
-    """The issue's mechanisms (Gaussian route: zero noise, each 'established'): B after A is refused before any
+    """This module's A and B on the Gaussian route (zero noise, each 'established'): B after A is refused before any
     noise; declared independent (what a summing ledger does) it is charged ε = 2, and the likelihood-ratio attack
     on the pair names the secret far more often than ε = 2 allows."""
     ma, mb = _mechanisms(accountant="gaussian")

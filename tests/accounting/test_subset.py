@@ -352,9 +352,9 @@ def _audit(eps, calibration, seed):
 
 
 def test_audit_tight_at_half_epsilon_passes_and_half_noise_twin_is_caught():
-    """Done-when of issue 13: at equal variance the tight table is audited at half today's ε.
+    """At equal variance the tight table is audited at half the paper calibration's ε.
 
-    Tight at ε/2 = 0.5 (today's noise at ε = 1): the Clopper–Pearson lower bound exceeds the true
+    Tight at ε/2 = 0.5 (the paper's noise at ε = 1): the Clopper–Pearson lower bound exceeds the true
     loss 0.5 with probability ≤ α = 1e-3 (the bound's own guarantee; the paper's calibration at ε,
     the same law, likewise: α ≤ 2e-3 in all). The audit is sharp: its expected value is ≈ 0.45, and
     it falls below 0.4 with probability < 1e-6 (delta method: SD of the log-ratio ≈ 0.011).

@@ -1,7 +1,7 @@
 """Mironov's floating-point attack (CCS 2012) on released values: which answers could have
 produced this exact float?
 
-Setting (issue 11): a count of women fixed by a proportion secret, 20 vs 30 (of 50), released
+Setting: a count of women fixed by a proportion secret, 20 vs 30 (of 50), released
 with Laplace noise of scale b = Δ/ε, Δ = 10. For every release r and each candidate answer a we
 decide whether r lies in the support of the release given a; a release consistent with exactly
 one candidate names the secret with certainty.

@@ -1,4 +1,4 @@
-"""Empirical ε on the REAL release path (issue 11): the guarantee under the exact grid noise.
+"""Empirical ε on the REAL release path: the guarantee under the exact grid noise.
 
 For each secret s, F is drawn from its law and released through ``Mechanism.release_value``
 (exact grid sampler, bits from one seeded generator); a test fixed in advance ("guess b when the

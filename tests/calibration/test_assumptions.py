@@ -227,7 +227,7 @@ def test_power_rules_are_data_and_follow_the_bonferroni_split():
     assert required_draws("gaussian_query", 1e-3, 10) > required_draws("gaussian_query", 1e-3, 2)
     assert required_draws("equal_covariance", 1e-4, 1) > required_draws("equal_covariance", 1e-3, 1)
     assert required_draws("directional", 1e-3, 1) == 0 and power_rules("directional") == ()
-    assert required_draws("equal_covariance", 1e-3, 1) == 114  # the example: 100 draws are too few
+    assert required_draws("equal_covariance", 1e-3, 1) == 114  # 100 draws are too few for equal_covariance at α = 1e-3
 
 
 def test_too_few_draws_read_unchecked_never_passed():

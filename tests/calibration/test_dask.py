@@ -1,4 +1,4 @@
-"""calibrate() on a dask Client, default chunk sizing, BLAS threads in process workers (issue 13, item 5).
+"""calibrate() on a dask Client, default chunk sizing, BLAS threads in process workers.
 
 Everything here is exact (seed-determined numbers compared bit for bit, chunk sizes,
 thread counts): no statistical tolerance, so no false-failure probability to state.

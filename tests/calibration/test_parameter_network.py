@@ -1,10 +1,10 @@
 """APMQM's network is over distribution parameters: ParameterNetwork, and the refusal of record-level networks.
 
-Issue 10, item 4: the classic record-level "asia" network passed to
-``calibrate_quilts(asia, "smoke", count_dysp, n_records=500)`` picked the quilt
-Q = {dysp} of smoke (e = ln(P(dysp | smoke) / P(dysp | no smoke)) = 0.548 < 1,
-A ∩ N = ∅) and released the exact count with "(ε=1, δ=0)". The quilt machinery
-read the node "dysp" as a parameter φ_dysp drawn once for the dataset, so the
+Why record-level networks are refused: if the classic record-level "asia" network
+were taken by ``calibrate_quilts(asia, "smoke", count_dysp, n_records=500)``, it would
+pick the quilt Q = {dysp} of smoke (e = ln(P(dysp | smoke) / P(dysp | no smoke)) = 0.548
+< 1, A ∩ N = ∅) and release the exact count with "(ε=1, δ=0)". The quilt machinery
+reads the node "dysp" as a parameter φ_dysp drawn once for the dataset, so the
 500 records' dysp column would carry one draw's worth of information about
 smoking. In asia every record draws every node: the count of dysp among 500
 records reveals the share of smokers. :func:`test_why_the_exact_count_is_not_private`
@@ -85,9 +85,10 @@ def p_dysp_given_smoke(smoke: str) -> float:
     return total
 
 
-# -- the asia reproduction of issue 10 ------------------------------------------------------------------------------
+# -- a record-level network (asia) is refused -----------------------------------------------------------------------
 def test_asia_record_network_is_refused():
-    """Done-when of issue 10: the asia reproduction no longer releases the exact count as private."""
+    """The record-level asia network is refused, bare, in a family or wrapped with record-valued states, so its
+    exact count is never released as private."""
     bn = asia()
     with pytest.raises(bp.ParameterTypeError, match=r"network must be a ParameterNetwork .* got a bare "
                        r"DiscreteBayesianNetwork\. .*one record.*'asia'.*ParameterNetwork\(network, columns="
@@ -104,7 +105,7 @@ def test_asia_record_network_is_refused():
 
 
 def test_why_the_exact_count_is_not_private():
-    """The old result: Q = {dysp}, e = ln(P(dysp | smoke) / P(dysp | no smoke)) < 1, Δ_{A∩N} F = 0 — one record's
+    """As parameters: Q = {dysp}, e = ln(P(dysp | smoke) / P(dysp | no smoke)) < 1, Δ_{A∩N} F = 0 — one record's
     likelihood ratio. Under asia, n = 500 records each draw smoke: for shares of smokers 0.4 vs 0.6 the count is
     Binomial(500, p(0.4)) vs Binomial(500, p(0.6)), and its δ at ε = 1 (exact sum, mpmath) is about 0.49."""
     bn = asia()

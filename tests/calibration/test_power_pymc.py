@@ -1,11 +1,11 @@
-"""The issue's example (issue 10, "a check with no power passes"), measured.
+"""A check without power never reads passed: the share of women under a PyMC model, measured.
 
 PyMC model p ~ Beta(2, 2), gender ~ Bernoulli(p), height | gender ~ N(μ_g, σ)
 (the model of tests/datamodels/test_pymc.py), secrets p = 0.2 against p = 0.5,
 query the share of women (a scaled Binomial: not Gaussian, variances 0.16/50
-against 0.25/50, ratio 1.56). Before the power rule, 10, 30 and 100 draws gave
+against 0.25/50, ratio 1.56). Without a power rule, 10, 30 and 100 draws give
 "no failed check" and 300, 1000 and 8000 "FAILED check: gaussian_query,
-equal_covariance": fewer draws looked cleaner. Now a check never reads passed
+equal_covariance": fewer draws look cleaner. So a check never reads passed
 below its n_min, and calibrate refuses draws its own bounds cannot use.
 
 Measured with rng=1 (α = 1e-3 per named check; n_min = 103 for gaussian_query,
@@ -74,7 +74,7 @@ def _states(model, pair, query):
 
 
 def test_fewer_draws_never_look_cleaner(model):
-    """The issue's pattern: p = 0.2 against 0.5, share of women."""
+    """p = 0.2 against 0.5, share of women: unchecked up to 100 draws, failures only from 300 on."""
     pair = bp.SecretPair(bp.DistributionSecret("p", 0.2), bp.DistributionSecret("p", 0.5))
     states = _states(model, pair, bp.mean("gender"))
     assert states[10] == states[30] == states[100] == (None, None)

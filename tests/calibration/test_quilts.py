@@ -168,7 +168,7 @@ def test_candidate_targets_add_quilts_that_keep_them_out_of_the_nearby_set():
         markov_quilts(g, "i", exhaustive=False, targets=["zz"])
 
 
-# -- issue 13: determinism, the factor bound, candidate quality --------------------------------------------------
+# -- determinism, the factor bound, candidate quality ------------------------------------------------------------
 _HASH_SCRIPT = r"""
 import sys, warnings
 warnings.filterwarnings("ignore")

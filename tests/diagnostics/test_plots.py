@@ -107,7 +107,7 @@ def test_refuses_unknown_component_and_secret():
         plot_calibration(cal, secrets=[bp.DatasetSecret.mean("x", 9.0)])
 
 
-# -- the plots of issue 12, item 4 ------------------------------------------------------------------------------
+# -- privacy curve, utility, quilt, ε table, budget and Q–Q plots -----------------------------------------------
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The census study script (examples/census_study.py), in quick mode, on the real Adult data.
 
-Checks the issue's acceptance figures in the paper's setting (plug-in moments
+Checks the paper's figures in the paper's setting (plug-in moments
 from 1000 subsets, classic constant, ε = 1): L2 error of ExpM(G) within 10 % of
 34.98, DauM(G) within 15 % of 13.40, GroupDP(G) within 10 % of 1539.93; and,
 with analytic calibration and exact moments (or conservative bounds from 20 000
@@ -8,7 +8,8 @@ subsets), OptimalGaussian at most 0.7 × 13.40.
 
 Tolerance: the L2 errors are averages of 20 000 noise norms (relative Monte-Carlo
 error < 1 %), and the calibration uses 1000 subsets per secret like the paper,
-whose own figure is one such estimate; the 10 % / 15 % bands are the issue's.
+whose own figure is one such estimate, so the two differ by more than the
+Monte-Carlo error: each figure is matched within a band (10 %, 15 % for DauM(G)).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def test_census_study_quick_reproduces_the_paper_and_beats_it(adult_dir, tmp_pat
     assert r["optimal_vs_daum"]["exact moments"] <= 0.7
     # the papers' route from 20 000 conservative subsets per secret
     assert r["optimal_vs_daum"]["95% conservative bounds, 20000 draws"] <= 0.7
-    # honest calibration (issue 10): on these data equal_covariance fails; every Gaussian mechanism either
+    # honest calibration: on these data equal_covariance fails; every Gaussian mechanism either
     # holds without it or refuses, and the report shows both L2 errors side by side
     honest = r["honest"].set_index(["calibration", "mechanism"])
     for (_, name), row in honest.iterrows():

@@ -19,7 +19,7 @@ Committed notebooks carry no outputs (``examples/notebooks/strip.py`` strips the
 Nothing here is statistical: the notebooks seed what their text quotes, and releases draw from the
 OS (their values are never asserted). Measured on the 2-core CI machine: the four notebooks run in
 about 60 s together (hospital ~30 s, with two MCMC runs; the others ~10 s each, mostly kernel start and
-imports), under the issue's 3 minutes.
+imports), under 3 minutes.
 """
 
 from __future__ import annotations

@@ -364,7 +364,7 @@ def test_few_draws_give_little_credit_but_a_psd_lower_bound():
     assert mech.sigma2 == pytest.approx(expected, rel=1e-12)
 
 
-# -- unequal covariances (issue 10) ----------------------------------------------------------------
+# -- unequal covariances ---------------------------------------------------------------------------
 # Nothing here is random except the sampled calibration, whose bounds hold with probability
 # ≥ confidence = 0.999 (α = 1e-3); the fixed seed makes the test deterministic.
 from bayespriv.mechanisms import DauM, EigM, OptimalGaussian  # noqa: E402
@@ -373,18 +373,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _gaussian_oracles import two_sided_delta as mp_delta  # noqa: E402
 
 
-def issue_10_calibration() -> bp.Calibration:
+def unequal_variance_calibration() -> bp.Calibration:
     s1, s2 = bp.DistributionSecret("p", 0.2), bp.DistributionSecret("p", 0.8)
     return bp.Calibration.from_moments({s1: np.array([0.0]), s2: np.array([1.0])},
                                        {s1: np.array([[1.0]]), s2: np.array([[25.0]])}, [bp.SecretPair(s1, s2)])
 
 
 @pytest.mark.parametrize("mech_cls", [APGM, EigM, DauM, OptimalGaussian])
-def test_issue_10_default_meets_delta_for_unequal_covariances(mech_cls):
+def test_default_meets_delta_for_unequal_covariances(mech_cls):
     """Means 0 vs 1, variances 1 vs 25, ε = 1, δ = 1e-3: the default calibration meets δ by an
-    independent mpmath computation, its half-noise twin does not (same check), and the old
+    independent mpmath computation, its half-noise twin does not (same check), and the
     equal-covariance noise (σ² = 5.63) gives δ ≈ 0.24 with a failed equal_covariance check."""
-    cal = issue_10_calibration()
+    cal = unequal_variance_calibration()
     mech = mech_cls(cal, epsilon=1.0, delta=1e-3)
     assert mech.covariance_mode == "unequal"
     g = mech.guarantee
@@ -407,7 +407,7 @@ def test_issue_10_default_meets_delta_for_unequal_covariances(mech_cls):
 
 def test_covariance_argument_is_validated():
     with pytest.raises(bp.ValidationError, match="covariance must be one of .*'unequal'.*; got 'different'"):
-        APGM(issue_10_calibration(), epsilon=1.0, delta=1e-3, covariance="different")
+        APGM(unequal_variance_calibration(), epsilon=1.0, delta=1e-3, covariance="different")
 
 
 def test_equal_moments_keep_the_equal_covariance_calibration():

@@ -626,7 +626,7 @@ def test_bad_inputs(example):
         DirM(example, epsilon=1.0, directions=[1.0, 1.0])  # orthogonal to the difference (1, −1)
 
 
-# -- unequal covariances (issue 10) ----------------------------------------------------------------
+# -- unequal covariances ---------------------------------------------------------------------------
 # Exact moments: nothing is random. The privacy curve itself is checked against mpmath and
 # 10⁷ Monte-Carlo draws in test_privacy_loss.py; here the mechanisms use it.
 

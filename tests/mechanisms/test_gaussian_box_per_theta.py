@@ -1,4 +1,4 @@
-"""Issue 13, items 4 and 6: boxes beyond 12 uncertain components without 2^u corners, and
+"""Boxes beyond 12 uncertain components without 2^u corners, and
 per-θ noise for families.
 
 Everything here is deterministic linear algebra (no sampling error in the checks): bounds are
@@ -147,7 +147,7 @@ def test_daum_box_route_is_the_corner_formula_up_to_its_margin():
         np.testing.assert_allclose(new.perp, old.perp, rtol=1e-8)
 
 
-# -- issue 13, item 6: per-θ noise for families ----------------------------------------------------
+# -- per-θ noise for families ----------------------------------------------------------------------
 
 
 def _family(members: list[tuple[float, float]]) -> bp.Calibration:

@@ -1,5 +1,5 @@
 """Guarantee and Release are self-checking frozen values; a relaxed guarantee that
-promises nothing is refused, never returned (issue 10, item 2)."""
+promises nothing is refused, never returned."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Mechanisms are immutable once built: every public attribute of every class in
 ``bp.mechanisms.__all__`` refuses assignment and deletion, and the guarantee is
-fixed at construction (issue 10, item 4)."""
+fixed at construction."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def test_guarantee_is_fixed_at_construction_and_noise_read_only(name):
             cov.setflags(write=True)
 
 
-def test_the_issue_reproduction_cannot_lower_epsilon_after_construction():
-    """m = APGM(cal, epsilon=10, ...); m.epsilon = 0.1 would have stated ε = 0.1 with the noise of ε = 10."""
+def test_apgm_epsilon_cannot_be_lowered_after_construction():
+    """m = APGM(cal, epsilon=10, ...); m.epsilon = 0.1 would state ε = 0.1 with the noise of ε = 10."""
     s1, s2 = bp.DistributionSecret("p", 0.2), bp.DistributionSecret("p", 0.8)
     cal = bp.Calibration.from_moments({s1: np.array([0.0]), s2: np.array([1.0])},
                                       {s1: np.array([[1.0]]), s2: np.array([[1.0]])}, [bp.SecretPair(s1, s2)])

@@ -260,7 +260,7 @@ def test_bad_inputs(example):
         OptimalGaussian(example, epsilon=1.0, delta=1e-3, gaussian_calibration="rdp")
 
 
-# -- unequal covariances (issue 10) ----------------------------------------------------------------
+# -- unequal covariances ---------------------------------------------------------------------------
 
 
 def test_unequal_covariances_scale_the_least_trace_shape():
@@ -283,7 +283,7 @@ def test_unequal_covariances_scale_the_least_trace_shape():
         np.testing.assert_allclose(S, mech.noise_scale_factor * equal.noise_cov, rtol=1e-10, atol=1e-14)
 
 
-# -- issue 13, item 4: closed form for one pair; S-procedure instead of 2^k corners -------------------
+# -- closed form for one pair; S-procedure instead of 2^k corners -------------------------------------
 
 
 def test_closed_form_equals_corner_sdp_and_is_certified():

@@ -51,7 +51,7 @@ def test_one_dimension_matches_mpmath_to_1e9(mu, va, vb):
         assert abs(ours - ref) <= 1e-9 * ref + 1e-300, (eps, ours, ref)
 
 
-def test_reproduction_of_issue_10_gives_0_24():
+def test_equal_covariance_noise_on_variances_1_and_25_gives_delta_0_24():
     """N(0, 1 + 5.63) vs N(1, 25 + 5.63): APGM's σ² under equal covariance."""
     ours = pl.gaussian_delta(1.0, [1.0], [[30.63]], [[6.63]])
     ref = mp_delta(1.0, 1.0, 30.63, 6.63)
@@ -195,7 +195,7 @@ def test_three_dimension_half_noise_twin_is_caught():
 
 # --------------------------------------------------------------------------------- calibration
 def test_one_dimension_scale_meets_delta_and_half_is_caught():
-    """Issue 10's pair (means 0 vs 1, variances 1 vs 25), ε = 1, δ = 1e-3, checked by mpmath."""
+    """Means 0 vs 1, variances 1 vs 25, ε = 1, δ = 1e-3: by mpmath the scale meets δ, tightly; half of it does not."""
     c = pl.scale_for_delta(1.0, 1e-3, [[1.0]], [([1.0], [[1.0]], [[25.0]])])
 
     def meets(scale):

@@ -329,7 +329,7 @@ def test_candidate_search_is_valid_and_never_beats_the_exhaustive_minimum(seed):
             assert d_separated(list(bn.edges()), names, names[1], {y}, set(quilt.quilt))
 
 
-# -- per-θ quilts for families (issue 13) ----------------------------------------------------------------------------
+# -- per-θ quilts for families ---------------------------------------------------------------------------------------
 def brute_force_family(bns, names, cards, sensitive, weights, eps, *, per_theta: bool) -> float:
     """Exact APMQM scale of a family by enumeration: every subset Q, remote sets by Lauritzen's criterion,
     e_θ from each member's full joint table. ``per_theta``: max over θ of the per-θ minimum; else the
