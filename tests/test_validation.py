@@ -704,12 +704,11 @@ def test_proportion_secrets_carry_exchangeable_records():
     assert "exchangeable_records" not in bp.Calibration.from_moments({s1: [0.0], s2: [1.0]}, {s1: 1.0, s2: 1.0}, dist).assumptions
 
 
-# == mechanism constructors and the release path (the lead's: base.py) ========================================
+# == mechanism constructors and the release path (base.py) =======================================================
 #
 # Every Mechanism subclass in bp.mechanisms.__all__, built small; extreme ε, a non-Ledger ``ledger=``,
 # a wrong ``rng=`` and an unknown noise kind must each be refused with a BayesPrivError naming the
-# parameter (or, for extreme ε, release a finite value). Cases that fail before the lead's base.py
-# release-path rewrite are marked xfail(strict=True) so that the lead removes the marks.
+# parameter (or, for extreme ε, release a finite value).
 
 
 def _sampled(k: int = 1, confidence=0.95) -> bp.Calibration:
@@ -780,14 +779,8 @@ MECHANISM_CLASSES = sorted(
     if isinstance(getattr(_M, name), type) and issubclass(getattr(_M, name), _M.Mechanism) and getattr(_M, name) is not _M.Mechanism
 )
 
-# (mechanism, case) pairs that fail on the pre-rewrite release path; see the report of helper C.
-# Measured with the committed base.py (HEAD) and this file's other fixes in place.
-LEAD_XFAIL: set[tuple[str, str]] = set()  # empty: every case holds on the release path
-
-
-def _lead(name: str, case: str):
-    marks = [pytest.mark.xfail(strict=True, reason="lead: base.py release path")] if (name, case) in LEAD_XFAIL else []
-    return pytest.param(name, case, marks=marks, id=f"{name}-{case}")
+def _case(name: str, case: str):
+    return pytest.param(name, case, id=f"{name}-{case}")
 
 
 def test_every_mechanism_class_has_a_builder():
@@ -814,7 +807,7 @@ def _release(mech, answer, **kwargs):
         return mech.release_value(answer, **kwargs)
 
 
-@pytest.mark.parametrize("name, case", [_lead(n, c) for n in sorted(MECHANISM_BUILDERS) for c in EXTREME_EPSILONS])
+@pytest.mark.parametrize("name, case", [_case(n, c) for n in sorted(MECHANISM_BUILDERS) for c in EXTREME_EPSILONS])
 def test_extreme_epsilon_is_refused_or_releases_a_finite_value(name, case):
     """ε = 1e-17, 1e300, 5e-324: a BayesPrivError naming epsilon, or a finite release — never inf/NaN or a raw error."""
     build, answer, _ = MECHANISM_BUILDERS[name]
@@ -826,7 +819,7 @@ def test_extreme_epsilon_is_refused_or_releases_a_finite_value(name, case):
     assert np.all(np.isfinite(release.value)), release.value
 
 
-@pytest.mark.parametrize("name, case", [_lead(n, c) for n in sorted(MECHANISM_BUILDERS) for c in RELEASE_CASES
+@pytest.mark.parametrize("name, case", [_case(n, c) for n in sorted(MECHANISM_BUILDERS) for c in RELEASE_CASES
                                         if c != "noise-unknown" or MECHANISM_BUILDERS[n][2]])
 def test_bad_release_arguments_are_refused(name, case):
     build, answer, noise_param = MECHANISM_BUILDERS[name]
