@@ -11,6 +11,10 @@ How each mechanism composes is what it declares (``Mechanism.composition``), nev
 
 * ``"dp"`` — its guarantee is differential privacy for the neighbour relation it states (GroupDP):
   sequential composition is a theorem (Dwork & Roth 2014, Theorem 3.16), the charges add;
+* ``"dataset_dp"`` — a Pufferfish mechanism whose noise alone hides every difference its query can show
+  between two datasets (:mod:`bayespriv.mechanisms.whole_dataset`, checked at construction): it is
+  differentially private with the whole dataset as the unit, so it composes with any release; the
+  charges add;
 * ``"subset"`` — privacy on a subset of variables (count tables): Tan, Proposition 3.4, they add;
 * ``"chain"`` — MQM on a Markov chain: Song & Chaudhuri (2017, *Composition properties of
   inferential privacy for time-series data*) show that MQM releases on the same chain compose
@@ -79,6 +83,9 @@ __all__ = [
 #: How a mechanism composes (``Mechanism.composition``) and the theorem named on its ledger rows.
 COMPOSITIONS: Mapping[str, str] = {
     "dp": "differential privacy: sequential composition (Dwork & Roth 2014, Theorem 3.16)",
+    "dataset_dp": ("differential privacy for any change of the dataset (the noise hides the query's whole range, "
+                   "bayespriv.mechanisms.whole_dataset; the strongest DP-style condition of Bai et al. 2026): "
+                   "sequential composition with any release (Dwork & Roth 2014, Theorem 3.16)"),
     "subset": "privacy on a subset of variables: composition (Tan, Proposition 3.4)",
     "chain": "MQM on a Markov chain: linear composition (Song & Chaudhuri 2017)",
     "quilt": "Markov quilt mechanism: linear composition over a quilt valid for every release (bayespriv.accounting.joint)",

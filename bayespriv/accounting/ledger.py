@@ -330,8 +330,9 @@ def composition_of(mechanism: Any) -> str | None:
 
 def composes_unconditionally(mechanism: Any) -> bool:
     """True when summing ``mechanism``'s (ε, δ) with other releases is a theorem: it declares a
-    differential-privacy (``"dp"``), subset-of-variables (``"subset"``), Markov-chain MQM
-    (``"chain"``) or Markov-quilt (``"quilt"``, the ledger checks the common quilt) composition.
+    differential-privacy (``"dp"``, or ``"dataset_dp"`` for a mechanism whose noise alone covers its query's
+    whole range), subset-of-variables (``"subset"``), Markov-chain MQM (``"chain"``) or Markov-quilt
+    (``"quilt"``, the ledger checks the common quilt) composition.
     Pufferfish mechanisms (``"joint"``) are accounted jointly with the other releases on the same
     data instead."""
     return composition_of(mechanism) in _SUMMED
@@ -352,7 +353,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 #: Compositions whose charges add by a theorem (``"quilt"``: once the ledger found a common quilt).
-_SUMMED = ("dp", "subset", "chain", "quilt")
+_SUMMED = ("dp", "dataset_dp", "subset", "chain", "quilt")
 #: Relative tolerance under which two rows' max-influences of the same quilt are the same number.
 _QUILT_RTOL = 1e-12
 

@@ -328,6 +328,7 @@ class Mechanism(abc.ABC):
         state["_noise_plan"] = self._plan_noise()
         state["_record"] = AccountingRecord.of(self._discretized(self._compute_guarantee()))
         state["_fixed"] = self._fixed_state()
+        state["_composition_kind"] = self._composition_kind()
         state["_release_noise"] = self._release_noise()
         _seal_public_state(state)
         state["_frozen"] = True
@@ -346,6 +347,26 @@ class Mechanism(abc.ABC):
                            records, query, getattr(cal, "query_fingerprint", None),
                            getattr(query, "name", None), tuple(getattr(cal, "component_names", ())),
                            _valid_range(query, records, k))
+
+    def _composition_kind(self) -> str:
+        """How releases compose (fixed at construction): the class's declaration, or ``"dataset_dp"`` for a
+        Pufferfish mechanism whose noise alone hides every difference its query can show between two datasets
+        (:mod:`bayespriv.mechanisms.whole_dataset`)."""
+        declared = type(self)._composition
+        fixed = self.__dict__["_fixed"]
+        if declared != "joint" or fixed.query is None or getattr(fixed.query, "output_range", None) is not None:
+            return declared
+        from .whole_dataset import gaussian_covers_box, laplace_covers_box
+
+        gauss, lap = self.__dict__.get("_gaussian_cov"), self.__dict__.get("_laplace")
+        if gauss is not None and lap is None and self.delta > 0:
+            radius = gaussian_radius(self.epsilon, self._noise_delta, "analytic")
+            covered = gaussian_covers_box(gauss, fixed.valid_range, radius)
+        elif lap is not None and gauss is None:
+            covered = laplace_covers_box(lap[0], lap[1], fixed.valid_range, self.epsilon)
+        else:
+            covered = False
+        return "dataset_dp" if covered else declared
 
     def _release_noise(self) -> ReleaseNoise:
         """The law of the noise a release carries: what the exact sampler draws from (fixed at construction)."""
@@ -534,8 +555,10 @@ class Mechanism(abc.ABC):
     def composition(self) -> str:
         """How this mechanism's releases compose with others on the same data, as its class declares it
         (``"joint"``: accounted jointly by the ledger; ``"dp"``, ``"subset"``, ``"chain"``, ``"quilt"``: by a
-        theorem, see :mod:`bayespriv.accounting.joint`)."""
-        return type(self)._composition
+        theorem, see :mod:`bayespriv.accounting.joint`), or ``"dataset_dp"`` when its noise alone makes it
+        differentially private for any change of the dataset (fixed at construction,
+        :mod:`bayespriv.mechanisms.whole_dataset`)."""
+        return self.__dict__.get("_composition_kind") or type(self)._composition
 
     @property
     def requested(self) -> tuple[float, float]:
