@@ -24,7 +24,8 @@ import pytest
 
 import bayespriv as bp
 from bayespriv.accounting import Ledger
-from bayespriv.accounting.ledger import _SCHEMA, COMPOSITION_ASSUMPTION, MAX_BUDGET_EPSILON, composes_unconditionally
+from bayespriv.accounting.ledger import COMPOSITION_ASSUMPTION, MAX_BUDGET_EPSILON, composes_unconditionally
+from bayespriv.accounting.ledger_schema import _SCHEMA
 from bayespriv.errors import BayesPrivError, LedgerError, ParameterTypeError, ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -15,7 +15,7 @@ import pytest
 
 import bayespriv as bp
 from bayespriv.accounting import Ledger
-from bayespriv.accounting import ledger as ledger_module
+from bayespriv.accounting import ledger_schema as ledger_module
 from bayespriv.errors import LedgerError
 
 HERE = Path(__file__).resolve().parent
