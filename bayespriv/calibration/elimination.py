@@ -22,6 +22,7 @@ arithmetic).
 from __future__ import annotations
 
 import heapq
+import math
 import string
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,7 @@ class DiscreteTables:
         self.index = {v: k for k, v in enumerate(self.nodes)}
         self.states = cpds.states
         self.cards = cpds.cards
+        self._card_list = [int(c) for c in np.asarray(cpds.cards).reshape(-1)]
         self.scopes = cpds.scopes
         self.tables = cpds.tables
         self.parents = tuple(scope[1:] for scope in self.scopes)
@@ -111,8 +113,8 @@ class DiscreteTables:
         """The greedy min-weight plan for P(X_targets), ties broken by position, and its largest factor."""
         t = tuple(int(x) for x in targets)
         factors = self.ancestral(t)
-        order, largest = _min_weight_order(factors, self.scopes, self.cards, set(t))
-        largest = max(largest, _size(self.cards, set(t)))
+        order, largest = _min_weight_order(factors, self.scopes, self._card_list, set(t))
+        largest = max(largest, _size(self._card_list, set(t)))
         return EliminationPlan(t, factors, order, int(largest))
 
     def joint(self, plan: EliminationPlan, max_factor: int = MAX_FACTOR) -> np.ndarray:
@@ -204,22 +206,26 @@ class BucketMemo:
         return factor
 
 
-def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], cards: np.ndarray,
+def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], cards: Sequence[int],
                       targets: set[int]) -> tuple[tuple[int, ...], int]:
     """The greedy min-weight elimination order of the non-target ``factors`` and its largest bucket.
 
     At each step the variable with the least (weight, position) is eliminated, weight being the entries of
     its bucket (the product of the cards of the variable and its current neighbours). A heap with stale
-    entries skipped gives the same choice as a scan of all remaining variables.
+    entries skipped gives the same choice as a scan of all remaining variables. ``cards`` is best a list of
+    Python ints (each weight is then one ``math.prod`` over a C-level map).
     """
     neighbours: dict[int, set[int]] = {v: set() for v in factors}
     for k in factors:
         scope = scopes[k]
         for v in scope:
             neighbours[v].update(scope)
+    card = cards.__getitem__
+    weight = {}
     for v in factors:
         neighbours[v].discard(v)
-    weight = {v: _size(cards, neighbours[v]) * int(cards[v]) for v in factors if v not in targets}
+        if v not in targets:
+            weight[v] = math.prod(map(card, neighbours[v])) * int(card(v))
     heap = [(w, v) for v, w in weight.items()]
     heapq.heapify(heap)
     order, largest = [], 0
@@ -232,20 +238,18 @@ def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]
         del weight[x]
         nb = neighbours.pop(x)
         for y in nb:
-            neighbours[y] |= nb
-            neighbours[y].discard(y)
-            neighbours[y].discard(x)
+            around = neighbours[y]
+            around |= nb
+            around.discard(y)
+            around.discard(x)
             if y in weight:
-                weight[y] = _size(cards, neighbours[y]) * int(cards[y])
-                heapq.heappush(heap, (weight[y], y))
+                weight[y] = w_y = math.prod(map(card, around)) * int(card(y))
+                heapq.heappush(heap, (w_y, y))
     return tuple(order), largest
 
 
-def _size(cards: np.ndarray, scope: Any) -> int:
-    out = 1
-    for v in scope:
-        out *= int(cards[v])
-    return out
+def _size(cards: Sequence[int], scope: Any) -> int:
+    return math.prod(int(cards[v]) for v in scope)
 
 
 def _contract(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[int, ...]) -> np.ndarray:
