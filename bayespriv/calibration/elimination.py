@@ -96,6 +96,7 @@ class DiscreteTables:
         self.tables = cpds.tables
         self.parents = tuple(scope[1:] for scope in self.scopes)
         self.buckets = BucketMemo(len(self.nodes))
+        self._leaves = tuple(_Factor(scope, table, k) for k, (scope, table) in enumerate(zip(self.scopes, self.tables)))
 
     def ancestral(self, targets: Sequence[int]) -> tuple[int, ...]:
         """Positions of the targets and all their ancestors, sorted."""
@@ -128,22 +129,23 @@ class DiscreteTables:
         """
         if plan.largest > max_factor:
             raise ValidationError(self.refusal(plan, max_factor))
-        pool: list[_Factor | None] = [_Factor(self.scopes[k], self.tables[k], k) for k in plan.factors]
-        holding: dict[int, list[int]] = {}  # variable -> positions in the pool of the factors mentioning it
+        leaves = self._leaves
+        pool: list[_Factor | None] = [leaves[k] for k in plan.factors]
+        # variable -> positions in the pool of the factors that mentioned it (ascending; the ones already
+        # multiplied into a bucket are skipped when the variable's turn comes)
+        holding: dict[int, list[int]] = {}
         for fid, f in enumerate(pool):
             for v in f.scope:  # type: ignore[union-attr]
                 holding.setdefault(v, []).append(fid)
         for x in plan.order:
-            ids = holding.pop(x)
+            ids = [i for i in holding.pop(x) if pool[i] is not None]
             bucket = [pool[i] for i in ids]
-            gone = set(ids)
             for i in ids:
                 pool[i] = None
-            for v in set().union(*(f.scope for f in bucket)) - {x}:
-                holding[v] = [i for i in holding[v] if i not in gone]
-            pool.append(self.buckets.summed(x, bucket))
-            for v in pool[-1].scope:
-                holding.setdefault(v, []).append(len(pool) - 1)
+            summed = self.buckets.summed(x, bucket)
+            for v in summed.scope:
+                holding[v].append(len(pool))
+            pool.append(summed)
         return _contract([(f.scope, f.values) for f in pool if f is not None], plan.targets)
 
     def refusal(self, plan: EliminationPlan, max_factor: int) -> str:
@@ -215,6 +217,9 @@ def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]
     entries skipped gives the same choice as a scan of all remaining variables. ``cards`` is best a list of
     Python ints (each weight is then one ``math.prod`` over a C-level map).
     """
+    uniform = {int(cards[v]) for v in factors}
+    if len(uniform) == 1:
+        return _uniform_min_weight_order(factors, scopes, uniform.pop(), targets)
     neighbours: dict[int, set[int]] = {v: set() for v in factors}
     for k in factors:
         scope = scopes[k]
@@ -245,6 +250,47 @@ def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]
             if y in weight:
                 weight[y] = w_y = math.prod(map(card, around)) * int(card(y))
                 heapq.heappush(heap, (w_y, y))
+    return tuple(order), largest
+
+
+def _uniform_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], card: int,
+                              targets: set[int]) -> tuple[tuple[int, ...], int]:
+    """:func:`_min_weight_order` when every variable has ``card`` states: neighbour sets as bits of Python
+    ints over the variables' ranks in ``factors`` (ascending positions, so ranks break ties as positions do),
+    and a bucket's weight is ``card ** (neighbours + 1)``. Same order, same largest bucket."""
+    rank = {v: i for i, v in enumerate(factors)}
+    neighbours = [0] * len(factors)
+    for k in factors:
+        bits = 0
+        for v in scopes[k]:
+            bits |= 1 << rank[v]
+        for v in scopes[k]:
+            neighbours[rank[v]] |= bits
+    weight: list[int | None] = [None] * len(factors)
+    for i, v in enumerate(factors):
+        neighbours[i] &= ~(1 << i)
+        if v not in targets:
+            weight[i] = card ** (neighbours[i].bit_count() + 1)
+    heap = [(w, i) for i, w in enumerate(weight) if w is not None]
+    heapq.heapify(heap)
+    order, largest = [], 0
+    while heap:
+        w, i = heapq.heappop(heap)
+        if weight[i] != w:
+            continue  # eliminated already, or an outdated weight
+        order.append(factors[i])
+        largest = max(largest, w)
+        weight[i] = None
+        nb = neighbours[i]
+        rest = nb
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            j = low.bit_length() - 1
+            neighbours[j] = around = (neighbours[j] | nb) & ~low & ~(1 << i)
+            if weight[j] is not None:
+                weight[j] = w_j = card ** (around.bit_count() + 1)
+                heapq.heappush(heap, (w_j, j))
     return tuple(order), largest
 
 
