@@ -80,7 +80,8 @@ class DiscreteTables:
     parent's states in another order is permuted to the parent's order.
     Ancestral sets are found per query by a walk up the parent lists (no
     n × n ancestor table): a query costs time in the size of its ancestral
-    set, not in the size of the network.
+    set, not in the size of the network. ``card_list`` holds the cards as
+    Python ints (read once; weights and table sizes multiply them).
     """
 
     def __init__(self, network: Any, nodes: Sequence[Hashable] | None = None) -> None:
@@ -91,7 +92,7 @@ class DiscreteTables:
         self.index = {v: k for k, v in enumerate(self.nodes)}
         self.states = cpds.states
         self.cards = cpds.cards
-        self._card_list = [int(c) for c in np.asarray(cpds.cards).reshape(-1)]
+        self.card_list = [int(c) for c in np.asarray(cpds.cards).reshape(-1)]
         self.scopes = cpds.scopes
         self.tables = cpds.tables
         self.parents = tuple(scope[1:] for scope in self.scopes)
@@ -114,8 +115,8 @@ class DiscreteTables:
         """The greedy min-weight plan for P(X_targets), ties broken by position, and its largest factor."""
         t = tuple(int(x) for x in targets)
         factors = self.ancestral(t)
-        order, largest = _min_weight_order(factors, self.scopes, self._card_list, set(t))
-        largest = max(largest, _size(self._card_list, set(t)))
+        order, largest = _min_weight_order(factors, self.scopes, self.card_list, set(t))
+        largest = max(largest, _size(self.card_list, set(t)))
         return EliminationPlan(t, factors, order, int(largest))
 
     def joint(self, plan: EliminationPlan, max_factor: int = MAX_FACTOR) -> np.ndarray:

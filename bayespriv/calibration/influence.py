@@ -633,7 +633,8 @@ class InfluenceEngine:
         """States of the joint table P(φ_Q, φ_i) (discrete), grid points at 2G (densities), or ``inf``."""
         if self.kind == "discrete":
             tables = self._discrete_tables(0)
-            return float(np.prod([float(tables.cards[tables.index[v]]) for v in (*_quilt_nodes(quilt), node)]))
+            cards, index = tables.card_list, tables.index
+            return float(np.prod([float(cards[index[v]]) for v in (*_quilt_nodes(quilt), node)]))
         if self.kind == "density":
             d = self._grid_dims(node, quilt)
             g = _resolution(d, self.resolution, self.max_points, check=False)

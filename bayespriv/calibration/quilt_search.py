@@ -193,6 +193,11 @@ class GraphIndex:
         Co-parent pairs with their common child in ``via`` (a pair appears
         once per common child): the moral graph of an ancestral set A is the
         skeleton inside A plus the pairs whose child is in A.
+    gated_moral : Adjacency
+        The skeleton's edges and the co-parent pairs in one list, each with
+        the node whose membership of A lets it into the moral graph of an
+        ancestral set A in ``via`` (its target for a skeleton edge, the common
+        child for a pair): one gather per step of :meth:`moral_reach`.
     """
 
     graph: nx.DiGraph
@@ -204,6 +209,7 @@ class GraphIndex:
     skeleton: Adjacency = field(init=False, repr=False)
     moral: Adjacency = field(init=False, repr=False)
     coparents: Adjacency = field(init=False, repr=False)
+    gated_moral: Adjacency = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         graph = nx.freeze(nx.DiGraph(self.graph))
@@ -226,6 +232,8 @@ class GraphIndex:
         setter(self, "moral", Adjacency.from_pairs(n, np.concatenate([u, v, a, b]), np.concatenate([v, u, b, a])))
         setter(self, "coparents", Adjacency.from_pairs(n, np.concatenate([a, b]), np.concatenate([b, a]),
                                                        np.concatenate([c, c])))
+        setter(self, "gated_moral", Adjacency.from_pairs(n, np.concatenate([u, v, a, b]), np.concatenate([v, u, b, a]),
+                                                         np.concatenate([v, u, c, c])))
 
     @property
     def n(self) -> int:
@@ -298,11 +306,10 @@ class GraphIndex:
         seen = start.reshape(-1).copy()
         stamp = np.empty(seen.size, dtype=np.int64)
         frontier = np.flatnonzero(seen & ~stop)
+        gates = self.gated_moral.via
         while frontier.size:
-            direct = self.skeleton.gather(frontier, n)[0]
-            paired, entry = self.coparents.gather(frontier, n)
-            through = (paired - paired % n) + self.coparents.via[entry]
-            step = np.concatenate([direct[inside[direct]], paired[inside[through]]])
+            step, entry = self.gated_moral.gather(frontier, n)
+            step = step[inside[(step - step % n) + gates[entry]]]
             frontier = _fresh(step, seen, stamp)
             frontier = frontier[~stop[frontier]]
         return seen.reshape(s, n)
