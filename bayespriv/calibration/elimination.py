@@ -221,6 +221,12 @@ def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]
     uniform = {int(cards[v]) for v in factors}
     if len(uniform) == 1:
         return _uniform_min_weight_order(factors, scopes, uniform.pop(), targets)
+    return _set_min_weight_order(factors, scopes, cards, targets)
+
+
+def _set_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], cards: Sequence[int],
+                          targets: set[int]) -> tuple[tuple[int, ...], int]:
+    """:func:`_min_weight_order` for any cards, neighbour sets as Python sets."""
     neighbours: dict[int, set[int]] = {v: set() for v in factors}
     for k in factors:
         scope = scopes[k]
