@@ -22,6 +22,7 @@ arithmetic).
 from __future__ import annotations
 
 import heapq
+import math
 import string
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -79,7 +80,8 @@ class DiscreteTables:
     parent's states in another order is permuted to the parent's order.
     Ancestral sets are found per query by a walk up the parent lists (no
     n × n ancestor table): a query costs time in the size of its ancestral
-    set, not in the size of the network.
+    set, not in the size of the network. ``card_list`` holds the cards as
+    Python ints (read once; weights and table sizes multiply them).
     """
 
     def __init__(self, network: Any, nodes: Sequence[Hashable] | None = None) -> None:
@@ -90,10 +92,12 @@ class DiscreteTables:
         self.index = {v: k for k, v in enumerate(self.nodes)}
         self.states = cpds.states
         self.cards = cpds.cards
+        self.card_list = [int(c) for c in np.asarray(cpds.cards).reshape(-1)]
         self.scopes = cpds.scopes
         self.tables = cpds.tables
         self.parents = tuple(scope[1:] for scope in self.scopes)
         self.buckets = BucketMemo(len(self.nodes))
+        self._leaves = tuple(_Factor(scope, table, k) for k, (scope, table) in enumerate(zip(self.scopes, self.tables)))
 
     def ancestral(self, targets: Sequence[int]) -> tuple[int, ...]:
         """Positions of the targets and all their ancestors, sorted."""
@@ -111,8 +115,8 @@ class DiscreteTables:
         """The greedy min-weight plan for P(X_targets), ties broken by position, and its largest factor."""
         t = tuple(int(x) for x in targets)
         factors = self.ancestral(t)
-        order, largest = _min_weight_order(factors, self.scopes, self.cards, set(t))
-        largest = max(largest, _size(self.cards, set(t)))
+        order, largest = _min_weight_order(factors, self.scopes, self.card_list, set(t))
+        largest = max(largest, _size(self.card_list, set(t)))
         return EliminationPlan(t, factors, order, int(largest))
 
     def joint(self, plan: EliminationPlan, max_factor: int = MAX_FACTOR) -> np.ndarray:
@@ -126,22 +130,23 @@ class DiscreteTables:
         """
         if plan.largest > max_factor:
             raise ValidationError(self.refusal(plan, max_factor))
-        pool: list[_Factor | None] = [_Factor(self.scopes[k], self.tables[k], k) for k in plan.factors]
-        holding: dict[int, list[int]] = {}  # variable -> positions in the pool of the factors mentioning it
+        leaves = self._leaves
+        pool: list[_Factor | None] = [leaves[k] for k in plan.factors]
+        # variable -> positions in the pool of the factors that mentioned it (ascending; the ones already
+        # multiplied into a bucket are skipped when the variable's turn comes)
+        holding: dict[int, list[int]] = {}
         for fid, f in enumerate(pool):
             for v in f.scope:  # type: ignore[union-attr]
                 holding.setdefault(v, []).append(fid)
         for x in plan.order:
-            ids = holding.pop(x)
+            ids = [i for i in holding.pop(x) if pool[i] is not None]
             bucket = [pool[i] for i in ids]
-            gone = set(ids)
             for i in ids:
                 pool[i] = None
-            for v in set().union(*(f.scope for f in bucket)) - {x}:
-                holding[v] = [i for i in holding[v] if i not in gone]
-            pool.append(self.buckets.summed(x, bucket))
-            for v in pool[-1].scope:
-                holding.setdefault(v, []).append(len(pool) - 1)
+            summed = self.buckets.summed(x, bucket)
+            for v in summed.scope:
+                holding[v].append(len(pool))
+            pool.append(summed)
         return _contract([(f.scope, f.values) for f in pool if f is not None], plan.targets)
 
     def refusal(self, plan: EliminationPlan, max_factor: int) -> str:
@@ -204,22 +209,35 @@ class BucketMemo:
         return factor
 
 
-def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], cards: np.ndarray,
+def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], cards: Sequence[int],
                       targets: set[int]) -> tuple[tuple[int, ...], int]:
     """The greedy min-weight elimination order of the non-target ``factors`` and its largest bucket.
 
     At each step the variable with the least (weight, position) is eliminated, weight being the entries of
     its bucket (the product of the cards of the variable and its current neighbours). A heap with stale
-    entries skipped gives the same choice as a scan of all remaining variables.
+    entries skipped gives the same choice as a scan of all remaining variables. ``cards`` is best a list of
+    Python ints (each weight is then one ``math.prod`` over a C-level map).
     """
+    uniform = {int(cards[v]) for v in factors}
+    if len(uniform) == 1:
+        return _uniform_min_weight_order(factors, scopes, uniform.pop(), targets)
+    return _set_min_weight_order(factors, scopes, cards, targets)
+
+
+def _set_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], cards: Sequence[int],
+                          targets: set[int]) -> tuple[tuple[int, ...], int]:
+    """:func:`_min_weight_order` for any cards, neighbour sets as Python sets."""
     neighbours: dict[int, set[int]] = {v: set() for v in factors}
     for k in factors:
         scope = scopes[k]
         for v in scope:
             neighbours[v].update(scope)
+    card = cards.__getitem__
+    weight = {}
     for v in factors:
         neighbours[v].discard(v)
-    weight = {v: _size(cards, neighbours[v]) * int(cards[v]) for v in factors if v not in targets}
+        if v not in targets:
+            weight[v] = math.prod(map(card, neighbours[v])) * int(card(v))
     heap = [(w, v) for v, w in weight.items()]
     heapq.heapify(heap)
     order, largest = [], 0
@@ -232,20 +250,59 @@ def _min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]
         del weight[x]
         nb = neighbours.pop(x)
         for y in nb:
-            neighbours[y] |= nb
-            neighbours[y].discard(y)
-            neighbours[y].discard(x)
+            around = neighbours[y]
+            around |= nb
+            around.discard(y)
+            around.discard(x)
             if y in weight:
-                weight[y] = _size(cards, neighbours[y]) * int(cards[y])
-                heapq.heappush(heap, (weight[y], y))
+                weight[y] = w_y = math.prod(map(card, around)) * int(card(y))
+                heapq.heappush(heap, (w_y, y))
     return tuple(order), largest
 
 
-def _size(cards: np.ndarray, scope: Any) -> int:
-    out = 1
-    for v in scope:
-        out *= int(cards[v])
-    return out
+def _uniform_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], card: int,
+                              targets: set[int]) -> tuple[tuple[int, ...], int]:
+    """:func:`_min_weight_order` when every variable has ``card`` states: neighbour sets as bits of Python
+    ints over the variables' ranks in ``factors`` (ascending positions, so ranks break ties as positions do),
+    and a bucket's weight is ``card ** (neighbours + 1)``. Same order, same largest bucket."""
+    rank = {v: i for i, v in enumerate(factors)}
+    neighbours = [0] * len(factors)
+    for k in factors:
+        bits = 0
+        for v in scopes[k]:
+            bits |= 1 << rank[v]
+        for v in scopes[k]:
+            neighbours[rank[v]] |= bits
+    weight: list[int | None] = [None] * len(factors)
+    for i, v in enumerate(factors):
+        neighbours[i] &= ~(1 << i)
+        if v not in targets:
+            weight[i] = card ** (neighbours[i].bit_count() + 1)
+    heap = [(w, i) for i, w in enumerate(weight) if w is not None]
+    heapq.heapify(heap)
+    order, largest = [], 0
+    while heap:
+        w, i = heapq.heappop(heap)
+        if weight[i] != w:
+            continue  # eliminated already, or an outdated weight
+        order.append(factors[i])
+        largest = max(largest, w)
+        weight[i] = None
+        nb = neighbours[i]
+        rest = nb
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            j = low.bit_length() - 1
+            neighbours[j] = around = (neighbours[j] | nb) & ~low & ~(1 << i)
+            if weight[j] is not None:
+                weight[j] = w_j = card ** (around.bit_count() + 1)
+                heapq.heappush(heap, (w_j, j))
+    return tuple(order), largest
+
+
+def _size(cards: Sequence[int], scope: Any) -> int:
+    return math.prod(int(cards[v]) for v in scope)
 
 
 def _contract(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[int, ...]) -> np.ndarray:

@@ -55,11 +55,17 @@ class Adjacency:
     indices : ndarray of int64
     via : ndarray of int64 or None
         Per entry, a third node the edge goes through (the common child of two co-parents), else None.
+    degree : ndarray of int64 (n,)
+        Neighbours per node (``indptr[v + 1] - indptr[v]``).
     """
 
     indptr: np.ndarray
     indices: np.ndarray
     via: np.ndarray | None = None
+    degree: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "degree", _frozen(np.diff(self.indptr)))
 
     @classmethod
     def from_pairs(cls, n: int, src: np.ndarray, dst: np.ndarray, via: np.ndarray | None = None) -> "Adjacency":
@@ -86,13 +92,14 @@ class Adjacency:
         """
         v = flat % n
         lo = self.indptr[v]
-        count = self.indptr[v + 1] - lo
-        total = int(count.sum())
+        count = self.degree[v]
+        ends = np.cumsum(count)
+        total = int(ends[-1]) if ends.size else 0
         if total == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        owner = np.repeat(np.arange(flat.size), count)
-        entry = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count) + lo[owner]
-        return (flat - v)[owner] + self.indices[entry], entry
+        entry = np.repeat(lo - ends + count, count)
+        entry += np.arange(total, dtype=np.int64)
+        return np.repeat(flat - v, count) + self.indices[entry], entry
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -186,6 +193,11 @@ class GraphIndex:
         Co-parent pairs with their common child in ``via`` (a pair appears
         once per common child): the moral graph of an ancestral set A is the
         skeleton inside A plus the pairs whose child is in A.
+    gated_moral : Adjacency
+        The skeleton's edges and the co-parent pairs in one list, each with
+        the node whose membership of A lets it into the moral graph of an
+        ancestral set A in ``via`` (its target for a skeleton edge, the common
+        child for a pair): one gather per step of :meth:`moral_reach`.
     """
 
     graph: nx.DiGraph
@@ -197,6 +209,7 @@ class GraphIndex:
     skeleton: Adjacency = field(init=False, repr=False)
     moral: Adjacency = field(init=False, repr=False)
     coparents: Adjacency = field(init=False, repr=False)
+    gated_moral: Adjacency = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         graph = nx.freeze(nx.DiGraph(self.graph))
@@ -219,6 +232,8 @@ class GraphIndex:
         setter(self, "moral", Adjacency.from_pairs(n, np.concatenate([u, v, a, b]), np.concatenate([v, u, b, a])))
         setter(self, "coparents", Adjacency.from_pairs(n, np.concatenate([a, b]), np.concatenate([b, a]),
                                                        np.concatenate([c, c])))
+        setter(self, "gated_moral", Adjacency.from_pairs(n, np.concatenate([u, v, a, b]), np.concatenate([v, u, b, a]),
+                                                         np.concatenate([v, u, c, c])))
 
     @property
     def n(self) -> int:
@@ -291,11 +306,10 @@ class GraphIndex:
         seen = start.reshape(-1).copy()
         stamp = np.empty(seen.size, dtype=np.int64)
         frontier = np.flatnonzero(seen & ~stop)
+        gates = self.gated_moral.via
         while frontier.size:
-            direct = self.skeleton.gather(frontier, n)[0]
-            paired, entry = self.coparents.gather(frontier, n)
-            through = (paired - paired % n) + self.coparents.via[entry]
-            step = np.concatenate([direct[inside[direct]], paired[inside[through]]])
+            step, entry = self.gated_moral.gather(frontier, n)
+            step = step[inside[(step - step % n) + gates[entry]]]
             frontier = _fresh(step, seen, stamp)
             frontier = frontier[~stop[frontier]]
         return seen.reshape(s, n)
@@ -388,25 +402,64 @@ def _local_rows(g: GraphIndex, v: int, rows: _Rows) -> np.ndarray:
     return parents | children
 
 
-def _ring_rows(g: GraphIndex, v: int, dist: np.ndarray, rows: _Rows) -> None:
-    """Moral rings, their borders with the nodes beyond, minimal separators from everything beyond each ring."""
-    top = int(dist.max())
-    levels = np.arange(1, top + 1)
+@dataclass(frozen=True, eq=False)
+class _SeparatorBatch:
+    """Minimal d-separator problems of one node, one per row (the arguments of
+    :meth:`GraphIndex.minimal_separators`): the ring problems and the target problems are solved together,
+    in one pass of each search over all their rows.
+
+    Attributes
+    ----------
+    targets, included, restricted : ndarray of bool (rows, n)
+    near : ndarray of bool (rows,)
+    """
+
+    targets: np.ndarray
+    included: np.ndarray
+    restricted: np.ndarray
+    near: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.near)
+
+    @staticmethod
+    def solve(g: GraphIndex, v: int, batches: list["_SeparatorBatch"]) -> list[list[np.ndarray | None]]:
+        """Per batch, each row's separator (None where none exists), from one call over all rows."""
+        stack = [np.concatenate([getattr(b, name) for b in batches]) for name in ("targets", "included",
+                                                                                    "restricted", "near")]
+        seps, ok = g.minimal_separators(v, stack[0], included=stack[1], restricted=stack[2], near_source=stack[3])
+        found = [seps[k] if ok[k] else None for k in range(len(ok))]
+        edges = np.cumsum([0] + [len(b) for b in batches])
+        return [found[a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _ring_batch(dist: np.ndarray) -> _SeparatorBatch:
+    """Both minimal separators (close to the node, close to the far side) between the node and everything
+    beyond each moral ring that has nodes beyond it, searched among the nodes up to the ring."""
+    n = dist.size
+    levels = np.arange(1, int(dist.max()) + 1)
     beyond = dist[None, :] > levels[:, None]  # (rings, n)
     within = (dist[None, :] > 0) & (dist[None, :] <= levels[:, None])
-    cut = np.flatnonzero(beyond.any(axis=1))
-    pairs = np.repeat(cut, 2)
-    sides = np.tile([True, False], cut.size)
-    seps, ok = g.minimal_separators(v, beyond[pairs], restricted=within[pairs], near_source=sides)
-    found = {(int(j), bool(near)): seps[k] if ok[k] else None for k, (j, near) in enumerate(zip(pairs, sides))}
-    for j, d in enumerate(levels):
+    pairs = np.repeat(np.flatnonzero(beyond.any(axis=1)), 2)
+    return _SeparatorBatch(beyond[pairs], np.zeros((pairs.size, n), dtype=bool), within[pairs],
+                           np.tile([True, False], pairs.size // 2))
+
+
+def _ring_rows(g: GraphIndex, v: int, dist: np.ndarray, rows: _Rows, found: list[np.ndarray | None]) -> None:
+    """Moral rings, their borders with the nodes beyond, minimal separators from everything beyond each ring
+    (``found``: those of :func:`_ring_batch`, solved), then the skeleton's layers."""
+    levels = np.arange(1, int(dist.max()) + 1)
+    k = 0
+    for d in levels:
         ring = dist == d
         rows.add(ring)
-        if not beyond[j].any():
+        beyond = dist > d
+        if not beyond.any():
             continue
-        rows.add(ring & g.neighbours_of(g.moral, beyond[j]))
-        for near in (True, False):
-            rows.add(found[(j, near)])
+        rows.add(ring & g.neighbours_of(g.moral, beyond))
+        rows.add(found[k])
+        rows.add(found[k + 1])
+        k += 2
     skel = g.distances(g.skeleton, v)
     for d in range(1, int(skel.max()) + 1):
         rows.add(skel == d)
@@ -439,22 +492,35 @@ def _separators_towards_nodes(g: GraphIndex, v: int, dist: np.ndarray, adjacent:
         covered |= known[key]
 
 
-def _target_separators(g: GraphIndex, v: int, dist: np.ndarray, adjacent: np.ndarray,
-                       aims: np.ndarray) -> list[np.ndarray | None]:
-    """The targets, and at every moral ring the minimal separators keeping the non-adjacent targets remote
-    (None where none exists), in the order they join the candidates."""
+def _target_batch(v: int, dist: np.ndarray, adjacent: np.ndarray, aims: np.ndarray) -> _SeparatorBatch | None:
+    """At every moral ring (then among every allowed node) both minimal separators keeping the targets not
+    adjacent to the node remote, made of the adjacent targets and nodes up to the ring; None without such
+    targets."""
     near_aims, far_aims = aims & adjacent, aims & ~adjacent
     if not far_aims.any():
-        return [aims]
+        return None
     allowed = ~far_aims
     allowed[v] = False
     top = int(dist.max())
     levels = np.arange(1, top + 1)[:, None]
     within = allowed & (dist > 0) & (dist <= levels) | near_aims  # (rings, n), then every allowed node
     restricted = np.repeat(np.concatenate([within, allowed[None, :]]), 2, axis=0)
-    seps, ok = g.minimal_separators(v, far_aims, included=near_aims, restricted=restricted,
-                                    near_source=np.tile([True, False], top + 1))
-    return [aims] + [seps[k] if ok[k] else None for k in range(len(restricted))]
+    shape = restricted.shape
+    return _SeparatorBatch(np.broadcast_to(far_aims, shape), np.broadcast_to(near_aims, shape), restricted,
+                           np.tile([True, False], top + 1))
+
+
+def _separator_rows(g: GraphIndex, v: int, dist: np.ndarray, adjacent: np.ndarray, aims: np.ndarray,
+                    rows: _Rows) -> list[np.ndarray | None]:
+    """The ring rows (added to ``rows``), and the target candidates in the order they join the candidates:
+    the targets, then the separators of :func:`_target_batch` (None where none exists)."""
+    ring = _ring_batch(dist)
+    target = _target_batch(v, dist, adjacent, aims) if aims.any() else None
+    solved = _SeparatorBatch.solve(g, v, [ring] + ([] if target is None else [target]))
+    _ring_rows(g, v, dist, rows, solved[0])
+    if not aims.any():
+        return []
+    return [aims] + ([] if target is None else solved[1])
 
 
 def candidate_quilts(g: GraphIndex, node: int, targets: Iterable[Any] = ()) -> tuple[np.ndarray, np.ndarray]:
@@ -468,12 +534,11 @@ def candidate_quilts(g: GraphIndex, node: int, targets: Iterable[Any] = ()) -> t
     rows = _Rows(n, node)
     adjacent = _local_rows(g, node, rows)
     dist = g.distances(g.moral, node)
-    _ring_rows(g, node, dist, rows)
     aims = np.zeros(n, dtype=bool)
     for u in targets:
         aims[g.index[u]] = True
     aims[node] = False
-    extra = _target_separators(g, node, dist, adjacent, aims) if aims.any() else []
+    extra = _separator_rows(g, node, dist, adjacent, aims, rows)
     base = len(rows.rows)
     batch = rows.rows + [_Rows.normal(m, node) for m in extra if m is not None]
     remote = g.remote(node, np.array(batch, dtype=bool).reshape(-1, n))
