@@ -21,8 +21,8 @@ Four cases are supported:
   (``math.inf``, with the reason) unless φ_Q does not depend on φ_i at all
   (then 0);
 * continuous parameters with a joint density — a PyMC model (turned into a
-  :class:`~bayespriv.datamodels.pymc.ParameterDensity` by
-  :func:`~bayespriv.datamodels.pymc.parameter_density`) or any object with
+  :class:`~bayespriv.datamodels.parameters.ParameterDensity` by
+  :func:`~bayespriv.datamodels.parameters.parameter_density`) or any object with
   ``names``, ``graph``, ``supports`` and ``log_density`` (see
   :func:`max_influence`) — a **numerical estimate** on quadrature grids, with
   a refinement margin, and ``math.inf`` with the reason when a limit analysis
@@ -211,7 +211,7 @@ def _is_pymc(obj: Any) -> bool:
 def _as_density(obj: Any) -> Any:
     """A PyMC model (or PyMCDataModel) as its ParameterDensity; anything else unchanged."""
     if _is_pymc(obj):
-        from ..datamodels.pymc import parameter_density  # an earlier stage; imports pymc lazily
+        from ..datamodels.parameters import parameter_density  # an earlier stage; imports pymc lazily
 
         return parameter_density(obj)
     return obj
@@ -1422,7 +1422,7 @@ def max_influence(
         :class:`~bayespriv.PyMCDataModel`) whose scalar continuous free random
         variables are the parameters, or any object with ``names``, ``graph``,
         ``supports`` and ``log_density`` (:class:`ParameterDensityLike`, e.g.
-        :func:`~bayespriv.datamodels.pymc.parameter_density` of a model) —
+        :func:`~bayespriv.datamodels.parameters.parameter_density` of a model) —
         a numerical estimate, see Notes; a sequence of them (a family Θ: the
         supremum, naming the worst member by its index); a
         :class:`ParameterNetwork` (its networks); or a callable
@@ -1470,7 +1470,7 @@ def max_influence(
     ValidationError
         Unknown node, node inside the quilt, a joint table too large, an
         elimination plan above ``max_factor``, a grid above ``max_points``, bounds outside a parameter's support; for PyMC
-        models, what :func:`~bayespriv.datamodels.pymc.parameter_density`
+        models, what :func:`~bayespriv.datamodels.parameters.parameter_density`
         refuses (non-scalar or discrete parameters, observed data or
         potentials on the parameters).
 
@@ -1551,7 +1551,7 @@ def _parameter_model_with_default_columns(network: Any, columns: Any) -> Paramet
     """A PyMC model / parameter density (or a family) as a ParameterNetwork; unnamed nodes govern their namesake column.
 
     Such models are over parameters by construction (their free random variables; observed data on the
-    parameters is refused by :func:`~bayespriv.datamodels.pymc.parameter_density`), so no wrapper is asked of them.
+    parameters is refused by :func:`~bayespriv.datamodels.parameters.parameter_density`), so no wrapper is asked of them.
     """
     members = [_as_density(m) for m in _as_network_list(network)]
     for m in members:

@@ -29,7 +29,8 @@ from scipy import integrate, optimize, stats
 import bayespriv as bp
 from bayespriv.calibration.influence import MaxInfluence, max_influence
 from bayespriv.calibration.quilts import calibrate_quilts
-from bayespriv.datamodels.pymc import PyMCDataModel, ParameterDensity, parameter_density
+from bayespriv.datamodels.parameters import ParameterDensity, parameter_density
+from bayespriv.datamodels.pymc import PyMCDataModel
 from bayespriv.mechanisms.quilt import APMQM
 
 pm = pytest.importorskip("pymc")
