@@ -112,11 +112,10 @@ def census(adult_dir: Path, tmp: Path) -> list[str]:
     same = bp.JointGaussian(mechs, bp.calibrate(model, pairs, stacked, n_draws=20_000, rng=records[-1]["seed"]))
     spread = [bp.JointGaussian(mechs, bp.calibrate(model, pairs, stacked, n_draws=20_000, rng=seed)).epsilon
               for seed in (20, 21, 22)]
-    together = same
-    plan = bp.accounting.plan_releases(model, pairs, singles, epsilon=together.epsilon, delta=1e-3, n_draws=20_000,
+    plan = bp.accounting.plan_releases(model, pairs, singles, epsilon=same.epsilon, delta=1e-3, n_draws=20_000,
                                        rng=21)
     err = lambda cov: float(np.sqrt(np.trace(np.asarray(cov))))  # noqa: E731
-    seq_noise = err(together.noise_cov)
+    seq_noise = err(same.noise_cov)
     return ["## 3. The census study's five statistics, one at a time or together", "",
             "Five APGM releases at (ε, δ) = (1, 2e-4) each, one per statistic, on the same 100-record subset:",
             "",

@@ -880,7 +880,8 @@ class Ledger:
         Called by ``release`` / ``release_value`` before any noise is drawn. How much is spent depends
         on how the mechanism composes (``mechanism.composition``, see :mod:`bayespriv.accounting.joint`):
 
-        * differential-privacy, subset-of-variables and Markov-chain MQM releases spend their own
+        * differential-privacy (``"dp"``, and ``"dataset_dp"``: a mechanism whose noise alone covers its
+          query's whole range), subset-of-variables and Markov-chain MQM releases spend their own
           (ε, δ) (sequential composition is a theorem for them; the row names it); so do Markov quilt
           (APMQM) releases when every (θ, sensitive node) has a quilt valid for them and for every
           quilt release already on the dataset — otherwise they are refused
@@ -1034,7 +1035,8 @@ class Ledger:
             units[name] = _units(increase, EPSILON_UNIT, ROUND_CEILING)
             record[name] = {"epsilon": joint.epsilon, "delta": joint.delta, "units": units[name],
                             "method": joint.method, "releases": list(joint.releases),
-                            "assumptions": list(joint.assumptions), "seed": seeds[key]}
+                            "assumptions": list(joint.assumptions),
+                            "seed": seeds[key] if joint.method == "stacked calibration" else None}
         return _JointPlan(units, json.dumps(record, sort_keys=True), last)
 
     def _priors_moved(self, con: sqlite3.Connection, req: _Request, plan: "_JointPlan") -> bool:
@@ -1104,10 +1106,11 @@ class Ledger:
         ``calibration_content_hash`` the SHA-256 of the calibration file the mechanism was built from
         (``Calibration.content_hash``; None for an in-memory calibration and rows written before the
         ledger recorded it). ``dataset`` is the data the release read (a table's fingerprint or a
-        name), ``composition`` how it composed (``"joint"``, ``"dp"``, ``"subset"``, ``"chain"``,
+        name), ``composition`` how it composed (``"joint"``, ``"dp"``, ``"dataset_dp"``, ``"subset"``, ``"chain"``,
         ``"independent"``; None: summed under ``"sequential_composition"``) and ``joint``, for joint
         rows, the joint guarantee per budget after it: ``{budget: {"epsilon", "delta", "units",
-        "method", "releases"}}``.
+        "method", "releases", "assumptions", "seed"}}`` (``seed``: of the stacked calibration the joint law
+        was drawn from, None when it was not needed).
         """
         cols = ["time_utc", "mechanism", "epsilon", "delta", "confidence", "assumptions", "failed_assumptions",
                 "unchecked_assumptions", "established", "theorem", "protected", "variables", "query", "seeded",

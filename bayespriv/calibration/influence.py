@@ -1248,8 +1248,8 @@ def _corner_ratios(prob: _DensityProblem, coarse: _Grid, first: _GridMaximum, se
 def _corner_limits(prob: _DensityProblem, coarse: _Grid, first: _GridMaximum, i_edges: Mapping[str, tuple],
                    best: float) -> list[tuple[str, float]]:
     """Every quilt parameter and φ_i approaching an edge together (step j of each sequence), against every grid
-    value b — catches a ratio unbounded only jointly (e.g. (x − 1)·a + log a for x → 1, a → ∞). Only limits above
-    ``best`` (and those before them) are kept."""
+    value b — catches a ratio unbounded only jointly (e.g. (x − 1)·a + log a for x → 1, a → ∞). A bounded limit is
+    kept only when it exceeds the running best (starting at ``best``), which it then becomes."""
     node, quilt = prob.node, prob.quilt
     q_edges = [{side: prob.axes[v].edge(side) for side in ("lo", "hi")} for v in quilt]
     out = []
