@@ -1,0 +1,111 @@
+"""Write the saved calibration files of ``tests/calibration/test_saved_files.py`` and what they must give.
+
+The files under ``saved/`` were written by ``save_calibration`` of the package at commit d86009f, signed with
+:data:`FIXTURE_KEY` (a key for these files only), and are kept unchanged: they check that calibration files
+written by that layout of the package load, verify and give the same mechanisms under any later layout.
+Regenerating them would defeat that purpose; run this script only to add a new kind of file::
+
+    PYTHONPATH=<checkout> python tests/calibration/data/make_saved_calibrations.py
+
+``saved/expected.json`` holds what each file must give once loaded: SHA-256 digests of its arrays and of
+the noise covariance of mechanisms built on it, and their guarantees (floats as ``float.hex``).
+"""
+
+import hashlib
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+#: The key the fixture files are signed with (32 bytes; never a data owner's key).
+FIXTURE_KEY = bytes(range(32))
+HERE = Path(__file__).with_name("saved")
+EPSILON, DELTA = 1.0, 1e-3
+
+
+def digest(array) -> str:
+    """SHA-256 of an array's dtype, shape and bytes (None for a missing array)."""
+    if array is None:
+        return "none"
+    a = np.ascontiguousarray(np.asarray(array))
+    return hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()
+
+
+def gaussian_setting():
+    """A Gaussian Θ (3 columns, 30 records), a mean secret pair and a stacked query of two bounded means."""
+    import bayespriv as bp
+
+    model = bp.GaussianDataModel([0.0, 1.0, 2.0], [[1.0, 0.5, 0.3], [0.5, 2.0, 0.0], [0.3, 0.0, 1.0]],
+                                 ["x", "y", "w"], 30)
+    pair = bp.SecretPair(bp.DatasetSecret.mean("x", -1.0), bp.DatasetSecret.mean("x", 2.0))
+    return model, pair, bp.stack(bp.mean("y"), bp.mean("w", bounds=(-10, 10)))
+
+
+def hospital_setting():
+    """The hospital Θ of the attribute-privacy paper (two PyMC members) hiding the share of women."""
+    import bayespriv as bp
+    from bayespriv.models.hospital import QUERIES, QUERY_GRIDS, hospital_family
+
+    share = lambda p: bp.DatasetSecret.proportion("gender", 1, p)  # noqa: E731
+    grid = {k: list(v) for k, v in QUERY_GRIDS["average blood pressure"].items()}
+    return hospital_family(50, grid), bp.SecretPair(share(0.26), share(0.74)), QUERIES["average blood pressure"]
+
+
+def chain_setting():
+    """Two Markov chains over {a, b} and a count of b's."""
+    import bayespriv as bp
+    from bayespriv.calibration.quilts import MarkovChain
+
+    chains = [MarkovChain([[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5], ["a", "b"]),
+              MarkovChain.stationary([[0.7, 0.3], [1 / 3, 2 / 3]], ["a", "b"])]
+    return chains, bp.count(lambda b: b["s"] == "b", "s", name="bs")
+
+
+def calibration_figures(cal) -> dict:
+    """What a loaded sampled calibration must give: its arrays and APGM / OptimalGaussian noise and guarantee."""
+    from bayespriv.mechanisms import APGM, OptimalGaussian
+
+    out = {name: digest(getattr(cal, name)) for name in ("mean_array", "cov_array", "mean_se", "cov_se",
+                                                         "sample_array")}
+    for cls in (APGM, OptimalGaussian):
+        m = cls(cal, epsilon=EPSILON, delta=DELTA)
+        out[cls.__name__] = mechanism_figures(m)
+    return out
+
+
+def mechanism_figures(m) -> dict:
+    """Noise covariance digest and guarantee of a mechanism."""
+    g = m.guarantee
+    return {"noise_cov": digest(np.asarray(m.noise_cov, dtype=float)), "epsilon": float(g.epsilon).hex(),
+            "delta": float(g.delta).hex()}
+
+
+def main() -> None:
+    """Calibrate each setting, save it signed with the fixture key and record what it must give."""
+    warnings.filterwarnings("ignore")
+    import bayespriv as bp
+    from bayespriv.calibration import save_calibration
+    from bayespriv.calibration.quilts import calibrate_chain
+    from bayespriv.mechanisms import APMQM, MQM
+    from bayespriv.models import school
+
+    HERE.mkdir(exist_ok=True)
+    expected = {"generated": "by tests/calibration/data/make_saved_calibrations.py at commit d86009f"}
+    for name, setting, draws in (("gaussian", gaussian_setting, 300), ("hospital", hospital_setting, 200)):
+        model, pair, query = setting()
+        cal = bp.calibrate(model, pair, query, n_draws=draws, rng=3)
+        save_calibration(cal, HERE / f"{name}.nc", seed=3, key=FIXTURE_KEY)
+        expected[name] = calibration_figures(cal)
+    chains, query = chain_setting()
+    chain = calibrate_chain(chains, query, length=7)
+    save_calibration(chain, HERE / "chain.nc", seed=None, key=FIXTURE_KEY)
+    expected["chain"] = {"influence": digest(chain.influence), "MQM": mechanism_figures(MQM(chain, epsilon=EPSILON))}
+    quilt = school.calibration("tall")
+    save_calibration(quilt, HERE / "quilt.nc", seed=5, key=FIXTURE_KEY)
+    expected["quilt"] = {f"APMQM@{eps}": mechanism_figures(APMQM(quilt, epsilon=eps)) for eps in (0.1, 1.0)}
+    (HERE / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":  # pytest imports this file for doctests: nothing runs then
+    main()
