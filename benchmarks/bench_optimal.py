@@ -1,4 +1,4 @@
-"""OptimalGaussian: former corner SDP vs the closed form / S-procedure SDP (issue 13, item 4).
+"""OptimalGaussian: former corner SDP vs the closed form / S-procedure SDP.
 
 Two workloads, old and new side by side in one run (same calibration, same solver, Clarabel):
 
@@ -15,7 +15,7 @@ Old sampled runs above ``--old-max-k`` (default 10; k = 12 takes minutes) are sk
 
     .venv/bin/python benchmarks/bench_optimal.py [--old-max-k 10] [--repeat 1] [--no-write]
 
-3. beyond 12 uncertain components (issue 13, items 4/6: no 2^k corners anywhere), k = 20, 30, 50:
+3. beyond 12 uncertain components (no 2^k corners anywhere), k = 20, 30, 50:
    the constructors of OptimalGaussian, EigM and DauM (``covariance="equal"``) on (a) the sampled
    three-pair workload above (ε = 1; DauM does not apply there: the box's part orthogonal to v
    exceeds r*) and (b) one pair whose means differ along e1 (60,000 draws, ε = 4; DauM applies).

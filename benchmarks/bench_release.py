@@ -5,7 +5,7 @@ Run by hand (never as a timed test)::
     .venv/bin/python benchmarks/bench_release.py [--releases 5000] [--k 5]
 
 Each row is the best of ``--repeats`` timings of ``--releases`` releases of a k-component
-answer. "float" is what ``Mechanism._draw_noise`` did before issue 11 (``sample_gaussian`` /
+answer. "float" is a float sampler (``sample_gaussian`` /
 ``sample_laplace`` from a NumPy Generator, added in float64); "grid" is
 ``plan.release(answer, bits)`` with bits from the OS CSPRNG (``BitSource.system()``).
 

@@ -1,4 +1,4 @@
-"""Utility: tight count tables and the order-statistic W∞ band against what they replace (issue 13, item 6).
+"""Utility: tight count tables and the order-statistic W∞ band against what they replace.
 
 Run by hand (never as a timed test)::
 
@@ -146,7 +146,7 @@ def main() -> None:
     args = ap.parse_args()
     load0 = os.getloadavg()
     lines = [
-        "# Utility: tight count tables and the order-statistic W∞ band (issue 13, item 6)",
+        "# Utility: tight count tables and the order-statistic W∞ band",
         "",
         f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d (%H:%M UTC)} with "
         f"`benchmarks/bench_utility.py --reps {args.reps}`, Python {platform.python_version()}, "

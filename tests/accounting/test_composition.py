@@ -27,7 +27,14 @@ from bayespriv.models import hospital as H
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _gaussian_oracles import analytic_delta  # noqa: E402
 
-mp.mp.dps = 50
+
+@pytest.fixture(autouse=True)
+def _fifty_digits():
+    """mpmath at 50 digits inside each test of this file only (its precision is process-global)."""
+    with mp.workdps(50):
+        yield
+
+
 WEIGHT, BLOOD = "average weight", "average blood pressure"
 
 

@@ -1,6 +1,6 @@
 """Releases on the same data accounted together (``accounting/joint.py`` and the ledger's charge).
 
-Independent computations: the reproduction's joint law is exactly Gaussian (mean(x) is fixed by the
+Independent computations: the two-release scenario's joint law (A = mean(x) + mean(y), then B = mean(y)) is exactly Gaussian (mean(x) is fixed by the
 secret, mean(y) ~ N(0, 8) is common to both releases), so its joint ε at the charged δ is the analytic
 Gaussian one at the Mahalanobis distance of the two released means (Balle & Wang 2018, Theorem 8),
 solved here with mpmath. Ten releases of one Gaussian query reduce exactly to their precision-weighted
@@ -52,7 +52,7 @@ def _mechanisms(**kw):
 
 
 def test_b_after_a_is_charged_at_least_the_true_joint_epsilon(ledger, data):
-    """The reproduction with the default accountant: both mechanisms add noise; the ledger charges B the
+    """The two-release scenario with the default accountant: both mechanisms add noise; the ledger charges B the
     increase of the joint ε, which is at least the exact joint ε of the two noisy releases at δ = 2e-3."""
     ma, mb = _mechanisms()
     ma.release(data, ledger=ledger)
@@ -181,7 +181,7 @@ def test_without_the_model_different_queries_are_refused_unless_declared_indepen
 
 
 def test_joint_gaussian_reports_a_leak_as_such():
-    """The reproduction's mechanisms on the papers' route (no noise): JointGaussian on the stacked calibration says
+    """The two-release scenario's mechanisms on the papers' route (no noise): JointGaussian on the stacked calibration says
     that the two releases together reveal the secret, instead of failing on an infinite distance."""
     ma, mb = _mechanisms(accountant="gaussian")
     stacked = bp.calibrate(MODEL, PAIR, bp.stack(QA, bp.mean("y")), n_draws=4000, rng=3)

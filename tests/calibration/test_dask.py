@@ -55,9 +55,8 @@ def _settles_to(client, n: int, timeout: float = 10.0) -> int:
 
 
 def test_ten_consecutive_calibrations_on_one_client_give_the_seed_determined_numbers(client):
-    """Before the fix the second call on a Client failed with ``FutureCancelledError: lost
-    dependencies`` in 4 of 6 runs (the model's content-hash scatter key was being released
-    by the previous call); the same model and query are reused on purpose, alternating
+    """A content-hash scatter key would be shared by consecutive calls, and one call releasing it
+    makes the next fail with ``FutureCancelledError: lost dependencies``; the same model and query are reused on purpose, alternating
     with a lambda model and query, every call compared with the serial run bit for bit."""
     cases = [(*_gauss(), 300, 50), (*_lambdas(), 200, 40)]
     serial = [bp.calibrate(m, p, q, n_draws=n, rng=3, chunk_size=c).sample_array for m, p, q, n, c in cases]
@@ -72,7 +71,7 @@ def test_scatter_keys_are_fresh_per_call_twin_content_hash_keys_collide(client):
     model, _, _ = _gauss()
     first, second = engine._dask_scatter(client, [model, model]), engine._dask_scatter(client, [model])
     assert len(first) == 1 and first[id(model)].key != second[id(model)].key
-    # twin: the old scatter (content hash) gives both calls the same key, the root of the lost dependencies
+    # twin: a content-hash scatter gives both calls the same key, the root of lost dependencies
     assert client.scatter(model, broadcast=True).key == client.scatter(model, broadcast=True).key
     del first, second
 
@@ -114,7 +113,7 @@ def test_default_chunk_counts_every_column_the_model_draws_twin_query_columns_do
     assert default_chunk_size(model, bp.mean("x"), 1000) == expected == 53
     bp.calibrate(model, pair, bp.mean("x"), n_draws=200, rng=0, confidence=None)
     assert max(seen) == expected and max(seen) * n_records * 3 * 8 <= CHUNK_BYTES
-    # twin: the old rule counted the query's one column, three times the bytes the budget allows
+    # twin: a rule counting only the query's one column would take three times the bytes the budget allows
     old = CHUNK_ELEMENTS // (n_records * len(bp.mean("x").columns))
     assert old * n_records * 3 * 8 > 2.9 * CHUNK_BYTES
     assert default_chunk_size(model, bp.mean("x"), 10) == 10  # never more than n_draws

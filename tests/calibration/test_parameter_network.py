@@ -113,19 +113,19 @@ def test_why_the_exact_count_is_not_private():
     e = max_influence(bn, {"dysp"}, "smoke")  # read as a parameter network: a per-record number
     assert e.value == pytest.approx(math.log(p1 / p0), rel=1e-12) and e.value < 1.0
     assert frozenset({"dysp"}) in {q.quilt for q in markov_quilts(bn, "smoke")}
-    mpmath.mp.dps = 40
-    n = 500
+    with mpmath.workdps(40):
+        n = 500
 
-    def pmf(k: int, share: float) -> mpmath.mpf:
-        p = mpmath.mpf(share) * p1 + (1 - mpmath.mpf(share)) * p0
-        return mpmath.binomial(n, k) * p ** k * (1 - p) ** (n - k)
+        def pmf(k: int, share: float) -> mpmath.mpf:
+            p = mpmath.mpf(share) * p1 + (1 - mpmath.mpf(share)) * p0
+            return mpmath.binomial(n, k) * p ** k * (1 - p) ** (n - k)
 
-    pa = [pmf(k, 0.4) for k in range(n + 1)]
-    pb = [pmf(k, 0.6) for k in range(n + 1)]
-    e1 = mpmath.e
-    delta = max(sum(max(mpmath.mpf(0), a - e1 * b) for a, b in zip(pa, pb)),
-                sum(max(mpmath.mpf(0), b - e1 * a) for a, b in zip(pa, pb)))
-    assert 0.45 < float(delta) < 0.52  # the exact count is nowhere near (ε = 1, δ = 0)
+        pa = [pmf(k, 0.4) for k in range(n + 1)]
+        pb = [pmf(k, 0.6) for k in range(n + 1)]
+        e1 = mpmath.e
+        delta = max(sum(max(mpmath.mpf(0), a - e1 * b) for a, b in zip(pa, pb)),
+                    sum(max(mpmath.mpf(0), b - e1 * a) for a, b in zip(pa, pb)))
+        assert 0.45 < float(delta) < 0.52  # the exact count is nowhere near (ε = 1, δ = 0)
 
 
 def test_twin_numeric_relabelling_passes_the_state_check():

@@ -309,8 +309,8 @@ def test_a_loaded_file_cannot_poison_a_later_calibration_in_a_fresh_process(tmp_
     """Process 1 calibrates (rng=5) and saves; the test copies secret A's chains over secret B's with h5py
     (unsigned; re-signed with the owner's key; and re-signed with a quadrature key stamped on B's run);
     process 2 loads all three, then calibrates the same model with rng=5 (MCMC and quadrature): the same
-    sensitivity bounds as the clean runs, bit for bit, and no crash. Before the fix the bound dropped from
-    4.42 to 0.176, and the stamped key made every later quadrature calibration raise AttributeError."""
+    sensitivity bounds as the clean runs, bit for bit, and no crash (a cache fed from the edited file would
+    drop the bound from 4.42 to 0.176, and a stamped key would break every later quadrature calibration)."""
     import json
     import os
     import shutil

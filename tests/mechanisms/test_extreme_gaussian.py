@@ -220,9 +220,9 @@ def test_under_noised_twin_is_caught(name, k):
         assert not meets(name, k, e, d, mech.noise_cov * 0.81, tau), (name, k, e, d)
 
 
-def test_formerly_refused_requests_release():
-    """(ε, δ) = (10, 1e-15), (20, 1e-12), (50, 1e-3) used to raise "delta must be larger than the
-    exact sampler's reserve"; they now build and release a finite value on the grid."""
+def test_requests_below_the_exact_samplers_reserve_release():
+    """(ε, δ) = (10, 1e-15), (20, 1e-12), (50, 1e-3): δ at or below the exact sampler's reserve still
+    builds and releases a finite value on the grid."""
     for e, d in [(10, 1e-15), (20, 1e-12), (50, 1e-3), (50, 1e-15)]:
         mech = built("GroupDP", 3)[(e, d)]
         value = mech.release_value(np.array([0.1, 0.2, 0.3]), rng=1).value

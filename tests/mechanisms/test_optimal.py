@@ -288,7 +288,7 @@ def test_unequal_covariances_scale_the_least_trace_shape():
 
 def test_closed_form_equals_corner_sdp_and_is_certified():
     """One pair, exact moments, k ∈ {2..6}, random Σ (sometimes singular): the closed form
-    (ddᵀ/r² − Σ)₊ has the trace of the former corner SDP (Clarabel; relative tolerance 1e-5,
+    (ddᵀ/r² − Σ)₊ has the trace of the corner SDP (Clarabel; relative tolerance 1e-5,
     the solver's accuracy, plus an absolute 1e-9 for zero optima), never exceeds it beyond that
     tolerance, and the mechanism meets Corollary A.1 by a direct solve."""
     rng = np.random.default_rng(11)
@@ -354,7 +354,7 @@ def test_sprocedure_is_a_conservative_relaxation_of_the_corners():
 
 
 def test_sampled_k12_uses_one_sdp_and_holds_at_every_corner():
-    """k = 12 sampled bounds (the former limit, 2^12 corners per pair: 147 s before): one SDP, the
+    """k = 12 sampled bounds (2^12 corners per pair): one SDP, the
     released noise meets the condition at all 3 × 4096 corners (vectorized direct check)."""
     rng = np.random.default_rng(3)
     cal = _sampled(rng, 12, n=3000)

@@ -383,7 +383,7 @@ def crossed_family():
 
 
 def test_apmqm_per_theta_quilts_match_the_per_theta_brute_force():
-    """Exact (no randomness): the new scale equals the enumerated max_θ max_i min_Q σ_θ, the old rule's
+    """Exact (no randomness): the scale equals the enumerated max_θ max_i min_Q σ_θ, the coarser rule
     (sup over Θ inside the minimum) is 1.8× it on this constructed family, and every choice is a quilt
     whose e_θ < ε for its member."""
     bns, names, cards = crossed_family()
