@@ -200,7 +200,7 @@ def check_chain(cal: Any, source: str) -> None:
     UnverifiedCalibrationError
         Naming the chain, the position (i, a, b) and both values, or the Lipschitz constant.
     """
-    from .quilts import _chain_influences
+    from .quilts.chains import _chain_influences
 
     t, w = cal.length, cal.window
     if not 1 <= w <= t - 1 or cal.influence.shape != (t, w + 1, w + 1):
