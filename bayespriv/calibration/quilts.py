@@ -51,13 +51,8 @@ from ..queries import Query
 from .elimination import MAX_FACTOR
 from .quilt_search import GraphIndex, NodeLayout, candidate_quilts
 from .signing import FileProvenance
-from .influence import (
-    InfluenceEngine,
-    MaxInfluence,
-    ParameterNetwork,
-    _is_bare_pgmpy,
-    _parameter_model_with_default_columns,
-)
+from ..datamodels.parameters.network import is_bare_pgmpy, parameter_model_with_default_columns
+from .influence import InfluenceEngine, MaxInfluence, ParameterNetwork, network_structure
 
 __all__ = [
     "ParameterNetwork",
@@ -339,7 +334,7 @@ def markov_quilts(
     >>> [str(q) for q in markov_quilts(chain, "a")]
     ['Q={} N={a, b, c} R={}', 'Q={b} N={a} R={c}', 'Q={c} N={a, b} R={}', 'Q={b, c} N={a} R={}']
     """
-    structure = dag.structure if isinstance(dag, ParameterNetwork) else _Structure(as_digraph(dag))
+    structure = network_structure(dag) if isinstance(dag, ParameterNetwork) else _Structure(as_digraph(dag))
     idx = _check_node(structure, node)
     asked = _check_exhaustive(exhaustive)
     aims = list(targets) if not isinstance(targets, (str, bytes)) else [targets]
@@ -488,8 +483,8 @@ class QuiltCalibration:
 
     def _layout(self) -> NodeLayout:
         pnet = self.parameter_network
-        if pnet is not None and tuple(pnet.structure.nodes) == tuple(self.graph.nodes()):
-            return pnet.structure.layout
+        if pnet is not None and tuple(network_structure(pnet).nodes) == tuple(self.graph.nodes()):
+            return network_structure(pnet).layout
         return NodeLayout(tuple(self.graph.nodes()))
 
     @property
@@ -545,8 +540,8 @@ class QuiltCalibration:
     def _structure(self) -> _Structure:
         """The graph index: the declared network's (built once per network), else one of ``graph``."""
         pnet = self.parameter_network
-        if pnet is not None and tuple(pnet.structure.nodes) == tuple(self.graph.nodes()):
-            return pnet.structure
+        if pnet is not None and tuple(network_structure(pnet).nodes) == tuple(self.graph.nodes()):
+            return network_structure(pnet)
         return _Structure(self.graph)
 
     def to_netcdf(self, path: Any, *, seed: int | None = None, key: bytes | None = None) -> Any:
@@ -603,7 +598,6 @@ def _undominated(z: np.ndarray, sens: np.ndarray, exhaustive: bool, n: int, node
     e(Q) ≤ e(Q') for Q ⊆ Q' (marginalising cannot increase a max-ratio), so a
     quilt with a sub-quilt of no larger Δ never scores lower at any ε.
     """
-    s = len(z)
     if exhaustive:
         # Rows are all subsets; index them by their bitmask over the other nodes, then
         # min over strict subsets by a sum-over-subsets DP.
@@ -730,9 +724,9 @@ def _parameter_network(network: Any, columns: Any) -> ParameterNetwork:
         if columns is not None:
             raise fail("columns", "None when network is a ParameterNetwork (it carries its columns)", columns)
         return network
-    if _is_bare_pgmpy(network):
+    if is_bare_pgmpy(network):
         raise _bare_network_error(network)
-    return _parameter_model_with_default_columns(network, columns)
+    return parameter_model_with_default_columns(network, columns)
 
 
 @dataclass(frozen=True, eq=False)
@@ -763,7 +757,7 @@ def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int,
     for j in range(1, len(engine.networks)):
         if set(engine.graph(j).edges()) != set(graph.edges()):
             raise ValidationError(f"networks of a family must share one graph; member {j} has different edges")
-    structure = pnet.structure
+    structure = network_structure(pnet)
     sens_nodes = (sensitive,) if not isinstance(sensitive, (list, tuple)) else tuple(sensitive)
     if not sens_nodes:
         raise fail("sensitive", "a node or a non-empty sequence of nodes", sensitive)

@@ -7,7 +7,7 @@ from .empirical import EmpiricalDataModel
 from .family import DataModelFamily
 from .function import FunctionDataModel
 from .gaussian import GaussianDataModel
-from .parameters import ParameterDensity, parameter_density
+from .parameters import ParameterDensity, ParameterNetwork, parameter_density
 from .pymc import PyMCDataModel
 
-__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel", "ParameterDensity", "parameter_density", "clear_posterior_cache"]
+__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel", "ParameterDensity", "ParameterNetwork", "parameter_density", "clear_posterior_cache"]

@@ -1,5 +1,6 @@
 """Θ over parameters: the models whose nodes are the distribution parameters φ that secrets are about."""
 
 from .density import ParameterDensity, parameter_density
+from .network import ParameterDensityLike, ParameterNetwork
 
-__all__ = ["ParameterDensity", "parameter_density"]
+__all__ = ["ParameterDensity", "ParameterDensityLike", "ParameterNetwork", "parameter_density"]
