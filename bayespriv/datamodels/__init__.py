@@ -7,7 +7,7 @@ from .empirical import EmpiricalDataModel
 from .family import DataModelFamily
 from .function import FunctionDataModel
 from .gaussian import GaussianDataModel
-from .parameters import MarkovChain, ParameterDensity, parameter_density
+from .parameters import MarkovChain, ParameterDensity, ParameterNetwork, parameter_density
 from .pymc import PyMCDataModel
 
-__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel", "MarkovChain", "ParameterDensity", "parameter_density", "clear_posterior_cache"]
+__all__ = ["DataModel", "BayesNetDataModel", "DataModelFamily", "EmpiricalDataModel", "FunctionDataModel", "GaussianDataModel", "PyMCDataModel", "MarkovChain", "ParameterDensity", "ParameterNetwork", "parameter_density", "clear_posterior_cache"]

@@ -334,11 +334,12 @@ def test_candidate_to_exhaustive_ratio_does_not_regress():
 def test_fast_paths_of_the_elimination_and_the_influence_give_the_same_bits():
     """The bit-set min-weight order (every card equal) gives the plans of the set-based one, and the joint
     table's column sums and row extremes equal NumPy's reductions bit for bit."""
-    from bayespriv.calibration import elimination, influence
+    from bayespriv.calibration import elimination
+    from bayespriv.calibration.influence import discrete, network_tables
     from _bn_oracles import random_network as small_network
 
     bn, names, _ = small_network(7, 14, max_card=2, edge_prob=0.3, concentration=2.0)
-    tables = ParameterNetwork(bn, columns={v: v for v in names}).discrete_tables(0)
+    tables = network_tables(ParameterNetwork(bn, columns={v: v for v in names}), 0)
     rng = np.random.default_rng(3)
     for _ in range(40):
         t = {int(x) for x in rng.choice(len(names), size=int(rng.integers(1, 5)), replace=False)}
@@ -347,6 +348,6 @@ def test_fast_paths_of_the_elimination_and_the_influence_give_the_same_bits():
                 == elimination._set_min_weight_order(factors, tables.scopes, tables.card_list, t))
     for rows, cols in ((3, 2), (5000, 2), (4096, 3), (2048, 1)):
         table = rng.random((rows, cols)) ** 3
-        assert influence._column_sums(table).tobytes() == table.sum(axis=0).tobytes()
-        assert influence._row_max(table).tobytes() == table.max(axis=1).tobytes()
-        assert influence._row_min(table).tobytes() == table.min(axis=1).tobytes()
+        assert discrete._column_sums(table).tobytes() == table.sum(axis=0).tobytes()
+        assert discrete._row_max(table).tobytes() == table.max(axis=1).tobytes()
+        assert discrete._row_min(table).tobytes() == table.min(axis=1).tobytes()

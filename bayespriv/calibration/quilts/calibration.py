@@ -27,12 +27,8 @@ from ...queries import Query
 from ..elimination import MAX_FACTOR
 from ..quilt_search import NodeLayout
 from ..signing import FileProvenance
-from ..influence import (
-    InfluenceEngine,
-    ParameterNetwork,
-    _is_bare_pgmpy,
-    _parameter_model_with_default_columns,
-)
+from ...datamodels.parameters.network import is_bare_pgmpy, parameter_model_with_default_columns
+from ..influence import InfluenceEngine, ParameterNetwork, network_structure
 from .enumeration import EXHAUSTIVE_MAX_NODES, Quilt, _Structure
 from .scores import QuiltScore, _best_per_member, _scores
 from .search import _score_quilts, _search_inputs
@@ -145,8 +141,8 @@ class QuiltCalibration:
 
     def _layout(self) -> NodeLayout:
         pnet = self.parameter_network
-        if pnet is not None and tuple(pnet.structure.nodes) == tuple(self.graph.nodes()):
-            return pnet.structure.layout
+        if pnet is not None and tuple(network_structure(pnet).nodes) == tuple(self.graph.nodes()):
+            return network_structure(pnet).layout
         return NodeLayout(tuple(self.graph.nodes()))
 
     @property
@@ -202,8 +198,8 @@ class QuiltCalibration:
     def _structure(self) -> _Structure:
         """The graph index: the declared network's (built once per network), else one of ``graph``."""
         pnet = self.parameter_network
-        if pnet is not None and tuple(pnet.structure.nodes) == tuple(self.graph.nodes()):
-            return pnet.structure
+        if pnet is not None and tuple(network_structure(pnet).nodes) == tuple(self.graph.nodes()):
+            return network_structure(pnet)
         return _Structure(self.graph)
 
     def to_netcdf(self, path: Any, *, seed: int | None = None, key: bytes | None = None) -> Any:
@@ -276,9 +272,9 @@ def _parameter_network(network: Any, columns: Any) -> ParameterNetwork:
         if columns is not None:
             raise fail("columns", "None when network is a ParameterNetwork (it carries its columns)", columns)
         return network
-    if _is_bare_pgmpy(network):
+    if is_bare_pgmpy(network):
         raise _bare_network_error(network)
-    return _parameter_model_with_default_columns(network, columns)
+    return parameter_model_with_default_columns(network, columns)
 
 
 def calibrate_quilts(

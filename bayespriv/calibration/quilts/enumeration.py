@@ -26,7 +26,7 @@ import numpy as np
 from ..._validation import check_positive_int, fail
 from ...errors import ParameterTypeError, ValidationError
 from ..quilt_search import GraphIndex, NodeLayout, candidate_quilts
-from ..influence import ParameterNetwork
+from ..influence import ParameterNetwork, network_structure
 
 __all__ = ["Quilt", "markov_quilts", "as_digraph", "EXHAUSTIVE_MAX_NODES"]
 
@@ -297,7 +297,7 @@ def markov_quilts(
     >>> [str(q) for q in markov_quilts(chain, "a")]
     ['Q={} N={a, b, c} R={}', 'Q={b} N={a} R={c}', 'Q={c} N={a, b} R={}', 'Q={b, c} N={a} R={}']
     """
-    structure = dag.structure if isinstance(dag, ParameterNetwork) else _Structure(as_digraph(dag))
+    structure = network_structure(dag) if isinstance(dag, ParameterNetwork) else _Structure(as_digraph(dag))
     idx = _check_node(structure, node)
     asked = _check_exhaustive(exhaustive)
     aims = list(targets) if not isinstance(targets, (str, bytes)) else [targets]

@@ -24,7 +24,7 @@ from ..._validation import check_positive_int, fail
 from ...errors import ValidationError
 from ...queries import Query
 from ..quilt_search import GraphIndex
-from ..influence import InfluenceEngine, ParameterNetwork
+from ..influence import InfluenceEngine, ParameterNetwork, network_structure
 from .enumeration import (
     Quilt,
     _check_exhaustive,
@@ -107,7 +107,7 @@ def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int,
     for j in range(1, len(engine.networks)):
         if set(engine.graph(j).edges()) != set(graph.edges()):
             raise ValidationError(f"networks of a family must share one graph; member {j} has different edges")
-    structure = pnet.structure
+    structure = network_structure(pnet)
     sens_nodes = (sensitive,) if not isinstance(sensitive, (list, tuple)) else tuple(sensitive)
     if not sens_nodes:
         raise fail("sensitive", "a node or a non-empty sequence of nodes", sensitive)

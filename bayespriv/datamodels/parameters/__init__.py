@@ -2,5 +2,6 @@
 
 from .chain import MarkovChain
 from .density import ParameterDensity, parameter_density
+from .network import ParameterDensityLike, ParameterNetwork
 
-__all__ = ["MarkovChain", "ParameterDensity", "parameter_density"]
+__all__ = ["MarkovChain", "ParameterDensity", "ParameterDensityLike", "ParameterNetwork", "parameter_density"]
