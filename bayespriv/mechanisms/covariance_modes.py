@@ -56,7 +56,8 @@ def unequal_covariance_boxes(calibration: Calibration) -> tuple[PairBox, ...]:
 
 
 def choose_covariance_mode(mech: Mechanism, covariance: Any) -> str:
-    """``"equal"`` or ``"unequal"`` for a ``covariance=`` argument (module docstring: the ``"auto"`` rule)."""
+    """``"equal"`` or ``"unequal"`` for a ``covariance=`` argument (the ``"auto"`` rule: docstring of
+    :mod:`~bayespriv.mechanisms.expected_value`)."""
     check_choice(covariance, "covariance", COVARIANCE_MODES)
     if covariance != "auto":
         return covariance

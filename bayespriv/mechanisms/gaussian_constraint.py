@@ -25,7 +25,7 @@ from .privacy_loss import PairBox, box_assumptions, box_delta, privacy_curve
 
 class GaussianConstraintMechanism(Mechanism):
     """Shared set-up of the Gaussian mechanisms built on Corollary A.1, and of
-    their unequal-covariance calibration (module docstring)."""
+    their unequal-covariance calibration (docstring of :mod:`~bayespriv.mechanisms.expected_value`)."""
 
     proof_assumptions = ("gaussian_query", "equal_covariance")
 

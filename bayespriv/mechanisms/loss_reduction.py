@@ -51,7 +51,7 @@ def check_pair(diff, cov_a, cov_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def canonical(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> Canonical:
-    """Stage 1: common support, whitening by Σ_b, rotation (module docstring)."""
+    """Stage 1: common support, whitening by Σ_b, rotation (docstring of :mod:`~bayespriv.mechanisms.privacy_loss`)."""
     w, v = np.linalg.eigh(a + b)
     scale = max(float(w.max(initial=0.0)), 0.0)
     keep = w > RANK_RTOL * scale if scale > 0 else np.zeros_like(w, dtype=bool)
