@@ -216,6 +216,27 @@ def _scale(conds: tuple[Condition, ...], noise: Any, eps: float, target: float, 
                               "with the draws), or ask a larger delta") from None
 
 
+def account_noise(mech: Any) -> None:
+    """Rescale a mechanism's noise (Gaussian, or full-rank Laplace) by the accountant of the released law.
+
+    Laplace noise is accounted only for δ > 0 and along k independent directions: a pure-ε
+    claim (δ = 0) cannot be estimated from draws and keeps resting on its theorem's premise.
+    """
+    if mech.noise == "gaussian":
+        mech._set_gaussian(mech._account_gaussian(mech._gaussian_cov))
+    else:
+        scale, basis = mech._laplace
+        if basis.shape[1] != mech.k:
+            return
+        acc = account_laplace_shape(mech, scale, basis)
+        mech._accounted = acc
+        mech._set_laplace(acc.noise.scale, acc.noise.basis)
+    acc = mech._accounted
+    mech.theorem = accounted_theorem(mech.theorem, acc)
+    if hasattr(mech, "sigma"):
+        mech.sigma = float(math.sqrt(np.trace(acc.noise.cov) / mech.k))
+
+
 def accounted_theorem(base: str, acc: Accounted) -> str:
     """The theorem line of an accounted mechanism."""
     if acc.factor == 0.0:

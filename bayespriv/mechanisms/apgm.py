@@ -13,7 +13,7 @@ from ..calibration.assumptions import RelaxationEstimate, estimate_lambda_eta
 from ..errors import ValidationError
 from .base import Guarantee, Mechanism, check_gaussian_params, check_nonnegative, relaxed_parameters
 from .noise import gaussian_radius
-from .expected_value import choose_covariance_mode, unequal_covariance_boxes, unequal_noise
+from .covariance_modes import choose_covariance_mode, unequal_covariance_boxes, unequal_noise
 from .accounted import accounted_theorem, uses_real_law
 from .privacy_loss import PairBox, box_assumptions, privacy_curve
 

@@ -18,16 +18,10 @@ from .._validation import fail
 from ..calibration import Calibration, PairConstraints
 from ..calibration.constraints import MAX_CORNER_DIMS, box_quadratic_max
 from ..errors import ValidationError
-from .expected_value import (
-    SAFETY,
-    _box_norms,
-    _dau_plan,
-    _eig_plan,
-    _GaussianConstraintMechanism,
-    _noiseless_report,
-    _repair,
-    certified_mahalanobis_sq,
-)
+from .daum_plan import dau_plan
+from .eigm_plan import eig_plan
+from .gaussian_constraint import GaussianConstraintMechanism as _GaussianConstraintMechanism
+from .mahalanobis import SAFETY, box_norms, certified_mahalanobis_sq, noiseless_report, repair
 
 __all__ = ["OptimalGaussian", "box_mahalanobis_sq_bound"]
 
@@ -604,7 +598,7 @@ class OptimalGaussian(_GaussianConstraintMechanism):
         self.solver = _check_solver(solver)
         r2 = self.radius**2
         zero = np.zeros((self.k, self.k))
-        report, noiseless = _noiseless_report(cons, self.radius)
+        report, noiseless = noiseless_report(cons, self.radius)
         self.noiseless_report = report
         self.solver_status: str | None = None
         self.repair = 0.0
@@ -625,10 +619,10 @@ class OptimalGaussian(_GaussianConstraintMechanism):
         S, self.solver_status = _solve_sdp(cons, self.radius, self.solver)
         solver_source = None
         if S is not None:
-            start = max(float(np.trace(S)) / self.k, float((_box_norms(cons) ** 2).max()) / r2) * 1e-9
+            start = max(float(np.trace(S)) / self.k, float((box_norms(cons) ** 2).max()) / r2) * 1e-9
             try:
                 S0 = S
-                S, self.repair = _repair(cons, r2, lambda t: S0 + t * np.eye(self.k), start)
+                S, self.repair = repair(cons, r2, lambda t: S0 + t * np.eye(self.k), start)
                 base = "closed form" if self.solver_status == CLOSED_FORM else "solver"
                 solver_source = f"{base}+repair" if self.repair > 0 else base
                 candidates[solver_source] = S
@@ -637,22 +631,22 @@ class OptimalGaussian(_GaussianConstraintMechanism):
         else:
             self.fallback_reason = f"solver failed ({self.solver_status})"
         # the formula mechanisms, each valid by its theorem; certified (and repaired) as in their classes
-        sens2 = float((_box_norms(cons) ** 2).max(initial=0.0)) / r2
-        eig = _eig_plan(cons, self.radius)
+        sens2 = float((box_norms(cons) ** 2).max(initial=0.0)) / r2
+        eig = eig_plan(cons, self.radius)
         V = eig.eigenvectors
         formulas: dict[str, Callable[[float], np.ndarray]] = {
             "EigM": lambda t: (V * (eig.sigma2 + t)) @ V.T,
             "ExpM": lambda t: (sens2 / (1.0 - SAFETY) + t) * np.eye(self.k),
         }
         try:
-            dau = _dau_plan(cons, self.radius, None)
+            dau = dau_plan(cons, self.radius, None)
             vv = np.outer(dau.direction, dau.direction)
             formulas["DauM"] = lambda t: (dau.sigma2 + t) * vv
         except ValidationError:
             pass
         for name, make in formulas.items():
             try:
-                candidates[name] = _repair(cons, r2, make, max(sens2, 1e-300) * 1e-9)[0]
+                candidates[name] = repair(cons, r2, make, max(sens2, 1e-300) * 1e-9)[0]
             except ValidationError:  # pragma: no cover - each is valid by its theorem
                 pass
         valid = {name: cov for name, cov in candidates.items()

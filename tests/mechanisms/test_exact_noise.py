@@ -29,6 +29,8 @@ from scipy import stats
 
 from bayespriv.errors import ParameterTypeError, ValidationError
 from bayespriv.mechanisms import exact_noise as xn
+from bayespriv.mechanisms.exact_noise import bits as xbits
+from bayespriv.mechanisms.exact_noise import grid_plans
 from bayespriv.mechanisms.exact_noise import (
     BitSource,
     bernoulli_exp,
@@ -105,18 +107,18 @@ def test_bitsource_seeded_is_reproducible_and_labelled():
 
 def test_bitsource_none_means_os_csprng(monkeypatch):
     calls = []
-    real = xn.os.urandom
+    real = xbits.os.urandom
 
     def counting(n):
         calls.append(n)
         return real(n)
 
-    monkeypatch.setattr(xn.os, "urandom", counting)
+    monkeypatch.setattr(xbits.os, "urandom", counting)
     for src in (BitSource.system(), BitSource.from_rng(None)):
         assert not src.seeded
         sample_discrete_gaussian(10**6, 200, src)
     # buffered: a few block reads, not one syscall per draw
-    assert 2 <= len(calls) <= 20 and all(n == xn.BLOCK_BYTES for n in calls)
+    assert 2 <= len(calls) <= 20 and all(n == xbits.BLOCK_BYTES for n in calls)
 
 
 def test_randbelow_uniform_small_and_huge():
@@ -566,14 +568,14 @@ def test_exact_inverse_of_badly_scaled_matrices():
     rng = np.random.default_rng(21)
     for k in (1, 3, 6):
         m = rng.normal(size=(k, k)) * 10.0 ** rng.integers(-5, 5, (k, k))
-        inv = xn._exact_inverse(m)
+        inv = grid_plans._exact_inverse(m)
         f = [[Fraction(float(v)) for v in row] for row in m]
         for i in range(k):
             for j in range(k):
                 got = sum(Fraction(inv.rows[i][t], inv.dens[i]) * f[t][j] for t in range(k))
                 assert got == (1 if i == j else 0)
     with pytest.raises(ValidationError, match="basis"):
-        xn._exact_inverse(np.array([[1.0, 2.0], [0.5, 1.0]]))
+        grid_plans._exact_inverse(np.array([[1.0, 2.0], [0.5, 1.0]]))
 
 
 def test_release_beyond_float_range_is_infinite_not_an_error():

@@ -19,7 +19,7 @@ from bayespriv.calibration import calibration_from_samples
 from bayespriv.calibration.constraints import box_quadratic_max
 from bayespriv.calibration import constraints as constraints_module
 from bayespriv.mechanisms import APGM, ExpM, gaussian_radius
-from bayespriv.mechanisms import expected_value as ev
+from bayespriv.mechanisms import daum_plan
 from bayespriv.mechanisms.expected_value import DauM, EigM
 from bayespriv.mechanisms.optimal import OptimalGaussian
 
@@ -139,9 +139,9 @@ def test_daum_box_route_is_the_corner_formula_up_to_its_margin():
     radius = gaussian_radius(4.0, 1e-5)
     for k in range(3, 8):
         cons = _along_e1(k, 20000, k).pair_constraints()
-        v, notes = ev._dau_direction(cons, None)
-        old = ev._dau_plan(cons, radius, None)
-        new = ev._dau_plan_box(cons, radius, v, notes)
+        v, notes = daum_plan.dau_direction(cons, None)
+        old = daum_plan.dau_plan(cons, radius, None)
+        new = daum_plan.dau_plan_box(cons, radius, v, notes)
         assert old.sigma2 > 0
         assert old.sigma2 <= new.sigma2 <= old.sigma2 * (1 + 1e-6)
         np.testing.assert_allclose(new.perp, old.perp, rtol=1e-8)

@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 from bayespriv.errors import ValidationError
+from bayespriv.mechanisms import loss_inversion
 from bayespriv.mechanisms import privacy_loss as pl
 from bayespriv.mechanisms.noise import analytic_gaussian_log_delta, gaussian_radius
 
@@ -253,7 +254,7 @@ def test_box_two_dimensions_brute_force(monkeypatch):
     shape = np.eye(2)
     c = pl.scale_for_delta(1.0, 1e-3, shape, [(bx.diff, bx.cov_a, bx.cov_b)], box=[bx])
     c_point = pl.scale_for_delta(1.0, 1e-3, shape, [(bx.diff, bx.cov_a, bx.cov_b)])
-    monkeypatch.setattr(pl, "MAX_NODES", 2**12)  # cheaper, looser (still valid) brackets for the search
+    monkeypatch.setattr(loss_inversion, "MAX_NODES", 2**12)  # cheaper, looser (still valid) brackets for the search
     rng = np.random.default_rng(3)
     assert _search_box(bx, c * shape, rng) <= 1e-3
     assert _search_box(bx, c_point * shape, rng) > 1e-3
