@@ -17,14 +17,10 @@ secrets act on modified copies (one per secret, cached).
 
 from __future__ import annotations
 
-import math
-import numbers
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from .._validation import fail
@@ -32,234 +28,13 @@ from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
 from ..queries import Batch, Query
 from ..secrets import DatasetSecret, DistributionSecret, Secret, share_count
 from .base import DataModel
+from .compiled_networks import _compile_discrete, _compile_gaussian, _DiscreteNet, _match_state
 from .gaussian import GaussianDataModel
 
 __all__ = ["BayesNetDataModel"]
 
-#: Largest joint table (entries) built over an ancestral set, for conditioning
-#: on a dataset secret and for closed-form moments (~32 MB of float64).
-MAX_JOINT_ENTRIES = 2**22
-
 _DISCRETE_PARAMETER = re.compile(r"^\s*P\(\s*(?P<node>[^=|]+?)\s*=\s*(?P<state>[^|]*?)\s*(?:\|\s*(?P<given>.*?)\s*)?\)\s*$")
 _GAUSSIAN_PARAMETER = re.compile(r"^\s*(?P<node>.+?)\.(?:(?P<kind>intercept|std)|coef\[\s*(?P<parent>.+?)\s*\])\s*$")
-
-
-# -- discrete networks -------------------------------------------------------------------
-def _column_values(states: Sequence[Any]) -> np.ndarray:
-    """State index -> column value: float for numeric states, bool for booleans, else str."""
-    if all(isinstance(s, (bool, np.bool_)) for s in states):
-        return np.array(states, dtype=bool)
-    if all(isinstance(s, numbers.Real) and not isinstance(s, (bool, np.bool_)) for s in states):
-        return np.array(states, dtype=np.float64)
-    return np.array([str(s) for s in states], dtype=str)
-
-
-@dataclass(frozen=True, eq=False)
-class _DiscreteNet:
-    """A compiled discrete network (nodes in topological order).
-
-    ``probs[i]`` has axes ``(*parents[i], i)``: P(node i = last index | parents);
-    ``cdfT[i]`` is its cumulative sum over the last axis, reshaped to
-    ``(card_i, prod parent cards)`` (row j: P(node ≤ j | parent configuration),
-    the last row exactly 1).
-    """
-
-    nodes: tuple[str, ...]
-    parents: tuple[tuple[int, ...], ...]
-    cards: tuple[int, ...]
-    states: tuple[tuple[Any, ...], ...]
-    probs: tuple[np.ndarray, ...]
-    cdfT: tuple[np.ndarray, ...]
-    values: tuple[np.ndarray, ...]
-    cache: dict = field(default_factory=dict, repr=False)
-
-    def index(self, node: str) -> int:
-        return self.nodes.index(node)
-
-    def closure(self, idx: Sequence[int]) -> list[int]:
-        """The ancestral closure of ``idx``, in topological order."""
-        todo, seen = list(idx), set(idx)
-        while todo:
-            for p in self.parents[todo.pop()]:
-                if p not in seen:
-                    seen.add(p)
-                    todo.append(p)
-        return sorted(seen)
-
-    def ancestors(self, i: int) -> list[int]:
-        return [j for j in self.closure([i]) if j != i]
-
-    def joint(self, subset: Sequence[int]) -> np.ndarray:
-        """Exact joint table over ``subset`` (axes in the order given).
-
-        Built as the product of the CPDs over the ancestral closure of
-        ``subset``, then summed over the closure's other nodes.
-        """
-        closed = self.closure(subset)
-        size = math.prod(self.cards[j] for j in closed)
-        if size > MAX_JOINT_ENTRIES:
-            raise UnsupportedSecretError(
-                f"the joint table over the ancestral set {[self.nodes[j] for j in closed]!r} must have at most "
-                f"{MAX_JOINT_ENTRIES} entries to condition exactly; got {size}"
-            )
-        pos = {j: a for a, j in enumerate(closed)}
-        joint = np.ones([self.cards[j] for j in closed])
-        for j in closed:
-            axes = [pos[p] for p in self.parents[j]] + [pos[j]]
-            order = np.argsort(axes)
-            shape = [1] * len(closed)
-            for a in axes:
-                shape[a] = self.cards[closed[a]]
-            joint = joint * self.probs[j].transpose(order).reshape(shape)
-        keep = [pos[j] for j in subset]
-        drop = tuple(a for a in range(len(closed)) if a not in keep)
-        out = joint.sum(axis=drop) if drop else joint
-        remaining = [a for a in range(len(closed)) if a in keep]
-        return out.transpose([remaining.index(a) for a in keep])
-
-    def marginal(self, i: int) -> np.ndarray:
-        key = ("marginal", i)
-        if key not in self.cache:
-            p = self.joint([i])
-            self.cache[key] = p / p.sum()
-        return self.cache[key]
-
-    def draw_node(self, i: int, idx: Mapping[int, np.ndarray], u: np.ndarray) -> np.ndarray:
-        """State indices of node ``i`` given its parents' (inverse CDF, one uniform each).
-
-        State j is drawn iff P(node < j | pa) ≤ u < P(node ≤ j | pa): count the
-        cumulative probabilities at most ``u`` among the first ``card − 1``
-        (the last is exactly 1 > u). The loop runs over the node's states, not
-        over records.
-        """
-        cdfT = self.cdfT[i]
-        if not self.parents[i]:
-            return np.searchsorted(cdfT[:, 0], u, side="right").astype(np.intp)
-        pidx = np.zeros(u.shape, dtype=np.intp)
-        for p in self.parents[i]:
-            pidx *= self.cards[p]
-            pidx += idx[p]
-        state = np.zeros(u.shape, dtype=np.intp)
-        for j in range(self.cards[i] - 1):
-            state += u >= cdfT[j][pidx]
-        return state
-
-    def forward(self, needed: Sequence[int], idx: dict[int, np.ndarray], shape: tuple[int, ...], rng: np.random.Generator) -> None:
-        """Forward-sample every node of ``needed`` (topological order) not yet in ``idx``."""
-        for i in needed:
-            if i not in idx:
-                idx[i] = self.draw_node(i, idx, rng.random(shape))
-
-
-def _compile_discrete(network: Any) -> _DiscreteNet:
-    order = list(nx.topological_sort(network))
-    pos = {v: i for i, v in enumerate(order)}
-    cpds = {v: network.get_cpds(v) for v in order}
-    states = {v: list(cpds[v].state_names[v]) for v in order}
-    parents, probs, cdfT, values = [], [], [], []
-    for v in order:
-        cpd = cpds[v]
-        ev = list(cpd.variables[1:])
-        if set(ev) != set(network.get_parents(v)):
-            raise fail("network", f"a network whose CPD of {v!r} is conditioned on its parents {list(network.get_parents(v))!r}", ev)
-        for p in ev:
-            if list(cpd.state_names[p]) != states[p]:
-                raise fail("network", f"a network with the same state names of {p!r} in every CPD", cpd.state_names[p])
-        table = np.moveaxis(np.asarray(cpd.values, dtype=float), 0, -1)
-        if not np.all(np.isfinite(table)) or np.any(table < 0):
-            raise fail("network", f"a network with finite non-negative probabilities in the CPD of {v!r}", table)
-        total = table.sum(axis=-1, keepdims=True)
-        if np.any(np.abs(total - 1.0) > 1e-6):
-            raise fail("network", f"a network whose CPD of {v!r} sums to 1 in every parent configuration", total.ravel())
-        table = table / total
-        card = table.shape[-1]
-        cdf = np.cumsum(table.reshape(-1, card), axis=1)
-        cdf = cdf / cdf[:, -1:]  # last column exactly 1
-        parents.append(tuple(pos[p] for p in ev))
-        probs.append(table)
-        cdfT.append(np.ascontiguousarray(cdf.T))
-        values.append(_column_values(states[v]))
-    return _DiscreteNet(
-        nodes=tuple(order),
-        parents=tuple(parents),
-        cards=tuple(len(states[v]) for v in order),
-        states=tuple(tuple(states[v]) for v in order),
-        probs=tuple(probs),
-        cdfT=tuple(cdfT),
-        values=tuple(values),
-    )
-
-
-def _match_state(states: Sequence[Any], wanted: Any, *, text: bool) -> list[int]:
-    """Indices of the states equal to ``wanted`` (by value; or by text when ``text``)."""
-    hits = []
-    for j, s in enumerate(states):
-        try:
-            equal = bool(s == wanted)
-        except Exception:  # noqa: BLE001 - exotic state objects
-            equal = False
-        if not equal and text and isinstance(wanted, str):
-            equal = str(s) == wanted
-            if not equal and isinstance(s, numbers.Real) and not isinstance(s, (bool, np.bool_)):
-                try:
-                    equal = float(wanted) == float(s)
-                except ValueError:
-                    equal = False
-        if equal:
-            hits.append(j)
-    if not hits and not text and isinstance(wanted, str):
-        hits = [j for j, s in enumerate(states) if str(s) == wanted]
-    return hits
-
-
-# -- linear Gaussian networks -----------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class _GaussianNet:
-    """The joint Gaussian of a linear Gaussian network (columns in the model's order)."""
-
-    columns: tuple[str, ...]
-    mean: np.ndarray
-    cov: np.ndarray
-
-
-def _compile_gaussian(network: Any, columns: tuple[str, ...]) -> _GaussianNet:
-    """Joint N(μ, Σ) of x = c + W x + D ε: μ = L c, Σ = L D² Lᵀ with L = (I − W)⁻¹.
-
-    Computed here (not with pgmpy's ``to_joint_gaussian``, which rounds its
-    result to 8 decimals); nodes in topological order make W strictly lower
-    triangular.
-    """
-    order = list(nx.topological_sort(network))
-    pos = {v: i for i, v in enumerate(order)}
-    m = len(order)
-    c, W, d = np.zeros(m), np.zeros((m, m)), np.zeros(m)
-    for v in order:
-        cpd = network.get_cpds(v)
-        if cpd is None:
-            raise fail("network", "a network with a CPD for every node", f"no CPD for {v!r}")
-        beta = np.asarray(cpd.beta, dtype=float).ravel()
-        ev = list(cpd.evidence)
-        if set(ev) != set(network.get_parents(v)) or beta.size != len(ev) + 1:
-            raise fail(
-                "network",
-                f"a network whose CPD of {v!r} has an intercept and one coefficient per parent {list(network.get_parents(v))!r}",
-                {"evidence": ev, "beta": beta.tolist()},
-            )
-        std = float(cpd.std)
-        if not (np.all(np.isfinite(beta)) and math.isfinite(std) and std >= 0):
-            raise fail("network", f"a network with finite coefficients and a standard deviation >= 0 for {v!r}", (beta.tolist(), std))
-        i = pos[v]
-        c[i] = beta[0]
-        for p, b in zip(ev, beta[1:]):
-            W[i, pos[p]] = b
-        d[i] = std
-    L = np.linalg.solve(np.eye(m) - W, np.eye(m))
-    mu = L @ c
-    LD = L * d
-    cov = LD @ LD.T
-    perm = [pos[col] for col in columns]
-    cov = cov[np.ix_(perm, perm)]
-    return _GaussianNet(columns, mu[perm], 0.5 * (cov + cov.T))
 
 
 # -- the data model ----------------------------------------------------------------------
@@ -325,9 +100,10 @@ class BayesNetDataModel(DataModel):
     exactly from P(· | node = v): the node's ancestors jointly from the exact
     table P(ancestors | node = v) (the product of the CPDs over the ancestral
     set, summed over ancestors no requested column needs, at most
-    :data:`MAX_JOINT_ENTRIES` entries), then every other needed node forward in
-    topological order (P(X | node = v) = P(ancestors | v) · Π_rest P(x_j | pa_j)
-    because the ancestral set is closed under taking parents). Records are
+    :data:`~bayespriv.datamodels.compiled_networks.MAX_JOINT_ENTRIES` entries),
+    then every other needed node forward in topological order
+    (P(X | node = v) = P(ancestors | v) · Π_rest P(x_j | pa_j) because the
+    ancestral set is closed under taking parents). Records are
     grouped by their assigned state: the work is vectorized over draws ×
     records, with loops only over states and nodes. Given the node's values the
     records are independent, so this is the i.i.d. model conditioned on the
@@ -697,21 +473,31 @@ class BayesNetDataModel(DataModel):
             if isinstance(secret, DistributionSecret):
                 return self._variant(secret)[1].moments(None, query)
             return self._base.moments(secret, query)
+        W, per_mean = self._linear_form(query)
+        if isinstance(secret, DistributionSecret):
+            net = self._variant(secret)[1]
+            secret = None
+        else:
+            net = self._base
+        mean, cov = self._discrete_sums(net, secret, W)
+        s = np.where(per_mean, 1.0 / self.n_records, 1.0)
+        cov = np.outer(s, s) * cov
+        return s * mean, 0.5 * (cov + cov.T)
+
+    def _linear_form(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
+        """``(W, per_mean)`` of a query linear in the columns (:meth:`~bayespriv.Query.linear_form`), or an error."""
         form = query.linear_form(self.columns)
         if form is None:
             raise UnsupportedSecretError(
                 f"closed-form moments need a linear query over the model's columns (e.g. mean(col) without bounds); "
                 f"got {query.name!r}: calibrate by sampling instead"
             )
-        W, per_mean = form
-        if isinstance(secret, DistributionSecret):
-            net = self._variant(secret)[1]
-            secret = None
-        else:
-            net = self._base
+        return form
+
+    def _discrete_sums(self, net: _DiscreteNet, secret: Secret | None, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and covariance of ``Σ_r W·x_r`` on a discrete network: ``Σ m e`` and ``Σ m C`` over the record groups."""
         used, U = _numeric_columns(net, self.columns, W)
         Wu = W[:, used]
-        n = self.n_records
         groups, i = self._record_groups(net, secret)
         nodes = U + ([i] if i is not None and i not in U else [])
         table = net.joint(nodes) if nodes else np.ones(())
@@ -723,9 +509,7 @@ class BayesNetDataModel(DataModel):
             e, C = _record_moments(net, table, nodes, U, i, keep)
             mean += m * (Wu @ e)
             cov += m * (Wu @ C @ Wu.T)
-        s = np.where(per_mean, 1.0 / n, 1.0)
-        cov = np.outer(s, s) * cov
-        return s * mean, 0.5 * (cov + cov.T)
+        return mean, cov
 
     def _record_groups(self, net: _DiscreteNet, secret: Secret | None) -> tuple[list, int | None]:
         """Groups ``(records, allowed states of the secret node or None)`` and the secret node (None without)."""
@@ -760,8 +544,8 @@ class BayesNetDataModel(DataModel):
         The probabilities come from the exact joint table of the two nodes
         (the product of the CPDs over their ancestral set, summed over the
         other ancestors — the inference :meth:`moments` and conditioning use,
-        at most :data:`MAX_JOINT_ENTRIES` entries; a fixed summation order, so
-        the same bits in every process). A proportion divides by ``n``.
+        at most :data:`~bayespriv.datamodels.compiled_networks.MAX_JOINT_ENTRIES`
+        entries; a fixed summation order, so the same bits in every process). A proportion divides by ``n``.
 
         Parameters
         ----------

@@ -35,6 +35,7 @@ from scipy import stats
 
 import bayespriv as bp
 from bayespriv.datamodels import empirical as emp
+from bayespriv.datamodels import subsets as subset_samplers
 
 ALPHA = 1e-4
 
@@ -236,20 +237,20 @@ def _subset_pvalue(subsets: np.ndarray, n_rows: int, k: int) -> float:
 
 def test_rejection_path_is_uniform():
     """N=20, k=3 (k(k−1)/2N = 0.15: rejection); 1140 subsets, 100 expected each; α = 1e-4."""
-    assert emp._use_rejection(20, 3)
-    draws = emp._subsets_by_rejection(20, 3, 114_000, np.random.default_rng(1))
+    assert subset_samplers._use_rejection(20, 3)
+    draws = subset_samplers._subsets_by_rejection(20, 3, 114_000, np.random.default_rng(1))
     assert _subset_pvalue(draws, 20, 3) > ALPHA
 
 
 def test_redraw_path_is_uniform():
     """N=10, k=4 (≈0.6 repeats per row, up to 3 rounds); 210 subsets, 100 expected each; α = 1e-4."""
-    draws = emp._subsets_by_redraw(10, 4, 21_000, np.random.default_rng(3))
+    draws = subset_samplers._subsets_by_redraw(10, 4, 21_000, np.random.default_rng(3))
     assert _subset_pvalue(draws, 10, 4) > ALPHA
 
 
 def test_redraw_path_is_uniform_with_many_repeats():
     """N=6, k=4 (every row has repeats, many rounds); 15 subsets, 200 expected each; α = 1e-4."""
-    draws = emp._subsets_by_redraw(6, 4, 3000, np.random.default_rng(4))
+    draws = subset_samplers._subsets_by_redraw(6, 4, 3000, np.random.default_rng(4))
     assert _subset_pvalue(draws, 6, 4) > ALPHA
 
 
@@ -273,11 +274,11 @@ def test_broken_twin_shifted_duplicates_are_caught():
 @pytest.mark.parametrize("secret", TINY_SECRETS, ids=lambda s: "none" if s is None else s.label)
 def test_redraw_path_sampled_moments_agree_with_exact(secret, monkeypatch):
     """The model forced onto the redraw path (every stratum, every k) matches the enumeration; α = 1e-4."""
-    monkeypatch.setattr(emp, "REDRAW_MAX_FRACTION", 1.0)
-    monkeypatch.setattr(emp, "_use_rejection", lambda n_rows, k: False)
+    monkeypatch.setattr(subset_samplers, "REDRAW_MAX_FRACTION", 1.0)
+    monkeypatch.setattr(subset_samplers, "_use_rejection", lambda n_rows, k: False)
     calls = []
-    real = emp._subsets_by_redraw
-    monkeypatch.setattr(emp, "_subsets_by_redraw", lambda *a: calls.append(a[:2]) or real(*a))
+    real = subset_samplers._subsets_by_redraw
+    monkeypatch.setattr(subset_samplers, "_subsets_by_redraw", lambda *a: calls.append(a[:2]) or real(*a))
     model = bp.EmpiricalDataModel(TINY, N_TINY)
     assert _moment_failures(model, secret, 20_000, np.random.default_rng(5)) == []
     assert calls
@@ -285,9 +286,9 @@ def test_redraw_path_sampled_moments_agree_with_exact(secret, monkeypatch):
 
 def test_bernoulli_path_is_uniform_and_chunking_changes_only_the_stream():
     """N=8, k=4 (q = 1/2) and N=9, k=7 (q = 7/9, mostly removals); 200 expected per subset; α = 1e-4 each."""
-    draws = emp._subsets_by_bernoulli(8, 4, 14_000, np.random.default_rng(6))
+    draws = subset_samplers._subsets_by_bernoulli(8, 4, 14_000, np.random.default_rng(6))
     assert _subset_pvalue(draws, 8, 4) > ALPHA
-    draws = emp._subsets_by_bernoulli(9, 7, 7200, np.random.default_rng(7), chunk_elements=50)
+    draws = subset_samplers._subsets_by_bernoulli(9, 7, 7200, np.random.default_rng(7), chunk_elements=50)
     assert _subset_pvalue(draws, 9, 7) > ALPHA
 
 
@@ -312,8 +313,8 @@ def test_broken_twin_bernoulli_lowest_indices_are_caught():
 @pytest.mark.parametrize("secret", TINY_SECRETS, ids=lambda s: "none" if s is None else s.label)
 def test_bernoulli_path_sampled_moments_agree_with_exact(secret, monkeypatch):
     """The model forced onto the Bernoulli path (every stratum, every k) matches the enumeration; α = 1e-4."""
-    monkeypatch.setattr(emp, "REDRAW_MAX_FRACTION", 0.0)
-    monkeypatch.setattr(emp, "_use_rejection", lambda n_rows, k: False)
+    monkeypatch.setattr(subset_samplers, "REDRAW_MAX_FRACTION", 0.0)
+    monkeypatch.setattr(subset_samplers, "_use_rejection", lambda n_rows, k: False)
     model = bp.EmpiricalDataModel(TINY, N_TINY)
     assert _moment_failures(model, secret, 20_000, np.random.default_rng(8)) == []
 
@@ -328,19 +329,20 @@ def test_broken_twin_key_ties_are_caught():
 
 def test_dispatch_uses_every_path(monkeypatch):
     calls = []
-    real_rej, real_bern, real_redraw = emp._subsets_by_rejection, emp._subsets_by_bernoulli, emp._subsets_by_redraw
-    monkeypatch.setattr(emp, "_subsets_by_rejection", lambda *a, **kw: calls.append("rejection") or real_rej(*a, **kw))
-    monkeypatch.setattr(emp, "_subsets_by_bernoulli", lambda *a, **kw: calls.append("bernoulli") or real_bern(*a, **kw))
+    real_rej, real_bern = subset_samplers._subsets_by_rejection, subset_samplers._subsets_by_bernoulli
+    real_redraw = subset_samplers._subsets_by_redraw
+    monkeypatch.setattr(subset_samplers, "_subsets_by_rejection", lambda *a, **kw: calls.append("rejection") or real_rej(*a, **kw))
+    monkeypatch.setattr(subset_samplers, "_subsets_by_bernoulli", lambda *a, **kw: calls.append("bernoulli") or real_bern(*a, **kw))
     model = bp.EmpiricalDataModel(TINY, N_TINY)
     model.sample(bp.DatasetSecret.proportion("g", "a", 0.5), 10, rng=0)  # 2 of 3 (bitmap), 2 of 4 (rejection)
     assert calls == ["bernoulli", "rejection"]
-    assert emp.sample_subsets(5, 5, 3, np.random.default_rng(0)).tolist() == [list(range(5))] * 3
-    monkeypatch.setattr(emp, "_subsets_by_redraw", lambda *a: calls.append("redraw") or real_redraw(*a))
+    assert subset_samplers.sample_subsets(5, 5, 3, np.random.default_rng(0)).tolist() == [list(range(5))] * 3
+    monkeypatch.setattr(subset_samplers, "_subsets_by_redraw", lambda *a: calls.append("redraw") or real_redraw(*a))
     calls.clear()
     for k in (20, 450, 751, 5999):  # of 6000 rows: rejection, redraw (k ≤ N/8), bitmap, bitmap
-        emp.sample_subsets(6000, k, 4, np.random.default_rng(0))
+        subset_samplers.sample_subsets(6000, k, 4, np.random.default_rng(0))
     assert calls == ["rejection", "redraw", "bernoulli", "bernoulli"]
-    assert emp.sample_subsets(5, 0, 3, np.random.default_rng(0)).shape == (3, 0)
+    assert subset_samplers.sample_subsets(5, 0, 3, np.random.default_rng(0)).shape == (3, 0)
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -409,7 +411,7 @@ def test_adult_large_n_has_no_repeats(adult_dir, n_records):
 
     table = load_adult(adult_dir)
     table = table.assign(id=np.arange(len(table)))
-    assert not emp._use_rejection(len(table), n_records)
+    assert not subset_samplers._use_rejection(len(table), n_records)
     model = bp.EmpiricalDataModel(table, n_records)
     batch = model.sample(None, 150, rng=2, columns=["id"])
     ids = np.sort(batch["id"], axis=1)

@@ -1,0 +1,225 @@
+"""Posterior runs of a PyMC data model: cache keys, MCMC runs and their convergence checks.
+
+:meth:`PosteriorRuns._posterior_key` keys an exact posterior (an MCMC run or a
+quadrature table) by the model's fingerprint, the secret, the route, the
+settings, the seed and the library versions; :meth:`PosteriorRuns._run_mcmc`
+takes a run from the posterior cache or runs :func:`pymc.sample`, then checks
+R-hat, bulk ESS, divergences and, for a pivoted secret, that the deterministic
+has the secret's value on every draw.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..._progress import should_show
+from ...errors import ConvergenceError, UnsupportedSecretError
+from ...secrets import Secret
+from .graph import _pm
+from .plans import _PIVOT_CHECK, _Plan
+
+#: Attribute of a posterior group: the JSON list of the free variables the MCMC sampled.
+_FREE_ATTR = "bayespriv_free_variables"
+
+
+class PosteriorRuns:
+    """The posterior runs of :class:`~bayespriv.datamodels.PyMCDataModel`."""
+
+    def _model_fingerprint(self) -> str:
+        """SHA-256 of the built model's graph (:mod:`bayespriv.datamodels._model_fingerprint`) and of the builder's
+        code and closure."""
+        rt = self._runtime()
+        with rt.lock:
+            if rt.fingerprint is None:
+                import hashlib
+
+                from ...queries import _Canon
+                from .._model_fingerprint import model_fingerprint
+
+                graph, _ = model_fingerprint(rt.model)
+                builder = _Canon().encode(self.builder)
+                rt.fingerprint = hashlib.sha256(f"{graph}\n{builder}".encode()).hexdigest()
+            return rt.fingerprint
+
+    def _posterior_key(self, secret: Secret | None, plan: _Plan, seed: int | None, route: str = "mcmc") -> str:
+        """The posterior cache key of one exact posterior: model, secret and its evidence, route, settings, seed,
+        versions.
+
+        ``route="mcmc"`` keys an MCMC run (with its settings); ``"quadrature"`` keys the quadrature table of
+        the secret (with the tabulation tolerance). The seed is part of every key (``None``, for a table built
+        outside :meth:`prepare`, is a seed of its own), so no entry of one route or seed answers another.
+        """
+        import hashlib
+
+        import pytensor
+
+        from .._model_fingerprint import _Writer
+
+        token = _Writer().token
+        evidence = {name: np.asarray(value) for name, value in plan.observe.items()}
+        if route not in ("mcmc", "quadrature"):
+            raise ValueError(f"route must be 'mcmc' or 'quadrature'; got {route!r}")
+        parts = [
+            "bayespriv-posterior-2", f"cached={route}", self._model_fingerprint(), f"n_records={self.n_records}",
+            f"secret={type(secret).__name__}:{secret!r}", f"route={plan.route}", f"pool={plan.pool!r}",
+            f"keep={plan.keep!r}", f"observe={token(evidence)}", f"mean={plan.mean!r}", f"interval={plan.interval!r}",
+            f"element={plan.element!r}", f"pymc={_pm().__version__}", f"pytensor={pytensor.__version__}",
+            f"seed={'none' if seed is None else int(seed)}",
+        ]
+        if plan.pivot is not None:
+            parts.append(f"pivot={plan.pivot!r} sources={sorted(plan.sources.items())!r}")
+        if route == "quadrature":
+            from .._quadrature import TV_TOLERANCE
+
+            parts.append(f"quadrature tv<={TV_TOLERANCE!r}")
+        else:
+            parts += [f"draws={self.draws}", f"tune={self.tune}", f"chains={self.chains}",
+                      f"target_accept={self.target_accept!r}"]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def _usable_run(self, idata: Any, key: str, plan: _Plan) -> bool:
+        """An MCMC run found under ``key`` is used only if it says it is that run and holds what is read from it."""
+        from .._posterior_cache import key_of as cache_key_of
+
+        try:
+            post = idata.posterior
+            if cache_key_of(idata) != key or "sample_stats" not in idata.groups():
+                return False
+            json.loads(post.attrs[_FREE_ATTR])
+            names = [plan.sources.get(name, name) for name in plan.pool]
+            names += [_PIVOT_CHECK] if plan.pivot is not None else []
+            return all(name in post and tuple(post[name].shape[:2]) == (self.chains, self.draws) for name in names)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return False
+
+    def _sample_posterior(self, secret: Secret | None, plan: _Plan, seed: int) -> Any:
+        """The InferenceData of :func:`pymc.sample` for ``secret``: from the posterior cache, or run and cached."""
+        import arviz as az
+
+        from .._posterior_cache import KEY_ATTR, get as cache_get, put as cache_put
+
+        key = self._posterior_key(secret, plan, seed)
+        idata = cache_get(key, az.InferenceData)
+        if idata is not None and self._usable_run(idata, key, plan):
+            return idata
+        pm = _pm()
+        m = self._mcmc_model(plan)
+        logger = logging.getLogger("pymc")
+        level = logger.level
+        logger.setLevel(logging.WARNING)
+        try:
+            idata = pm.sample(
+                draws=self.draws, tune=self.tune, chains=self.chains, cores=1, random_seed=seed,
+                target_accept=self.target_accept, progressbar=should_show(None), compute_convergence_checks=False, model=m,
+            )
+        finally:
+            logger.setLevel(level)
+        idata.posterior.attrs[KEY_ATTR] = key
+        idata.posterior.attrs[_FREE_ATTR] = json.dumps([v.name for v in m.free_RVs])
+        cache_put(key, idata)
+        return idata
+
+    def _run_mcmc(self, secret: Secret | None, plan: _Plan, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any], Any]:
+        """Posterior draws of ``plan.pool``, their diagnostics and the InferenceData; raises ConvergenceError.
+
+        The run comes from the process's posterior cache when one with the same
+        key exists (:func:`~bayespriv.clear_posterior_cache`); the draws, the
+        diagnostics and the convergence checks are read from it exactly as
+        from a new run.
+        """
+        label = "no secret" if secret is None else secret.label
+        idata = self._sample_posterior(secret, plan, seed)
+        post = idata.posterior
+        free = json.loads(post.attrs[_FREE_ATTR])
+        total = self.chains * self.draws
+        pool = {}
+        for name in plan.pool:
+            values = np.asarray(post[plan.sources.get(name, name)].values)
+            pool[name] = values.reshape((total,) + values.shape[2:])
+        r_hat, ess_bulk, ess_tail = self._convergence(idata, free)
+        divergences = int(idata.sample_stats["diverging"].values.sum()) if "diverging" in idata.sample_stats else 0
+        diag: dict[str, Any] = {
+            "route": plan.route, "note": plan.note, "variables": free,
+            "r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_tail_min": ess_tail,
+            "divergences": divergences, "chains": self.chains, "draws": self.draws, "tune": self.tune,
+            "target_accept": self.target_accept, "seed": seed,
+        }
+        problems = []
+        if not r_hat <= self.max_r_hat:
+            problems.append(f"R-hat {r_hat:.4g} > {self.max_r_hat:g}")
+        if not ess_bulk >= self.min_ess_bulk:
+            problems.append(f"bulk ESS {ess_bulk:.4g} < {self.min_ess_bulk:g}")
+        if divergences > self.max_divergences:
+            problems.append(f"{divergences} divergent transitions > {self.max_divergences}")
+        if plan.pivot is not None:
+            deterministic, index, value, members, gaussian = plan.pivot
+            reached = np.asarray(post[_PIVOT_CHECK].values, dtype=float)
+            miss = float(np.max(np.abs(reached - value))) if reached.size else 0.0
+            diag["pivot"] = ", ".join(f"{w}{list(k) if k else ''}" for w, k in members)
+            diag["pivot_kind"] = "gaussian" if gaussian else "single"
+            diag["pivot_error"] = miss
+            if not miss <= 1e-6 * (1.0 + abs(value)):
+                raise UnsupportedSecretError(
+                    f"secret {label!r}: the posterior draws must have {deterministic}{list(index) if index else ''} = "
+                    f"{value:g}; got values up to {miss:.3g} away through the pivot {diag['pivot']} "
+                    "(is the deterministic affine in it?)")
+        if problems:
+            error = ConvergenceError(
+                f"MCMC for secret {label!r} (variables {free}) must pass its convergence checks; got "
+                + ", ".join(problems)
+                + f" with tune={self.tune}, draws={self.draws}, chains={self.chains}, target_accept={self.target_accept:g}. "
+                "Increase tune and draws, raise target_accept (divergences), or reparametrize the model "
+                "(e.g. a non-centred hierarchy); thresholds are set by max_r_hat, min_ess_bulk and max_divergences. "
+                "The run is on the error's attribute posterior (az.plot_trace(error.posterior))."
+            )
+            error.posterior = idata
+            raise error
+        if plan.interval is not None:
+            name, lo, hi = plan.interval
+            keep = (pool[name] >= lo) & (pool[name] <= hi)
+            diag["in_interval"] = int(keep.sum())
+            if keep.sum() < min(100, total):
+                raise ConvergenceError(
+                    f"MCMC for secret {label!r} must leave at least 100 posterior draws with {lo:g} <= {name} <= {hi:g}; "
+                    f"got {int(keep.sum())} of {total}. Increase draws or widen the interval."
+                )
+            pool = {k: v[keep] for k, v in pool.items()}
+        return pool, diag, idata
+
+    @staticmethod
+    def _convergence(idata, names: Sequence[str]) -> tuple[float, float, float]:
+        import arviz as az
+
+        post = idata.posterior[list(names)]
+        r_hat = az.rhat(post)
+        bulk = az.ess(post, method="bulk")
+        tail = az.ess(post, method="tail")
+        worst_r, worst_bulk, worst_tail = 1.0, math.inf, math.inf
+        for name in names:
+            values = np.asarray(post[name].values)
+            constant = values.reshape(values.shape[0] * values.shape[1], -1)
+            constant = np.all(constant == constant[:1], axis=0)  # a component that never moves
+            r = np.asarray(r_hat[name].values, dtype=float).reshape(-1)
+            b = np.asarray(bulk[name].values, dtype=float).reshape(-1)
+            t = np.asarray(tail[name].values, dtype=float).reshape(-1)
+            moving = ~constant
+            if moving.any():
+                r, b, t = r[moving], b[moving], t[moving]
+                worst_r = max(worst_r, float(np.max(np.where(np.isnan(r), np.inf, r))))
+                worst_bulk = min(worst_bulk, float(np.min(np.where(np.isnan(b), 0.0, b))))
+                worst_tail = min(worst_tail, float(np.min(np.where(np.isnan(t), 0.0, t))))
+        return worst_r, worst_bulk, worst_tail
+
+    @staticmethod
+    def _secret_seed(root: np.random.SeedSequence, secret: Secret | None) -> int:
+        """An MCMC seed for ``secret`` that does not depend on the order of the secrets."""
+        tag = zlib.crc32(repr(secret).encode())
+        seq = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (tag,))
+        return int(seq.generate_state(1, np.uint32)[0])
