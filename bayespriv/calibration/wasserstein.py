@@ -80,7 +80,8 @@ from scipy.special import ndtri
 
 from .._validation import check_choice, check_confidence, check_delta, described, fail, sealed
 from ..errors import ParameterTypeError, ValidationError
-from ..queries import Query, _Clipped, _Indicator
+from ..queries import Query
+from ..queries.components import _Clipped, _Indicator
 from ..secrets import SecretPair
 from .exact_w_infinity import w_infinity_discrete, w_infinity_finite, w_infinity_from_quantiles
 from .quantile_bands import (
