@@ -680,7 +680,7 @@ class _FirstColumn:
 def test_engine_calibrations_pass_the_confidence_z_check():
     """Every z the engine produces is the Bonferroni quantile the check asks for (built twice: no error)."""
     from bayespriv.calibration.moments import bonferroni_z
-    from bayespriv.calibration.result import n_intervals
+    from bayespriv.calibration.fields import n_intervals
 
     cal = _sampled_calibration()
     assert cal.z == pytest.approx(bonferroni_z(0.95, n_intervals(2, 1)))

@@ -2,10 +2,11 @@
 
 ``cal.to_netcdf(path)``, ``cal.convergence()``, ``cal.draws_for_slack(...)`` and the W∞ column of
 ``cal.summary()`` are computed by the modules that own them (persist, convergence, wasserstein), which
-all need ``Calibration``. So that ``result.py`` imports none of them — one-way imports, no cycle —
-each of those modules registers its functions here when it is imported; the package
-(``bayespriv.calibration``) imports every one of them, and importing ``result`` runs the package's
-``__init__`` first, so a registered function is always there when a method needs it.
+all need ``Calibration``. So that ``result.py`` and ``views.py`` (its tables) import none of
+them — one-way imports, no cycle — each of those modules registers its functions here when it is
+imported; the package (``bayespriv.calibration``) imports every one of them, and importing
+``result`` runs the package's ``__init__`` first, so a registered function is always there when a
+method needs it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""The frozen result of a calibration: what the mechanisms need, with its error."""
+"""The frozen result of a calibration: what the mechanisms need, with its error.
+
+The checks of its fields and the fields of exact calibrations are in
+:mod:`bayespriv.calibration.fields`; its tables and views in :mod:`bayespriv.calibration.views`.
+"""
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,55 +17,41 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._display import cell, frame_html
-from .._validation import (
-    check_covariance,
-    check_finite_array,
-    check_optional_positive_int,
-    check_real,
-    described,
-    fail,
-    freeze,
-    seal_fields,
-    sealed,
-    thaw,
-)
-from ..errors import ParameterTypeError, ReleaseMismatchError, ValidationError
+from .._validation import check_optional_positive_int, fail, freeze, seal_fields, sealed, thaw
+from ..errors import ParameterTypeError, ValidationError
 from ..queries import Query
-from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair, as_pairs
+from ..secrets import DatasetSecret, Secret, SecretPair
 from .constraints import PairConstraints
+from .fields import (
+    _check_confidence_z,
+    _checked_arrays,
+    _checked_fingerprint,
+    _checked_laws,
+    _checked_posteriors,
+    _checked_query_name,
+    _checked_secrets,
+    laws_fields,
+    moments_fields,
+)
 from .laws import FiniteLaw
 from ._hooks import call as call_registered
-from .moments import bonferroni_z, law_mismatch, loewner_lower
+from .moments import loewner_lower
 from .signing import UNVERIFIED, FileProvenance
+from .views import (
+    calibration_html,
+    calibration_repr,
+    inference_data,
+    moments_table,
+    summary_reasons,
+    summary_table,
+    theta_label,
+)
 
 __all__ = ["Calibration"]
 
 _ORDS = {1: 1, 2: 2, "inf": np.inf, np.inf: np.inf}
 #: The numeric arrays of a calibration (sealed: their memory cannot be written, see :func:`~bayespriv._validation.sealed`).
 _ARRAYS = ("mean_array", "cov_array", "mean_se", "cov_se", "cov_se_white", "sample_array")
-
-
-def _checked_fingerprint(query: Query | None, given: Any) -> str | None:
-    """The query's fingerprint; a given one must be a string and match the query's."""
-    if given is not None and not isinstance(given, str):
-        raise ParameterTypeError(f"query_fingerprint must be None or a str; got {type(given).__name__}")
-    if query is None or not isinstance(query, Query):
-        return given
-    actual = query.fingerprint
-    if given is not None and given != actual:
-        raise ReleaseMismatchError(
-            f"query must be the calibrated query (fingerprint {given[:12]}…); got query {query.name!r} with "
-            f"fingerprint {actual[:12]}… (its code, columns, name or bounds differ)")
-    return actual
-
-
-def _checked_query_name(query: Query | None, given: Any) -> str | None:
-    """The query's name when there is a query, else the given name (None or a string)."""
-    if given is not None and not isinstance(given, str):
-        raise ParameterTypeError(f"query_name must be None or a str; got {type(given).__name__}")
-    return query.name if isinstance(query, Query) else given
-
 
 def _per_secret_diagnostics(cal: "Calibration") -> list[Mapping[str, Any]]:
     """The per-secret entries a PyMC model leaves in ``diagnostics["mcmc"]`` (empty for others)."""
@@ -84,164 +73,10 @@ def _relaxed_mcmc(members: Sequence["Calibration"]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _checked_posteriors(posteriors: Any) -> Mapping[str, Any]:
-    """A read-only mapping secret label -> arviz.InferenceData (not deep-frozen: InferenceData is itself a mapping)."""
-    if not isinstance(posteriors, Mapping):
-        raise ParameterTypeError(f"posteriors must be a mapping of secret labels to arviz.InferenceData; got "
-                                 f"{type(posteriors).__name__}")
-    if posteriors:
-        import arviz as az
-
-        for label, idata in posteriors.items():
-            if not isinstance(label, str) or not isinstance(idata, az.InferenceData):
-                raise fail("posteriors", "a mapping of secret labels (str) to arviz.InferenceData",
-                           described(f"{label!r}: {type(idata).__name__}"))
-    return MappingProxyType(dict(posteriors))
-
-
-def _theta_label(theta: Mapping[str, Any] | None) -> str:
-    if not theta:
-        return "θ"
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in theta.items())
-
-
 def _ord(ord_: Any) -> float:
     if ord_ not in _ORDS:
         raise fail("ord", "1, 2 or inf", ord_)
     return _ORDS[ord_]
-
-
-def n_intervals(n_secrets: int, k: int) -> int:
-    """Intervals the Bonferroni split of one calibration covers: a mean per
-    component and a covariance entry per pair of components, per secret (the
-    same count as :func:`bayespriv.calibration.engine.calibrate` uses)."""
-    return n_secrets * k + n_secrets * k * (k + 1) // 2
-
-
-def _checked_secrets(secrets: Any, pairs: Any) -> tuple[tuple[Secret, ...], tuple[SecretPair, ...]]:
-    """Secrets: distinct Secret objects; pairs: SecretPair objects over them."""
-    if isinstance(secrets, (str, bytes, Mapping)) or not isinstance(secrets, (tuple, list)):
-        raise ParameterTypeError(f"secrets must be a tuple of secrets; got {type(secrets).__name__}")
-    secrets = tuple(secrets)
-    if not secrets or not all(isinstance(s, (DatasetSecret, DistributionSecret)) for s in secrets):
-        raise fail("secrets", "a non-empty tuple of DatasetSecret / DistributionSecret", secrets)
-    if len(set(secrets)) != len(secrets):
-        raise fail("secrets", "distinct secrets", described(str([s.label for s in secrets])))
-    pairs = as_pairs(pairs)
-    stray = [s.label for p in pairs for s in p.secrets if s not in secrets]
-    if stray:
-        raise fail("pairs", "pairs of the calibration's secrets", described(f"pairs naming {stray!r}"))
-    return secrets, pairs
-
-
-def _checked_arrays(cal: "Calibration", n_secrets: int) -> dict[str, np.ndarray]:
-    """Finite, read-only float arrays of consistent shapes (S, k) / (S, k, k) / (S, n, k)."""
-    mean = check_finite_array(cal.mean_array, "mean_array", ndim=2)
-    if mean.shape[0] != n_secrets or mean.shape[1] < 1:
-        raise fail("mean_array", f"of shape ({n_secrets}, k) with k >= 1 (one row per secret)", described(f"shape {mean.shape}"))
-    k = mean.shape[1]
-    out = {"mean_array": mean}
-    for name, shape in (("cov_array", (n_secrets, k, k)), ("mean_se", (n_secrets, k)), ("cov_se", (n_secrets, k, k)),
-                        ("cov_se_white", (n_secrets, k, k))):
-        value = getattr(cal, name)
-        if value is None and name == "cov_se_white":
-            if np.any(out["cov_se"]):
-                raise ValidationError("cov_se_white is required when cov_se is non-zero (it gives the covariance lower bounds)")
-            value = np.zeros(shape)
-        arr = check_finite_array(value, name)
-        if arr.shape != shape:
-            raise fail(name, f"of shape {shape}", described(f"shape {arr.shape}"))
-        if name != "cov_array" and np.any(arr < 0):
-            raise fail(name, "non-negative (standard errors)", described(f"minimum {arr.min():.3g}"))
-        out[name] = arr
-    if np.any(np.diagonal(out["cov_array"], axis1=1, axis2=2) < 0):
-        raise fail("cov_array", "covariances with non-negative variances", described("a negative diagonal entry"))
-    if cal.sample_array is not None:
-        arr = check_finite_array(cal.sample_array, "sample_array", ndim=3)
-        if arr.shape[0] != n_secrets or arr.shape[2] != k:
-            raise fail("sample_array", f"of shape ({n_secrets}, n_draws, {k})", described(f"shape {arr.shape}"))
-        out["sample_array"] = arr
-    # sealed, not merely read-only: a read-only array that owns its memory can be made writable again
-    return {name: sealed(arr, float) for name, arr in out.items()}
-
-
-def _checked_laws(cal: "Calibration") -> Mapping[str, FiniteLaw]:
-    """Exact laws: none, or one :class:`FiniteLaw` of dimension k per secret label, with the moments
-    they give (``confidence`` 1.0); family members all with laws or all without. A read-only mapping
-    in the order of the secrets."""
-    laws = cal.finite_laws
-    if not isinstance(laws, Mapping):
-        raise ParameterTypeError(f"finite_laws must be a mapping of secret labels to FiniteLaw; got {type(laws).__name__}")
-    with_laws = {bool(m.finite_laws) for m in cal.family}
-    if len(with_laws) > 1 or (with_laws and with_laws != {bool(laws)}):
-        raise fail("finite_laws", "given for every member of a family and its root, or for none",
-                   described(f"{sum(bool(m.finite_laws) for m in cal.family)} of {len(cal.family)} members with laws, "
-                             f"root {'with' if laws else 'without'}"))
-    if not laws:
-        return MappingProxyType({})
-    labels = [s.label for s in cal.secrets]
-    if len(set(labels)) != len(labels):
-        raise fail("finite_laws", "keyed by distinct secret labels", described(f"secrets labelled {labels!r}"))
-    if set(laws) != set(labels):
-        raise fail("finite_laws", f"one law per secret, keyed by its label {labels!r}", described(f"keys {list(laws)!r}"))
-    for label in labels:
-        law = laws[label]
-        if not isinstance(law, FiniteLaw):
-            raise ParameterTypeError(f"finite_laws[{label!r}] must be a FiniteLaw; got {type(law).__name__}")
-        if law.k != cal.k:
-            raise fail(f"finite_laws[{label!r}]", f"a law of F's dimension k = {cal.k}", described(f"k = {law.k}"))
-    if cal.confidence != 1.0:
-        raise fail("confidence", "1.0 with exact laws (their moments hold surely)", cal.confidence)
-    wrong = law_mismatch(cal.secrets, cal.component_names, laws, cal.mean_array, cal.cov_array)
-    if wrong is not None:
-        raise fail("mean_array and cov_array", "the moments of finite_laws", described(wrong))
-    return MappingProxyType({label: laws[label] for label in labels})
-
-
-def _check_confidence_z(cal: "Calibration") -> None:
-    """The stated confidence must be what the bounds (estimate ± z·s.e.) deliver.
-
-    * ``confidence=None`` (plug-in) ⇔ bounds equal the estimates: ``z`` must be 0.
-    * ``confidence=1.0`` is only true of exact moments: every standard error is 0.
-    * ``confidence=c`` in (0, 1): the engine uses the two-sided Bonferroni
-      quantile ``z = Φ⁻¹(1 − (1 − c)/(2m))`` over the ``m`` intervals of the
-      calibration (:func:`n_intervals`, times the number of members for a
-      family); a smaller ``z`` would claim ``c`` over bounds too narrow for it
-      (e.g. ``z = 0``: zero-width bounds), a larger one is conservative.
-    """
-    z = check_real("z", cal.z)
-    if not (math.isfinite(z) and z >= 0):
-        raise fail("z", "a finite number >= 0 (the multiplier of the standard errors in the bounds)", cal.z)
-    c = cal.confidence
-    if c is None:
-        if z != 0:
-            raise fail("z", "0 when confidence is None (a plug-in calibration's bounds are its estimates)", cal.z)
-        return
-    c = check_real("confidence", c)
-    if not 0.0 < c <= 1.0:
-        raise fail("confidence", "None or in (0, 1]", cal.confidence)
-    has_error = any(np.any(getattr(cal, n)) for n in ("mean_se", "cov_se", "cov_se_white"))
-    if c == 1.0:
-        if has_error:
-            raise fail("confidence", "below 1 when standard errors are non-zero (only exact moments hold surely)", c)
-        return
-    m = n_intervals(len(cal.secrets), cal.mean_array.shape[1]) * max(1, len(cal.family))
-    needed = bonferroni_z(c, m)
-    if z < needed * (1 - 1e-9):
-        raise fail("z", f">= {needed:.6g}, the Bonferroni quantile for confidence={c:g} over {m} intervals "
-                        "(a smaller z claims that confidence over bounds too narrow for it)", cal.z)
-
-
-def _as_finite_law(value: Any, name: str) -> FiniteLaw:
-    """A FiniteLaw, or one built from a pair (points, weights)."""
-    if isinstance(value, FiniteLaw):
-        return value
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        try:
-            return FiniteLaw(*value)
-        except (ValidationError, ParameterTypeError) as exc:
-            raise fail(name, "a FiniteLaw or a pair (points, weights) of a law", described(str(exc))) from exc
-    raise ParameterTypeError(f"{name} must be a FiniteLaw or a pair (points, weights); got {type(value).__name__}")
 
 
 @seal_fields
@@ -458,10 +293,6 @@ class Calibration:
             name=self.query.name if self.query is not None else "F",
         )
 
-    def _posterior_variable(self) -> str:
-        """Name of the variable holding F in :meth:`to_inference_data` (one model)."""
-        return self.query.name if self.query is not None else "F"
-
     def to_inference_data(self) -> Any:
         """The draws of F(X) | secret as an :class:`arviz.InferenceData`.
 
@@ -487,27 +318,7 @@ class Calibration:
             A calibration without draws (:meth:`from_moments`, or loaded
             without its samples).
         """
-        import arviz as az
-
-        if self.sample_array is None:
-            raise fail("calibration", "a sampled calibration (with draws of F) to become InferenceData",
-                       described("a calibration without samples (exact moments, from_moments)"))
-        coords = {"chain": [0], "draw": np.arange(self.sample_array.shape[1]),
-                  "secret": [s.label for s in self.secrets], "component": list(self.component_names)}
-        dims = ("chain", "draw", "secret", "component")
-        name = self._posterior_variable()
-        if self.is_family:
-            names = [f"{name} | {_theta_label(m.theta)}" for m in self.members]
-            if len(set(names)) != len(names):
-                names = [f"{name} | member {i}" for i in range(len(names))]
-            data = {n: (dims, np.swapaxes(m.sample_array, 0, 1)[None]) for n, m in zip(names, self.members)
-                    if m.sample_array is not None}
-        else:
-            data = {name: (dims, np.swapaxes(self.sample_array, 0, 1)[None])}
-        attrs = {"query": name, "n_draws_per_secret": int(self.sample_array.shape[1]),
-                 "confidence": "plug-in" if self.confidence is None else float(self.confidence),
-                 "inference_library": "bayespriv"}
-        return az.InferenceData(posterior=xr.Dataset(data, coords=coords, attrs=attrs))
+        return inference_data(self)
 
     # -- persistence ---------------------------------------------------------------------
     def to_netcdf(self, path: Any, *, seed: Any = None, key: bytes | None = None) -> Path:
@@ -553,39 +364,7 @@ class Calibration:
         ``confidence`` is 1.0: whatever guarantee is built on it is as exact as
         the moments you supplied.
         """
-        pairs = as_pairs(pairs)
-        n_records = check_optional_positive_int(n_records, "n_records")
-        if query is not None and not isinstance(query, Query):
-            raise ParameterTypeError(f"query must be None or a bayespriv Query; got {type(query).__name__}")
-        if not isinstance(means, Mapping) or not isinstance(covs, Mapping):
-            raise ParameterTypeError("means and covs must be mappings from secret to array")
-        secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
-        for s in secrets:
-            if s not in means or s not in covs:
-                raise ValidationError(f"means and covs must give a value for every secret of the pairs; missing {s.label!r}")
-        mean_list = [np.atleast_1d(check_finite_array(means[s], f"means[{s.label}]")) for s in secrets]
-        k = mean_list[0].shape[0]
-        for s, m in zip(secrets, mean_list):
-            if m.shape != (k,):
-                raise fail(f"means[{s.label}]", f"of shape ({k},) like the first secret's", described(f"shape {m.shape}"))
-        cov_list = [check_covariance(np.reshape(covs[s], (k, k)) if np.size(covs[s]) == k * k else covs[s],
-                                     f"covs[{s.label}]", k) for s in secrets]
-        names = ()
-        if query is not None:
-            names = query.component_names(k)
-        return cls(
-            secrets=secrets,
-            pairs=pairs,
-            mean_array=np.stack(mean_list),
-            cov_array=np.stack(cov_list),
-            mean_se=np.zeros((len(secrets), k)),
-            cov_se=np.zeros((len(secrets), k, k)),
-            confidence=1.0,
-            z=0.0,
-            query=query,
-            n_records=n_records,
-            component_names=names,
-        )
+        return cls(**moments_fields(means, covs, pairs, query, n_records=n_records))
 
     @classmethod
     def from_laws(
@@ -629,38 +408,7 @@ class Calibration:
         >>> cal.means[a], cal.covs[a], cal.confidence
         (array([0.6]), array([[0.42]]), 1.0)
         """
-        pairs = as_pairs(pairs)
-        n_records = check_optional_positive_int(n_records, "n_records")
-        if query is not None and not isinstance(query, Query):
-            raise ParameterTypeError(f"query must be None or a bayespriv Query; got {type(query).__name__}")
-        if not isinstance(laws, Mapping):
-            raise ParameterTypeError(f"laws must be a mapping from secret to FiniteLaw or (points, weights); "
-                                     f"got {type(laws).__name__}")
-        secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
-        finite = {}
-        for s in secrets:
-            if s not in laws:
-                raise ValidationError(f"laws must give a law for every secret of the pairs; missing {s.label!r}")
-            finite[s.label] = _as_finite_law(laws[s], f"laws[{s.label}]")
-        k = finite[secrets[0].label].k
-        for s in secrets:
-            if finite[s.label].k != k:
-                raise fail(f"laws[{s.label}]", f"of dimension k = {k} like the first secret's",
-                           described(f"k = {finite[s.label].k}"))
-        return cls(
-            secrets=secrets,
-            pairs=pairs,
-            mean_array=np.stack([finite[s.label].mean for s in secrets]),
-            cov_array=np.stack([finite[s.label].cov for s in secrets]),
-            mean_se=np.zeros((len(secrets), k)),
-            cov_se=np.zeros((len(secrets), k, k)),
-            confidence=1.0,
-            z=0.0,
-            query=query,
-            n_records=n_records,
-            component_names=query.component_names(k) if query is not None else (),
-            finite_laws=finite,
-        )
+        return cls(**laws_fields(laws, pairs, query, n_records=n_records))
 
     # -- shape and lookup ------------------------------------------------------------------
     @property
@@ -887,7 +635,7 @@ class Calibration:
         labels, pairs, thetas, diffs, halfs, cas, cbs = [], [], [], [], [], [], []
         for m in self.members:
             lows = loewner_lower(m.cov_array, m.cov_se_white, m.z)
-            prefix = _theta_label(m.theta) + ": " if self.is_family else ""
+            prefix = theta_label(m.theta) + ": " if self.is_family else ""
             for p in m.pairs:
                 ia, ib = m.index(p.a), m.index(p.b)
                 labels.append(prefix + p.label)
@@ -918,65 +666,14 @@ class Calibration:
     def summary(self) -> pd.DataFrame:
         """One row per pair (per θ and pair for families): L1/L2 sensitivities
         (estimate, its Monte-Carlo standard error :meth:`pair_sensitivity_se`, and bound)."""
-        rows = []
-        for m in self.members:
-            for p, e1, s1, b1, e2, s2, b2 in zip(
-                m.pairs,
-                m.pair_sensitivities(1),
-                m.pair_sensitivity_se(1),
-                m.pair_sensitivities(1, bound=True),
-                m.pair_sensitivities(2),
-                m.pair_sensitivity_se(2),
-                m.pair_sensitivities(2, bound=True),
-            ):
-                row = {"pair": p.label, "L1": e1, "L1 s.e.": s1, "L1 bound": b1, "L2": e2, "L2 s.e.": s2,
-                       "L2 bound": b2}
-                if self.is_family:
-                    row = {"theta": _theta_label(m.theta), **row}
-                rows.append(row)
-        out = pd.DataFrame(rows).set_index(["theta", "pair"] if self.is_family else "pair")
-        return self._with_w_infinity(out)
-
-    def _with_w_infinity(self, table: pd.DataFrame) -> pd.DataFrame:
-        """For a sampled scalar query (k = 1, not a family), the ∞-Wasserstein distance of each pair —
-        what the Wasserstein mechanism rests on: its plug-in estimate and its DKW confidence bound
-        over the query's provable support (inf when the query declares none; a mechanism may
-        declare one). A W∞ bound is a distribution-free band, not a CLT interval, so it has no
-        standard error of its own; the bound's excess over the estimate is its uncertainty."""
-        if self.k != 1 or self.sample_array is None or self.is_family or self.confidence is None:
-            return table
-
-        try:
-            wb = call_registered("wasserstein_bounds", self).table()
-        except Exception:  # noqa: BLE001 - a display must not fail; the mechanism reports the reason
-            return table
-        return table.join(wb[["estimate", "bound"]].rename(columns={"estimate": "W∞", "bound": "W∞ bound"}))
+        return summary_table(self)
 
     def moments_table(self) -> pd.DataFrame:
         """One row per (secret, component): mean, its s.e., variance, its s.e. (fourth moments), its lower bound."""
-        rows = []
-        for i, s in enumerate(self.secrets):
-            low = np.diag(self.cov_lower(s))
-            for c, name in enumerate(self.component_names):
-                rows.append({
-                    "secret": s.label, "component": name, "mean": self.mean_array[i, c],
-                    "mean s.e.": self.mean_se[i, c], "variance": self.cov_array[i, c, c],
-                    "variance s.e.": self.cov_se[i, c, c], "variance lower": low[c],
-                })
-        return pd.DataFrame(rows).set_index(["secret", "component"])
+        return moments_table(self)
 
     def __repr__(self) -> str:
-        how = ("exact laws" if self.finite_laws else "exact") if self.exact else ("plug-in" if self.plug_in else f"confidence={self.confidence}")
-        q = f"query={self.query_name!r}" if self.query_name is not None else "no query"
-        fam = f", family of {len(self.family)} (worst θ {_theta_label(self.theta)})" if self.is_family else ""
-        draws = "no draws" if self.n_draws is None else f"n_draws={self.n_draws}"
-        return (f"Calibration({q}, secrets={len(self.secrets)}, pairs={len(self.pairs)}, k={self.k}, "
-                f"{draws}, {how}, sensitivity L2={self.sensitivity(2):.4g} "
-                f"(s.e. {self.sensitivity_se(2):.2g}, bound {self.sensitivity(2, bound=True):.4g}), "
-                f"smallest variance={float(np.min(self.variance())):.4g} "
-                f"(s.e. {float(self.variance_se()[int(np.argmin(self.variance()))]):.2g}, "
-                f"bound {float(np.min(self.variance(bound=True))):.4g}){fam}"
-                f"{', UNVERIFIED calibration file' if UNVERIFIED in self.assumptions else ''})")
+        return calibration_repr(self)
 
     def _summary_reasons(self) -> dict[str, str]:
         """Why a column of :meth:`summary` can hold ``inf``, for views made for a person.
@@ -984,26 +681,7 @@ class Calibration:
         The W∞ bound is infinite when the query proves no support for F (a mean without
         ``bounds=``): its DKW band then reaches the unbounded tails.
         """
-
-        lo, hi = call_registered("query_support", self.query, self.k, self.n_records)
-        name = self.query_name or "the query"
-        why = (f"unbounded: {name} has no declared bounds"
-               if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
-               else "not provable from these draws")
-        return {"W∞ bound": why, "W∞": why}
+        return summary_reasons(self)
 
     def _repr_html_(self) -> str:
-        head = html.escape(repr(self))
-        parts = []
-        for key, value in self.diagnostics.items():
-            if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
-                table = pd.DataFrame.from_dict(dict(value), orient="index")
-                parts.append(f"<p><b>{html.escape(str(key))}</b></p>{frame_html(table)}")
-            else:
-                parts.append(f"<p><b>{html.escape(str(key))}</b>: {html.escape(cell(value))}</p>")
-        if self.posteriors:
-            parts.append(f"<p><b>posteriors</b> (arviz.InferenceData, for az.plot_trace / az.summary): "
-                         f"{html.escape(', '.join(self.posteriors))}</p>")
-        diag = "".join(parts)
-        summary = frame_html(self.summary(), infinite=self._summary_reasons())
-        return f"<div><p><code>{head}</code></p>{summary}{diag}</div>"
+        return calibration_html(self)

@@ -17,7 +17,9 @@ import pandas as pd
 
 from .._validation import check_frame, check_positive_int, described, fail
 from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
-from ..queries import Batch, Query, _numeric_output, complete_fingerprint
+from ..queries import Batch, Query
+from ..queries.checks import _numeric_output
+from ..queries.query import complete_fingerprint
 from ..random import RNGLike, as_generator
 from ..secrets import DatasetSecret, Secret, share_count
 from .base import DataModel
@@ -425,7 +427,7 @@ class EmpiricalDataModel(DataModel):
         """Per-record contributions ``h_c`` of an additive query on every row (``.H``, ``(k, N)``).
 
         Computed once per query and cached: weakly per query object, and by the
-        query's :func:`~bayespriv.queries.complete_fingerprint` when it has one
+        query's :func:`~bayespriv.queries.query.complete_fingerprint` when it has one
         (then another query object that runs the same code on the same values
         reuses them; a query whose fingerprint is not complete — it reads a
         module attribute or an object covered by its type only — is recomputed).

@@ -576,7 +576,7 @@ def test_order_band_levels():
     checked with scipy's Beta CDF, whichever is narrower (the Beta ones in the tails); elsewhere
     they come from monotonicity; the band lies inside the DKW band at α/2; the levels are
     non-decreasing; the plug-in "band" is the empirical quantile function."""
-    from bayespriv.calibration.wasserstein import _order_indices, quantile_band
+    from bayespriv.calibration.quantile_bands import _order_indices, quantile_band
 
     n, alpha = 500, 0.05
     band = quantile_band(n, alpha)

@@ -465,7 +465,7 @@ class _Settings:
 def test_a_query_reading_mutable_state_is_not_cached_by_fingerprint():
     """A query that reads an attribute of an object covered by its type only has no complete
     fingerprint: a new query object after the attribute changed sees the new value."""
-    from bayespriv.queries import complete_fingerprint
+    from bayespriv.queries.query import complete_fingerprint
 
     model = bp.EmpiricalDataModel(TINY, 3)
     make = lambda: bp.count(lambda b: b["x"] > _Settings.limit, "x", name="above")  # noqa: E731

@@ -40,7 +40,7 @@ class PosteriorRuns:
             if rt.fingerprint is None:
                 import hashlib
 
-                from ...queries import _Canon
+                from ...queries.query import _Canon
                 from .._model_fingerprint import model_fingerprint
 
                 graph, _ = model_fingerprint(rt.model)

@@ -1,74 +1,29 @@
-"""Queries F(X), vectorized over draws.
-
-A *batch* maps each column name to an array of shape ``(draws, n_records)``:
-``draws`` datasets of ``n_records`` records each. A :class:`Query` maps a batch
-to an array ``(draws, k)``. Applied to one dataset (a pandas DataFrame) it
-returns an array ``(k,)``.
-
-Ready-made queries (:func:`mean`, :func:`count`, :func:`proportion`) are
-*additive*: each component is ``scale * sum_r h(x_r)`` over records, with
-``scale`` 1 (sums, counts) or ``1/n`` (means, shares). Additive queries carry
-what other stages need without seeing data: the per-record change bound used
-by group differential privacy, and (for means of raw columns) the linear form
-used by closed-form moments of Gaussian data models.
-"""
+"""The :class:`Query` (a statistic F of a dataset, evaluated on whole batches of datasets) and its
+fingerprint: a stable hash of what it computes (:func:`query_fingerprint`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._validation import check_column_names, check_frame, check_name_or_none, check_positive_int, check_real, fail, freeze, thaw
-from .errors import ParameterTypeError, ValidationError
+from .._validation import check_column_names, check_positive_int, fail, freeze, thaw
+from ..errors import ParameterTypeError, ValidationError
+from .checks import (
+    _check_output_names,
+    _check_output_range,
+    _declared_column_sensitivities,
+    _declared_value,
+    _numeric_output,
+    batch_from_frame,
+)
+from .components import Batch, Component, Indicator, _Equals, _Indicator
 
-__all__ = ["Batch", "Query", "Component", "Indicator", "mean", "count", "proportion", "stack", "batch_from_frame", "query_fingerprint"]
-
-Batch = Mapping[str, np.ndarray]
-
-
-@dataclass(frozen=True)
-class Component:
-    """One additive component ``F_c(X) = scale * sum_r h(x_r)``.
-
-    Attributes
-    ----------
-    h : callable
-        Per-record contribution: batch -> array ``(draws, n_records)``.
-    per_mean : bool
-        ``scale = 1/n`` when true (means, shares), 1 otherwise (sums, counts).
-    record_range : float or None
-        ``sup h - inf h``: how much one record can move ``sum_r h``; None when
-        unbounded (then group DP is not available).
-    linear : mapping or None
-        ``{column: weight}`` when ``h(x) = sum_j weight_j * x_j`` exactly.
-    name : str
-    columns : tuple of str
-        The columns ``h`` reads.
-    """
-
-    h: Callable[[Batch], np.ndarray]
-    per_mean: bool
-    record_range: float | None
-    linear: Mapping[str, float] | None
-    name: str
-    columns: tuple[str, ...]
-
-
-def _check_output_names(value: Any) -> tuple[str, ...]:
-    """One non-empty string per component; a str is one name (never split into characters)."""
-    names = (value,) if isinstance(value, str) else value
-    rule = "a sequence of non-empty strings, one per component"
-    if not isinstance(names, (list, tuple)) or not names:
-        raise fail("output_names", rule, value)
-    if not all(isinstance(n, str) and n for n in names):
-        raise fail("output_names", rule, value)
-    return tuple(names)
+__all__ = ["Query", "query_fingerprint", "complete_fingerprint"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -391,39 +346,6 @@ class Query:
         return W, np.array([c.per_mean for c in self.components])
 
 
-def _numeric_output(value: Any, name: str) -> np.ndarray:
-    """The query's output as float64, refusing strings, objects, complex numbers
-    and anything else that is not real numbers or booleans (``np.asarray(["1.5"],
-    dtype=float)`` would silently parse text)."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise ParameterTypeError(f"query {name!r} must return a numeric array; got {type(value).__name__} ({exc})") from exc
-    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise ParameterTypeError(
-            f"query {name!r} must return a numeric array (real numbers or booleans); got dtype {arr.dtype}"
-        )
-    return arr.astype(float, copy=False)
-
-
-def _check_output_range(value: Any, k: int | None) -> tuple[tuple[float, float], ...]:
-    """One (low, high) pair of numbers per component, low <= high (±inf allowed, NaN not)."""
-    rule = "a sequence of (low, high) pairs of numbers with low <= high, one per component"
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray)) or len(value) == 0:
-        raise fail("output_range", rule, value)
-    out = []
-    for pair in value:
-        if isinstance(pair, (str, bytes)) or not isinstance(pair, (list, tuple, np.ndarray)) or len(pair) != 2:
-            raise fail("output_range", rule, value)
-        lo, hi = (check_real("output_range", v) for v in pair)
-        if np.isnan(lo) or np.isnan(hi) or lo > hi:
-            raise fail("output_range", rule, value)
-        out.append((float(lo), float(hi)))
-    if k is not None and len(out) != k:
-        raise fail("output_range", f"{k} pairs, one per component (output_names)", value)
-    return tuple(out)
-
-
 def _knows_k(query: Query) -> bool:
     """Whether ``query`` can state its range without being told its number of components."""
     if query.k is not None or query.output_range is not None:
@@ -441,117 +363,6 @@ def _component_range(component: Component, n: int | None) -> tuple[float, float]
     return (0.0 if lo >= 0 else -np.inf), (0.0 if hi <= 0 else np.inf)
 
 
-def _declared_column_sensitivities(value: Any) -> Mapping[frozenset[str], Any]:
-    """Normalise ``column_sensitivities``: keys to frozensets of names, values checked."""
-    if not isinstance(value, Mapping):
-        raise ParameterTypeError(f"column_sensitivities must be a mapping; got {type(value).__name__}")
-    out: dict[frozenset[str], Any] = {}
-    for key, v in value.items():
-        names = (key,) if isinstance(key, str) else tuple(key) if isinstance(key, (tuple, list, set, frozenset)) else None
-        if not names or not all(isinstance(c, str) for c in names):
-            raise fail("column_sensitivities keys", "a column name or a non-empty collection of column names", key)
-        if not callable(v):
-            v = check_real(f"column_sensitivities[{key!r}]", v)
-            if not (v >= 0 and np.isfinite(v)):
-                raise fail(f"column_sensitivities[{key!r}]", "a finite number >= 0 (or a callable of n_records)", v)
-        out[frozenset(names)] = v
-    return MappingProxyType(out)
-
-
-def _declared_value(value: Any, n_records: int, name: str) -> float:
-    v = value(n_records) if callable(value) else value
-    v = check_real(f"column sensitivity declared by query {name!r}", v)
-    if not (v >= 0 and np.isfinite(v)):
-        raise fail(f"column sensitivity declared by query {name!r}", "a finite number >= 0", v)
-    return v
-
-
-def batch_from_frame(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, np.ndarray]:
-    """A batch of one dataset from a DataFrame, refusing missing columns, repeated
-    column names and NaN."""
-    check_frame(frame, "dataset")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValidationError(f"dataset must have the columns {list(columns)!r}; missing {missing!r}")
-    if len(frame) == 0:
-        raise fail("dataset", "non-empty", "0 rows")
-    out = {}
-    for c in columns:
-        col = frame[c]
-        if col.isna().any():
-            raise ValidationError(f"dataset column {c!r} must have no missing values; got {int(col.isna().sum())} NaN")
-        values = col.to_numpy()
-        if values.dtype == object or not np.issubdtype(values.dtype, np.number) and values.dtype != bool:
-            values = col.astype(str).to_numpy(dtype=str)
-        out[c] = values[None, :]
-    return out
-
-
-@dataclass(frozen=True)
-class _Column:
-    """h(x) = x[column] (picklable, unlike a lambda: process executors need it)."""
-
-    column: str
-
-    def __call__(self, batch: Batch) -> np.ndarray:
-        return batch[self.column]
-
-
-@dataclass(frozen=True)
-class _Clipped:
-    """h(x) = clip(x[column], low, high)."""
-
-    column: str
-    low: float
-    high: float
-
-    def __call__(self, batch: Batch) -> np.ndarray:
-        return np.clip(batch[self.column], self.low, self.high)
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        """Range of h per record."""
-        return float(self.low), float(self.high)
-
-
-@dataclass(frozen=True)
-class _Indicator:
-    """h(x) = predicate(x), checked to be boolean of shape (draws, n_records)."""
-
-    predicate: Callable[[Batch], np.ndarray]
-    reference: str
-    name: str
-
-    def __call__(self, batch: Batch) -> np.ndarray:
-        mask = np.asarray(self.predicate(batch))
-        ref = np.shape(batch[self.reference])
-        if mask.shape != ref or mask.dtype != bool:
-            raise ValidationError(
-                f"predicate of {self.name!r} must return a boolean array of shape (draws, n_records) = {ref}; "
-                f"got dtype {mask.dtype} and shape {mask.shape}"
-            )
-        return mask
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        """Range of h per record (an indicator)."""
-        return 0.0, 1.0
-
-
-@dataclass(frozen=True)
-class _AdditiveFn:
-    """F_c = mean or sum over records of h_c, stacked over components."""
-
-    components: tuple[Component, ...]
-
-    def __call__(self, batch: Batch) -> np.ndarray:
-        cols = []
-        for c in self.components:
-            h = _numeric_output(c.h(batch), c.name)
-            cols.append(h.mean(axis=1) if c.per_mean else h.sum(axis=1))
-        return np.stack(cols, axis=1)
-
-
 @dataclass(frozen=True)
 class _Concatenated:
     """Outputs of several queries side by side."""
@@ -560,252 +371,6 @@ class _Concatenated:
 
     def __call__(self, batch: Batch) -> np.ndarray:
         return np.concatenate([q.evaluate(batch) for q in self.queries], axis=1)
-
-
-def _additive(components: Sequence[Component], name: str) -> Query:
-    comps = tuple(components)
-    columns = [col for c in comps for col in c.columns]
-    return Query(_AdditiveFn(comps), tuple(columns), name, tuple(c.name for c in comps), comps)
-
-
-def mean(column: str, *, bounds: tuple[float, float] | None = None, name: str | None = None) -> Query:
-    """The mean of a numeric column.
-
-    Parameters
-    ----------
-    column : str
-    bounds : (low, high), optional
-        Declared range of the column. Values are clipped into it, so the
-        per-record sensitivity ``(high - low) / n`` holds for any data (needed by
-        :class:`~bayespriv.mechanisms.GroupDP`). Without bounds the mean is
-        exactly linear, which Gaussian data models use for closed-form moments.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> import bayespriv as bp
-    >>> bp.mean("weight")(pd.DataFrame({"weight": [150.0, 160.0, 170.0]}))  # one dataset
-    array([160.])
-    >>> bp.mean("weight")({"weight": np.array([[150.0, 160.0], [170.0, 180.0]])})  # 2 datasets of 2 records
-    array([[155.],
-           [175.]])
-    >>> bp.mean("weight", bounds=(100, 200))(pd.DataFrame({"weight": [50.0, 250.0, 150.0]}))  # clipped: 100, 200, 150
-    array([150.])
-    """
-    if not isinstance(column, str) or not column:
-        raise ParameterTypeError(f"column must be a non-empty string; got {column!r} of type {type(column).__name__}")
-    label = check_name_or_none(name, "name") or f"mean({column})"
-    if bounds is None:
-        return _additive([Component(_Column(column), True, None, {column: 1.0}, label, (column,))], label)
-    if isinstance(bounds, (str, bytes)) or not isinstance(bounds, (tuple, list, np.ndarray)) or len(bounds) != 2:
-        raise ParameterTypeError(f"bounds must be a pair (low, high) of numbers; got {bounds!r}")
-    lo, hi = (check_real("bounds", v) for v in bounds)
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise fail("bounds", "finite with low < high", bounds)
-    return _additive([Component(_Clipped(column, lo, hi), True, hi - lo, None, label, (column,))], label)
-
-
-#: Marks an argument the caller did not give (``None`` may be a category).
-_UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<not given>"})()
-
-
-def _equals_text(values: np.ndarray, category: Any) -> np.ndarray:
-    """``values == category`` on a text column: both compared as text (``str(category)``)."""
-    return values.astype(str, copy=False) == str(category)
-
-
-@dataclass(frozen=True)
-class _Equals:
-    """predicate(x) = (x[column] == category), with the category compared as the column holds it.
-
-    A text column (strings, as data models and :func:`batch_from_frame` give
-    non-numeric columns) is compared with ``str(category)``; a boolean column
-    needs a bool category; a numeric column a number (compared as float). A
-    category of the wrong type for the column is refused, never silently
-    counted as no match.
-    """
-
-    column: str
-    category: Any
-
-    def __call__(self, batch: Batch) -> np.ndarray:
-        values = np.asarray(batch[self.column])
-        cat = self.category
-        if values.dtype.kind in "USO":
-            return _equals_text(values, cat)
-        if values.dtype == bool:
-            if not isinstance(cat, (bool, np.bool_)):
-                raise fail("category", f"a bool for the boolean column {self.column!r}", cat)
-            return values == bool(cat)
-        if isinstance(cat, (bool, np.bool_)) or not isinstance(cat, (int, float, np.integer, np.floating)):
-            raise fail("category", f"a number for the numeric column {self.column!r}", cat)
-        return values == float(cat)
-
-
-@dataclass(frozen=True)
-class Indicator:
-    """What a ready-made count or proportion counts: the records with ``column == category``.
-
-    :attr:`Query.indicator` of ``count(column, category)`` and
-    ``proportion(column, category)``; data models that can tabulate the law of
-    such a count read it (e.g. a hypergeometric law for a table resampled
-    without replacement).
-
-    Attributes
-    ----------
-    column : str
-    category : object
-        A value of the column: a string for a text column (compared as
-        ``str(category)``), a bool for a boolean column, a number for a
-        numeric one.
-    statistic : {"count", "proportion"}
-        The number of such records, or their share among the ``n_records``.
-    """
-
-    column: str
-    category: Any
-    statistic: str
-
-
-_FORMS = ("{f}(column, category) — the records whose column equals category, e.g. bp.{f}(\"xray\", \"pos\") — or "
-          "{f}(predicate, columns) with predicate(batch) a boolean array (draws, n_records), e.g. "
-          "bp.{f}(lambda b: b[\"age\"] > 65, \"age\")")
-
-
-def _indicator_component(what: Any, of: Any, per_mean: bool, name: str | None, func: str) -> tuple[Component, str]:
-    """The component of ``count``/``proportion`` in either form, and the query's name."""
-    forms = _FORMS.format(f=func)
-    if isinstance(what, str):
-        from .secrets import _check_category
-
-        if not what:
-            raise fail("column", f"a non-empty column name ({forms})", what)
-        if of is _UNSET:
-            raise ParameterTypeError(f"category must be given with a column name: {forms}; got {func}({what!r}) alone")
-        try:
-            _check_category(of)
-        except ValidationError as exc:
-            raise fail("category", f"one value of column {what!r} (a string, number or bool); {forms}", of) from exc
-        label = check_name_or_none(name, "name") or f"{func}({what}={of})"
-        h = _Indicator(_Equals(what, of), what, label)
-        return Component(h, per_mean, 1.0, None, label, (what,)), label
-    if not callable(what):
-        raise ParameterTypeError(f"predicate must be a column name (str) or a callable; {forms}; got {what!r} of type "
-                                 f"{type(what).__name__}")
-    if of is _UNSET:
-        raise ParameterTypeError(f"columns must be given with a predicate (the columns it reads): {forms}")
-    label = check_name_or_none(name, "name") or func
-    cols = check_column_names(of, "columns")
-    return Component(_Indicator(what, cols[0], label), per_mean, 1.0, None, label, cols), label
-
-
-def count(predicate: Callable[[Batch], np.ndarray] | str, columns: str | Sequence[str] | Any = _UNSET, *,
-          name: str | None = None) -> Query:
-    """The number of records in a category, or satisfying a predicate.
-
-    Two forms:
-
-    * ``count(column, category)`` — records with ``column == category`` (a
-      text column is compared as ``str(category)``, a boolean column with a
-      bool, a numeric column with a number). The query records what it counts
-      (:attr:`Query.indicator`), so data models that can tabulate the law of
-      the count exactly do so (:func:`~bayespriv.calibrate` with
-      ``exact_laws="auto"``).
-    * ``count(predicate, columns)`` — records for which ``predicate(batch)``
-      (a boolean array ``(draws, n_records)``) is true; ``columns`` are the
-      columns it reads. Opaque to the data models (``indicator`` is None).
-
-    Parameters
-    ----------
-    predicate : str or callable
-        The column (first form) or the predicate (second form).
-    columns : object or str or sequence of str
-        The category (first form) or the columns the predicate reads (second form).
-    name : str, optional
-        Default ``"count(column=category)"`` (first form) or ``"count"``.
-
-    Returns
-    -------
-    Query
-        Additive, one component; per-record sensitivity 1.
-
-    Examples
-    --------
-    >>> import bayespriv as bp, pandas as pd
-    >>> data = pd.DataFrame({"xray": ["pos", "neg", "pos"], "age": [70, 40, 66]})
-    >>> q = bp.count("xray", "pos")
-    >>> q(data), q.name, q.indicator
-    (array([2.]), 'count(xray=pos)', Indicator(column='xray', category='pos', statistic='count'))
-    >>> old = bp.count(lambda b: b["age"] > 65, "age", name="over 65")
-    >>> old(data), old.indicator is None
-    (array([2.]), True)
-    """
-    comp, label = _indicator_component(predicate, columns, False, name, "count")
-    return _additive([comp], label)
-
-
-def proportion(predicate: Callable[[Batch], np.ndarray] | str, columns: str | Sequence[str] | Any = _UNSET, *,
-               name: str | None = None) -> Query:
-    """The share of records in a category, or satisfying a predicate.
-
-    The same two forms as :func:`count` — ``proportion(column, category)``
-    (recorded in :attr:`Query.indicator`) and ``proportion(predicate,
-    columns)`` — divided by the number of records.
-
-    Parameters
-    ----------
-    predicate : str or callable
-        The column (first form) or the predicate (second form).
-    columns : object or str or sequence of str
-        The category (first form) or the columns the predicate reads (second form).
-    name : str, optional
-        Default ``"proportion(column=category)"`` (first form) or ``"proportion"``.
-
-    Returns
-    -------
-    Query
-        Additive, one component; per-record sensitivity 1/n.
-
-    Examples
-    --------
-    >>> import bayespriv as bp, pandas as pd
-    >>> data = pd.DataFrame({"xray": ["pos", "neg", "pos", "neg"], "age": [70, 40, 66, 12]})
-    >>> bp.proportion("xray", "pos")(data), bp.proportion("xray", "pos").indicator.statistic
-    (array([0.5]), 'proportion')
-    >>> bp.proportion(lambda b: b["age"] > 65, "age")(data)
-    array([0.5])
-    """
-    comp, label = _indicator_component(predicate, columns, True, name, "proportion")
-    return _additive([comp], label)
-
-
-def stack(*queries: Query, name: str | None = None) -> Query:
-    """Concatenate queries into one vector-valued query.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> import bayespriv as bp
-    >>> both = bp.stack(bp.mean("weight"), bp.mean("height"))
-    >>> both.name, both.columns
-    ('stack(mean(weight), mean(height))', ('weight', 'height'))
-    >>> both(pd.DataFrame({"weight": [150.0, 170.0], "height": [60.0, 70.0]}))
-    array([160.,  65.])
-    """
-    if not queries:
-        raise fail("queries", "at least one Query", queries)
-    for q in queries:
-        if not isinstance(q, Query):
-            raise ParameterTypeError(f"stack takes Query objects; got {type(q).__name__}")
-    label = check_name_or_none(name, "name") or "stack(" + ", ".join(q.name for q in queries) + ")"
-    if all(q.additive for q in queries):
-        return _additive([c for q in queries for c in q.components], label)
-    columns = tuple(dict.fromkeys(c for q in queries for c in q.columns))
-    names = None
-    if all(q.output_names is not None for q in queries):
-        names = tuple(n for q in queries for n in q.output_names)
-    return Query(_Concatenated(tuple(queries)), columns, label, names)
 
 
 # -- fingerprint: what a query computes, as a stable hash -----------------------------------------
