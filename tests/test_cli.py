@@ -249,7 +249,7 @@ def test_chain_calibration_through_the_command_line(tmp_path, capsys):
 
     script = tmp_path / "chain.py"
     script.write_text('import bayespriv as bp\nquery = bp.count(lambda b: b["s"] == "b", "s", name="bs")\n')
-    from bayespriv.cli import _run_script
+    from bayespriv.cli.script import _run_script
 
     query = _run_script(script, "SCRIPT.py")["query"]
     chain = calibrate_chain(MarkovChain([[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5], ["a", "b"]), query, length=7)

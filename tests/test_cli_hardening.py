@@ -247,13 +247,13 @@ def test_crafted_files_in_a_real_process_print_one_line(files):
 
 
 def test_an_unexpected_failure_is_one_line(files, monkeypatch, capsys):
-    import bayespriv.cli as cli
+    import bayespriv.cli.inspection as inspection
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(cli, "_inspect_without_query", boom)
-    monkeypatch.setattr(cli, "_inspect_plots", boom)
+    monkeypatch.setattr(inspection, "_inspect_without_query", boom)
+    monkeypatch.setattr(inspection, "_inspect_plots", boom)
     src, _ = files
     monkeypatch.setattr("bayespriv.calibration.read_metadata", lambda path: {"kind": "chain"})
     assert main(["inspect", str(src / "cal.nc")]) == 1
@@ -326,7 +326,8 @@ def test_out_is_written_atomically(files, tmp_path, capsys):
     assert main(["inspect", str(out)]) == 0
     capsys.readouterr()
 
-    from bayespriv.cli import _ArgumentProblem, _write_atomically
+    from bayespriv.cli.files import _write_atomically
+    from bayespriv.cli.problems import _ArgumentProblem
 
     def fails_halfway(tmp: Path) -> None:
         tmp.write_bytes(b"half a file")

@@ -1,16 +1,11 @@
 """Audits: property-inference and likelihood-ratio attacks on mechanisms, empirical lower bounds on ε."""
 
+from .accuracy import accuracy_bound, direct_accuracy, n_leaked
 from .attack import AttackResult, default_classifier, noise_sampler, property_inference_attack
+from .densities import log_likelihood_ratio
 from .empirical import EmpiricalEpsilon, clopper_pearson, empirical_epsilon, epsilon_lower_bound
-from .likelihood import (
-    LikelihoodRatioResult,
-    accuracy_bound,
-    direct_accuracy,
-    likelihood_ratio_attack,
-    log_likelihood_ratio,
-    n_leaked,
-    sequence_attack,
-)
+from .likelihood import LikelihoodRatioResult, likelihood_ratio_attack
+from .sequence import sequence_attack
 
 __all__ = [
     "AttackResult",

@@ -347,7 +347,7 @@ def test_a_forked_child_opens_its_own_connection(ledger):
 def test_a_changed_process_id_sets_the_connection_aside_unclosed(ledger):
     """A fork that bypasses os.register_at_fork is seen by the process-id check: the inherited
     connection is set aside, not closed (it would belong to the parent), and a new one is opened."""
-    from bayespriv.accounting import ledger as ledger_module
+    from bayespriv.accounting import ledger_connection as ledger_module
 
     ledger.spent("income")
     inherited = ledger._con

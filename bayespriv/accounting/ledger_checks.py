@@ -1,0 +1,184 @@
+"""Inside the ledger's check-and-spend: the budget checks, the release and refusal rows, the common
+Markov quilt of quilt releases, and the joint accounting of the releases on the same data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from decimal import ROUND_CEILING
+from typing import Any
+
+import numpy as np
+
+from ..errors import BudgetExceededError, ValidationError
+from .joint import PriorRelease, joint_guarantee
+from .ledger_records import _JointPlan, _Request
+from .ledger_schema import DELTA_UNIT, EPSILON_UNIT, _from_units, _now, _units
+
+
+#: Relative tolerance under which two rows' max-influences of the same quilt are the same number.
+_QUILT_RTOL = 1e-12
+
+
+def _noise_of(text: str | None) -> Any:
+    from ..mechanisms.accountant import GaussianNoise, LaplaceNoise
+
+    if text is None:
+        return None
+    d = json.loads(text)
+    if d.get("kind") == "gaussian":
+        return GaussianNoise(np.array(d["cov"], dtype=float))
+    return LaplaceNoise(np.array(d["scale"], dtype=float), np.array(d["basis"], dtype=float))
+
+
+def _shared_quilts(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Per ``"θ|node"`` key of ``a``, its quilts valid in ``b`` too with the same max-influence (a key
+    ``b`` lacks keeps none: no common quilt is known for it)."""
+    out = {}
+    for key, quilts in a.items():
+        other = b.get(key, {})
+        out[key] = {q: e for q, e in quilts.items()
+                    if q in other and abs(other[q] - e) <= _QUILT_RTOL * max(1.0, abs(e))}
+    return out
+
+
+class _LedgerChecks:
+    """What :meth:`~bayespriv.accounting.Ledger.charge` does inside and around its transaction.
+
+    Each method that takes ``con`` works on the caller's connection and opens no transaction of its own.
+    """
+
+    def _check_budgets(self, con: sqlite3.Connection, req: _Request, units: dict[str, tuple[int, int]]) -> Exception | None:
+        """Inside the transaction: the first budget that refuses (recorded), or None."""
+        for name in req.protected:
+            e_units, d_units = units[name]
+            row = con.execute("SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets "
+                              "WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                self._refuse(con, req, name, "missing budget")
+                return ValidationError(
+                    f"mechanism must charge budgets that exist; got protected attribute {name!r} with no budget "
+                    f"in {str(self.path)!r} (call ledger.set_budget({name!r}, epsilon=...) first)")
+            et, dt, es, ds = row
+            if es + e_units > et or ds + d_units > dt:
+                self._refuse(con, req, name, "budget exceeded")
+                return BudgetExceededError(
+                    f"releasing {req.mechanism} (ε={req.epsilon:g}, δ={req.delta:g}) would exceed the budget of "
+                    f"{name!r}: spent ε={_from_units(es, EPSILON_UNIT):g}, δ={_from_units(ds, DELTA_UNIT):g} of "
+                    f"ε={_from_units(et, EPSILON_UNIT):g}, δ={_from_units(dt, DELTA_UNIT):g}; nothing was spent")
+        return None
+
+    @staticmethod
+    def _record_release(con: sqlite3.Connection, req: _Request, units: dict[str, tuple[int, int]],
+                        seeded: bool | None, joint: str | None) -> int:
+        """Inside the transaction: the release row, its charges and the budgets' counters."""
+        e_own = _units(req.epsilon, EPSILON_UNIT, ROUND_CEILING)
+        d_own = _units(req.delta, DELTA_UNIT, ROUND_CEILING)
+        cur = con.execute(
+            "INSERT INTO releases (time_utc, mechanism, epsilon, delta, epsilon_units, delta_units, confidence, "
+            "assumptions, theorem, protected, variables, query, seeded, calibration_hash, pid, "
+            "failed_assumptions, unchecked_assumptions, established, voided, calibration_content_hash, "
+            "dataset, composition, query_fingerprint, noise, pairs, joint) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
+            (_now(), req.mechanism, req.epsilon, req.delta, e_own, d_own, req.confidence,
+             json.dumps(req.assumptions), req.theorem, json.dumps(req.protected), json.dumps(req.variables),
+             req.query, None if seeded is None else int(bool(seeded)), req.calibration_hash, os.getpid(),
+             json.dumps(req.failed), json.dumps(req.unchecked), int(req.established), req.content_hash,
+             req.dataset, req.composition, req.query_fingerprint, req.noise, req.pairs, joint))
+        rid = int(cur.lastrowid)
+        for name in req.protected:
+            e_units, d_units = units[name]
+            con.execute("INSERT INTO charges VALUES (?, ?, ?, ?)", (rid, name, e_units, d_units))
+            con.execute("UPDATE budgets SET epsilon_spent = epsilon_spent + ?, delta_spent = delta_spent + ?, "
+                        "updated_utc = ? WHERE name = ?", (e_units, d_units, _now(), name))
+        return rid
+
+    @staticmethod
+    def _refuse(con: sqlite3.Connection, req: _Request, budget: str, reason: str) -> None:
+        con.execute("INSERT INTO refusals (time_utc, mechanism, epsilon, delta, protected, variables, query, budget, "
+                    "reason, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (_now(), req.mechanism, req.epsilon, req.delta, json.dumps(req.protected),
+                     json.dumps(req.variables), req.query, budget, reason, os.getpid()))
+
+    def _no_common_quilt(self, con: sqlite3.Connection, req: _Request) -> Exception | None:
+        """Inside the transaction: for a Markov quilt release, None when every (θ, sensitive node) has a
+        quilt valid for it and for every quilt release already granted on its dataset and budgets
+        (:mod:`bayespriv.accounting.joint`, ``"quilt"``); else the error refusing it (nothing recorded)."""
+        from .joint import JointAccountingError
+
+        common = json.loads(req.noise)["valid"]
+        for name in req.protected:
+            rows = con.execute(
+                "SELECT r.id, r.noise FROM releases r JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 "
+                "AND r.dataset = ? AND r.composition = 'quilt' AND c.budget = ? ORDER BY r.id",
+                (req.dataset, name)).fetchall()
+            for rid, text in rows:
+                common = _shared_quilts(common, json.loads(text)["valid"])
+                empty = sorted(key for key, quilts in common.items() if not quilts)
+                if empty:
+                    return JointAccountingError(
+                        f"releasing {req.mechanism} on dataset {req.dataset!r} needs, for every member θ and "
+                        f"sensitive node, a Markov quilt valid for it and for every earlier quilt release there "
+                        f"(linear composition conditions on one quilt); none is shared with release {rid} for "
+                        f"{empty}. Use the same ε and quilts (quilts=...), more noise, or pass independent=True "
+                        "to declare the releases independent (recorded as an assumption); nothing was spent")
+        return None
+
+    # -- joint accounting of the releases on the same data --------------------------------------------
+    def _priors(self, con: sqlite3.Connection, dataset: str, budget: str) -> list[tuple]:
+        return con.execute(
+            "SELECT r.id, r.query_fingerprint, r.noise, r.epsilon, r.delta, r.pairs, r.joint FROM releases r "
+            "JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 AND r.dataset = ? AND r.composition = 'joint' "
+            "AND c.budget = ? ORDER BY r.id", (dataset, budget)).fetchall()
+
+    def _joint_plan(self, mechanism: Any, req: _Request) -> "_JointPlan":
+        """Outside any transaction (it takes seconds): the joint guarantee per budget with the releases
+        already granted on the dataset, and the units each budget is charged."""
+        with self._connect() as con:
+            rows = {name: self._priors(con, req.dataset, name) for name in req.protected}
+        new_noise = _noise_of(req.noise)
+        own = _units(req.epsilon, EPSILON_UNIT, ROUND_CEILING)
+        units, record, last, cache, seeds = {}, {}, {}, {}, {}
+        for name, prior_rows in rows.items():
+            last[name] = prior_rows[-1][0] if prior_rows else 0
+            if not prior_rows:  # the first release on this dataset: its own guarantee is the joint one
+                units[name] = own
+                record[name] = {"epsilon": req.epsilon, "delta": req.delta, "units": own, "method": "first",
+                                "releases": []}
+                continue
+            key = tuple(r[0] for r in prior_rows)
+            if key not in cache:
+                priors = [PriorRelease(r[0], r[1], _noise_of(r[2]), float(r[3]), float(r[4]),
+                                       tuple(json.loads(r[5] or "[]"))) for r in prior_rows]
+                # The seed of a stacked calibration, recorded on the row: anyone can redraw the same joint law.
+                seeds[key] = int.from_bytes(hashlib.sha256(f"{req.dataset}|{key}".encode()).digest()[:8], "little")
+                cache[key] = joint_guarantee(mechanism, priors, live=self._live, new_noise=new_noise, seed=seeds[key])
+            joint = cache[key]
+            before = json.loads(prior_rows[-1][6] or "{}").get(name, {}).get("epsilon", 0.0)
+            increase = max(0.0, joint.epsilon - float(before))
+            units[name] = _units(increase, EPSILON_UNIT, ROUND_CEILING)
+            record[name] = {"epsilon": joint.epsilon, "delta": joint.delta, "units": units[name],
+                            "method": joint.method, "releases": list(joint.releases),
+                            "assumptions": list(joint.assumptions),
+                            "seed": seeds[key] if joint.method == "stacked calibration" else None}
+        return _JointPlan(units, json.dumps(record, sort_keys=True), last)
+
+    def _priors_moved(self, con: sqlite3.Connection, req: _Request, plan: "_JointPlan") -> bool:
+        """Inside the transaction: whether a release was granted (or voided) on the dataset since the plan."""
+        for name in req.protected:
+            rows = self._priors(con, req.dataset, name)
+            if (rows[-1][0] if rows else 0) != plan.last[name] or len(rows) != len(json.loads(plan.record)[name]["releases"]):
+                return True
+        return False
+
+    def _remember(self, release_id: int, mechanism: Any) -> None:
+        """Keep the query and data model of a granted release for the joint accounting of later ones."""
+        from ..calibration.engine import model_of
+
+        cal = getattr(mechanism, "calibration", None)
+        model = model_of(cal) if cal is not None else None
+        if model is not None and getattr(cal, "query", None) is not None:
+            self._live[release_id] = (cal.query, model, tuple(cal.pairs))

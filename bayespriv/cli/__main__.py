@@ -1,0 +1,7 @@
+"""``python -m bayespriv.cli``: the ``bayespriv`` command."""
+
+import sys
+
+from bayespriv.cli import main
+
+sys.exit(main())

@@ -1,0 +1,36 @@
+"""What ``bayespriv release`` prints: the release as JSON, or as text."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def _release_json(release: Any, args: argparse.Namespace, query: Any) -> str:
+    """The release as JSON (``Release.to_dict``, which ``Release.from_dict`` reads back), with the query's
+    fingerprint and the calibration file."""
+    import json
+
+    out = release.to_dict(level=args.level)
+    out["query_fingerprint"] = query.fingerprint
+    out["calibration"] = str(args.calibration)
+    return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def _release_text(release: Any, args: argparse.Namespace) -> str:
+    """One line per component (``mean(x) = 148.52 ± 12.3 (sd)``, its noise-only interval), then the
+    mechanism, the guarantee, post-processing and the ledger row."""
+    pct = f"{100 * args.level:g}%"
+    lines = []
+    for line, (low, high) in zip(release.summary(), release.interval(args.level)):
+        lines.append(f"{line}    {pct} noise interval [{low:.6g}, {high:.6g}]")
+    lines.append(f"mechanism: {release.mechanism}; guarantee {release.guarantee}")
+    if not release.established:
+        lines.append("NOT ESTABLISHED: released with a failed assumption check")
+    if not release.verified:
+        lines.append("UNVERIFIED calibration: released with --accept-unverified")
+    if release.postprocessed:
+        lines.append(f"post-processing (free of privacy cost): {', '.join(release.postprocessed)}")
+    if release.ledger_id is not None:
+        lines.append(f"ledger row: {release.ledger_id} in {str(args.ledger)!r}")
+    return "\n".join(lines)

@@ -1,0 +1,149 @@
+"""``bayespriv release``: build a mechanism on a saved calibration, open the ledger, release on a CSV file."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import shlex
+import sys
+from typing import Any
+
+import bayespriv as bp
+from bayespriv.cli.calibration_files import _load_trusting, _unverified_opt_in
+from bayespriv.cli.files import _read_data
+from bayespriv.cli.output import _release_json, _release_text
+from bayespriv.cli.problems import _ArgumentProblem
+from bayespriv.cli.script import _run_script, _script_query
+from bayespriv.errors import BayesPrivError
+
+
+#: Mechanisms the command line builds as ``NAME(calibration, epsilon=E[, delta=D])``.
+_NOT_FROM_CALIBRATION = frozenset({"WithExtraLaplace", "APMQM"})
+
+
+def _cli_mechanisms() -> dict[str, type]:
+    from bayespriv import mechanisms as M
+
+    out = {}
+    for name in M.__all__:
+        obj = getattr(M, name)
+        if isinstance(obj, type) and issubclass(obj, M.Mechanism) and obj is not M.Mechanism \
+                and name not in _NOT_FROM_CALIBRATION:
+            out[name] = obj
+    return out
+
+
+def _build_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
+    known = _cli_mechanisms()
+    cls = known.get(args.mechanism)
+    if cls is None:
+        raise _ArgumentProblem("--mechanism", f"there is no mechanism {args.mechanism!r}",
+                               f"pass one of {', '.join(known)}")
+    kwargs = {"epsilon": args.epsilon} if args.delta is None else {"epsilon": args.epsilon, "delta": args.delta}
+    if args.accountant != "auto":
+        if "accountant" not in inspect.signature(cls.__init__).parameters:
+            raise _ArgumentProblem("--accountant", f"{args.mechanism} rests on its own theorem and takes no accountant",
+                                   "drop --accountant, or choose an additive-noise mechanism (APGM, EigM, DauM, ...)")
+        kwargs["accountant"] = args.accountant
+    try:
+        return cls(cal, **kwargs)
+    except (BayesPrivError, TypeError) as exc:
+        raise _ArgumentProblem("--mechanism/--epsilon/--delta",
+                               f"{args.mechanism} cannot be built on this calibration with {kwargs}: {exc}",
+                               "choose another mechanism, ε or δ (see `bayespriv release --help`)") from exc
+
+
+def _open_ledger(args: argparse.Namespace, mech: Any) -> Any:
+    """The ledger of ``--ledger`` (created if missing) with the budgets of ``--budget`` created.
+
+    ``--budget`` creates a budget that does not exist yet and does nothing when it already has that
+    value; it never changes one (a command run again with another number must not lift a spent
+    budget): that is refused here, before anything is released or spent. Changing a budget is
+    ``bayespriv ledger set-budget``.
+    """
+    if args.ledger is None:
+        if args.budget:
+            raise _ArgumentProblem("--budget", "--budget was given without --ledger",
+                                   "add --ledger BUDGET.sqlite (the file that keeps the budgets)")
+        return None
+    try:
+        ledger = bp.Ledger(args.ledger)
+    except BayesPrivError as exc:
+        raise _ArgumentProblem("--ledger", str(exc), "fix or restore the ledger file, or pass another path; "
+                                                     "nothing was released") from exc
+    where = shlex.quote(str(args.ledger))
+    given: dict[str, tuple[float, float]] = {}
+    for name, eps, delta, text in args.budget:
+        if given.setdefault(name, (eps, delta)) != (eps, delta):
+            raise _ArgumentProblem("--budget", f"budget {name!r} is given twice with different values",
+                                   "give each budget once")
+    for name, eps, delta, text in args.budget:
+        try:
+            created = ledger.create_budget(name, eps, delta, reason="bayespriv release --budget")
+        except BayesPrivError as exc:
+            current = getattr(exc, "current", None)
+            if current is None:
+                raise _ArgumentProblem("--budget", f"{name}={text}: {exc}", "pass NAME=EPS[,DELTA] with a budget the "
+                                                                          "ledger can hold") from exc
+            raise _ArgumentProblem(
+                "--budget", f"budget {name!r} in {str(args.ledger)!r} is ε={current[0]:g}, δ={current[1]:g}, and "
+                            f"--budget {name}={text} would change it; nothing was released or spent",
+                f"--budget only creates a budget; to change it on purpose run `bayespriv ledger set-budget {where} "
+                f"{shlex.quote(name)} {shlex.quote(text)}`") from exc
+        if created:
+            print(f"bayespriv: created budget {name!r} in {str(args.ledger)!r}: ε={eps:g}, δ={delta or 0:g}",
+                  file=sys.stderr)
+    missing = [name for name in dict.fromkeys(getattr(mech, "protected", ()) or ()) if name not in ledger.budgets()]
+    if missing:
+        raise _ArgumentProblem("--budget", f"the ledger {str(args.ledger)!r} has no budget for {missing!r}, which "
+                                           f"{args.mechanism} protects; nothing was released or spent",
+                               f"create it with --budget {missing[0]}=EPS[,DELTA]")
+    return ledger
+
+
+def _release_cmd(args: argparse.Namespace) -> int:
+    query = _script_query(_run_script(args.script, "--script"), args.script, "--script")
+    cal = _load_trusting(args.calibration, "CAL.nc", query, args.trust_unverified)
+    data = _read_data(args.data)
+    mech = _build_mechanism(cal, args)
+    ledger = _open_ledger(args, mech)
+    try:
+        release = _release_on(mech, data, ledger, args)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    if args.output_format == "text":
+        print(_release_text(release, args))
+    else:
+        print(_release_json(release, args, query))
+    return 0
+
+
+def _release_on(mech: Any, data: Any, ledger: Any, args: argparse.Namespace) -> Any:
+    """``mech.release`` on the data, each refusal turned into the command's one-line error."""
+    from bayespriv.accounting.joint import JointAccountingError, JointLeakError
+    from bayespriv.errors import AssumptionFailedError, BudgetExceededError, ReleaseMismatchError
+
+    try:
+        return mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions,
+                            dataset_name=args.dataset_name, independent=args.independent, clip=args.clip,
+                            **_unverified_opt_in(args))
+    except ReleaseMismatchError as exc:
+        raise _ArgumentProblem("--data", str(exc), "pass the dataset the calibration was made for (rows, columns "
+                                                   "and query as calibrated)") from exc
+    except JointLeakError as exc:
+        raise _ArgumentProblem("--data", str(exc), "release with more noise (a smaller --epsilon), or on other data",
+                               code=1) from exc
+    except JointAccountingError as exc:
+        raise _ArgumentProblem("--independent", str(exc), "pass --independent to declare the release independent of "
+                               "the earlier ones on this data (recorded), or --dataset-name if it is other data",
+                               code=1) from exc
+    except BudgetExceededError as exc:
+        protected = tuple(getattr(mech, "protected", ()) or ())
+        name = shlex.quote(protected[0]) if len(protected) == 1 else "NAME"
+        raise _ArgumentProblem("--ledger", str(exc), "release with a smaller --epsilon/--delta, or raise the budget "
+                               f"on purpose: bayespriv ledger set-budget {shlex.quote(str(args.ledger))} {name} "
+                               "EPS[,DELTA]", code=1) from exc
+    except AssumptionFailedError as exc:
+        raise _ArgumentProblem("--mechanism", str(exc), "follow a remedy above, or pass --accept-failed-assumptions "
+                               "to release with the guarantee recorded as NOT ESTABLISHED", code=1) from exc
