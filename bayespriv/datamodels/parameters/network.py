@@ -21,6 +21,7 @@ pgmpy is imported lazily (only the user's networks are read here; none is built)
 from __future__ import annotations
 
 import numbers
+import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -89,9 +90,12 @@ def is_density(obj: Any) -> bool:
 
 
 def _is_pymc(obj: Any) -> bool:
-    module = type(obj).__module__ or ""
-    name = type(obj).__name__
-    return (module.startswith("pymc") and name == "Model") or (module == "bayespriv.datamodels.pymc" and name == "PyMCDataModel")
+    """Whether ``obj`` is a PyMC model or a PyMCDataModel (a ``pm.Model`` exists only once pymc is imported,
+    so this never imports pymc itself)."""
+    from ..pymc import PyMCDataModel
+
+    pymc = sys.modules.get("pymc")
+    return isinstance(obj, PyMCDataModel) or (pymc is not None and isinstance(obj, pymc.Model))
 
 
 def as_density(obj: Any) -> Any:
