@@ -54,6 +54,7 @@ from ..calibration.assumptions import check_assumptions
 from ..calibration.moments import shrink_factor
 from .accounted import accounted_theorem, uses_real_law
 from .base import Guarantee, Mechanism, check_gaussian_params, check_noise
+from .relaxation import SampledMomentMechanism
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius
 from .privacy_loss import PairBox, box_assumptions, box_delta, gaussian_delta, privacy_curve, scale_for_delta
 
@@ -78,7 +79,7 @@ SAFETY = 1e-9
 ROUNDING_RTOL = 1e-12
 
 
-class ExpM(Mechanism):
+class ExpM(SampledMomentMechanism):
     """Expected Value Mechanism: noise scaled to the largest mean difference.
 
     * ``noise="laplace"`` (Theorem 4.1): adds Lap(Δ_{E,1}/ε) to each
@@ -134,9 +135,9 @@ class ExpM(Mechanism):
         self.accountant = accountant
         if self.delta > 0 and uses_real_law(calibration, accountant):
             account_noise(self)
+        self._freeze()
 
-    @property
-    def guarantee(self):
+    def _compute_guarantee(self) -> Guarantee:
         laplace_theorem = self.noise_kind == "laplace" and self.accounting is None
         return self._guarantee(delta=0.0 if laplace_theorem else None)
 
@@ -393,7 +394,7 @@ def _blind_spot(epsilon: float, target: float, shape: np.ndarray, boxes: tuple[P
                for bx in boxes for d, a, b in bx.candidates())
 
 
-class _GaussianConstraintMechanism(Mechanism):
+class _GaussianConstraintMechanism(SampledMomentMechanism):
     """Shared set-up of the Gaussian mechanisms built on Corollary A.1, and of
     their unequal-covariance calibration (module docstring)."""
 
@@ -559,6 +560,7 @@ class Noiseless(_GaussianConstraintMechanism):
             self.report = report
             self._set_gaussian(np.zeros((self.k, self.k)))
             self._finish({}, int(np.argmax(m2)))
+            self._freeze()
             return
         if not report.holds:
             raise ValidationError(
@@ -569,6 +571,7 @@ class Noiseless(_GaussianConstraintMechanism):
         self.report = report
         self._set_gaussian(np.zeros((self.k, self.k)))
         self._finish({}, int(np.argmax(m2)))
+        self._freeze()
 
     def _account_noiseless(self) -> None:
         """The exact release accounted on the real law: only an exact finite law in one dimension can be."""
@@ -631,7 +634,7 @@ def _dirm_theorem(noise_kind: str, n_directions: int) -> str:
     )
 
 
-class DirM(Mechanism):
+class DirM(SampledMomentMechanism):
     """Directional Expected Value Mechanism: noise only where the means move.
 
     The mean differences d (every corner of every (θ, pair) box) span a
@@ -758,6 +761,7 @@ class DirM(Mechanism):
             self.scales = np.sqrt(np.diag(self.directions.T @ self.noise_cov @ self.directions)) \
                 if self.noise_kind == "gaussian" else np.array(self._laplace[0])
             self.scales.setflags(write=False)
+        self._freeze()
 
     def _geometry(self, cons: PairConstraints, directions: Any) -> _DirGeometry:
         """The noise directions that carry some difference, and every corner's coordinates along them."""
@@ -836,8 +840,7 @@ class DirM(Mechanism):
                 best, best_cost = x, cost
         return best
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def _compute_guarantee(self) -> Guarantee:
         laplace_theorem = self.noise_kind == "laplace" and self.accounting is None
         return self._guarantee(delta=0.0 if laplace_theorem else None)
 
@@ -1015,6 +1018,7 @@ class EigM(_GaussianConstraintMechanism):
         worst = int(np.argmax(plan.need.sum(axis=1))) if len(cons) else 0
         self._finish({"sensitivity": plan.sensitivity, "required": plan.required, "credit": list(plan.credit),
                       "offdiag": plan.offdiag}, worst)
+        self._freeze()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1409,3 +1413,4 @@ class DauM(_GaussianConstraintMechanism):
         self._set_gaussian(cov)
         worst = int(np.argmax(plan.per_pair)) if len(cons) else 0
         self._finish({"alpha": plan.alpha, "credit": plan.credit, "perp": plan.perp, "sigma2": plan.per_pair}, worst)
+        self._freeze()

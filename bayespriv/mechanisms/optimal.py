@@ -619,6 +619,7 @@ class OptimalGaussian(_GaussianConstraintMechanism):
         self._set_gaussian(cov)
         worst = int(np.argmax(noiseless)) if len(cons) else 0
         self._finish({"noiseless": noiseless}, worst)
+        self._freeze()
 
     def _optimise(self, cons: PairConstraints, r2: float) -> tuple[np.ndarray, str]:
         candidates: dict[str, np.ndarray] = {}
