@@ -498,6 +498,11 @@ class SubsetCountMechanism(Mechanism):
         return (self._subset[0], self._subset[1])
 
     @property
+    def theorem(self) -> str:
+        """The theorem the guarantee rests on (fixed at construction)."""
+        return _THEOREMS[self._subset[3]]
+
+    @property
     def noise(self) -> str:
         """``"two_sided_geometric"``: integer noise moved between the cells of a row."""
         return "two_sided_geometric"
