@@ -31,7 +31,7 @@ from scipy import stats
 
 import bayespriv as bp
 from bayespriv.accounting import cell_variance, subset_count_array
-from bayespriv.accounting.subset import _alpha, _exact_pair_draws, _noise
+from bayespriv.mechanisms.subset_count import _alpha, _exact_pair_draws, _noise
 from bayespriv.audit.empirical import epsilon_lower_bound
 from bayespriv.calibration import calibration_from_samples
 from bayespriv.calibration.wasserstein import (

@@ -9,6 +9,7 @@ has no builder here.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -104,6 +105,6 @@ def mechanism_classes() -> list[str]:
     out = []
     for name in M.__all__:
         obj = getattr(M, name)
-        if isinstance(obj, type) and issubclass(obj, M.Mechanism) and obj is not M.Mechanism:
+        if isinstance(obj, type) and issubclass(obj, M.Mechanism) and not inspect.isabstract(obj):
             out.append(name)
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import math
 import pickle
 from types import MappingProxyType
@@ -776,7 +777,7 @@ MECHANISM_BUILDERS = {
 }
 MECHANISM_CLASSES = sorted(
     name for name in _M.__all__
-    if isinstance(getattr(_M, name), type) and issubclass(getattr(_M, name), _M.Mechanism) and getattr(_M, name) is not _M.Mechanism
+    if isinstance(getattr(_M, name), type) and issubclass(getattr(_M, name), _M.Mechanism) and not inspect.isabstract(getattr(_M, name))
 )
 
 def _case(name: str, case: str):

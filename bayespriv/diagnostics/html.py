@@ -150,10 +150,10 @@ def _mechanism_facts(mech: Any) -> list[tuple[str, Any]]:
 def _checks_html(mech: Any) -> str:
     """Stage 3: each checked assumption with its result (``mech.assumption_checks.summary()``)."""
     try:
-        report = mech.assumption_checks
+        report = getattr(mech, "assumption_checks", None)  # None: a mechanism whose proof rests on Θ alone
     except BayesPrivError as exc:  # shown, not swallowed: the user sees why nothing was checked
         return f"<p><b>Assumption checks</b>: could not be read ({html.escape(str(exc))})</p>"
-    summary = report.summary()
+    summary = report.summary() if report is not None else ()
     if not len(summary):
         return ("<p style='margin:0.2em 0'><b>Assumption checks</b>: none can be run on samples for this mechanism "
                 "(its assumptions, listed in the guarantee, are about Θ or vouched for)</p>")

@@ -5,7 +5,8 @@ Each takes a :class:`~bayespriv.Calibration` and (ε, δ), and exposes its
 """
 
 from .apgm import APGM, APGMnG
-from .base import Guarantee, Mechanism, Release, WithExtraLaplace
+from .base import Guarantee, Mechanism, Release
+from .relaxation import SampledMomentMechanism, WithExtraLaplace
 from .expected_value import DauM, DirM, EigM, ExpM, Noiseless, NoiselessReport, noiseless_ok
 from .optimal import OptimalGaussian
 from .groupdp import GroupDP
@@ -44,6 +45,7 @@ __all__ = [
     "Wasserstein",
     "ApproxWasserstein",
     "Mechanism",
+    "SampledMomentMechanism",
     "Guarantee",
     "Release",
     "gaussian_radius",

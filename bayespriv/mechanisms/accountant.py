@@ -53,7 +53,7 @@ import pandas as pd
 from scipy.special import ndtri
 
 from .._validation import check_delta, check_epsilon, described, fail
-from ..calibration.laws import SAMPLED_LAW, Condition, FiniteLaw, GaussianLaw, SampledLaw
+from ..calibration.laws import SAMPLED_LAW, Condition, SampledLaw
 from ..errors import ValidationError
 from .finite_exact import finite_hockey
 from .mixture_1d import grid_hockey, grid_hockey_both

@@ -11,7 +11,8 @@ from .._validation import check_delta
 from ..calibration import Calibration
 from ..calibration.assumptions import RelaxationEstimate, estimate_lambda_eta
 from ..errors import ValidationError
-from .base import Guarantee, Mechanism, check_gaussian_params, check_nonnegative, relaxed_parameters
+from .base import Guarantee, check_gaussian_params
+from .relaxation import SampledMomentMechanism, check_nonnegative, relaxed_parameters
 from .noise import gaussian_radius
 from .covariance_modes import choose_covariance_mode, unequal_covariance_boxes, unequal_noise
 from .accounted import accounted_theorem, uses_real_law
@@ -20,7 +21,7 @@ from .privacy_loss import PairBox, box_assumptions, privacy_curve
 __all__ = ["APGM", "APGMnG"]
 
 
-class APGM(Mechanism):
+class APGM(SampledMomentMechanism):
     """Attribute-Private Gaussian Mechanism (Algorithm 1 of Zhang, Ohrimenko,
     Yang & Cummings, *Attribute Privacy*, FAccT 2022).
 
@@ -120,10 +121,11 @@ class APGM(Mechanism):
         self.accountant = accountant
         if uses_real_law(calibration, accountant):
             self._set_accounted_noise()
-            return
-        self.covariance_mode = choose_covariance_mode(self, covariance)
-        if self.covariance_mode == "unequal":
-            self._set_unequal_noise()
+        else:
+            self.covariance_mode = choose_covariance_mode(self, covariance)
+            if self.covariance_mode == "unequal":
+                self._set_unequal_noise()
+        self._freeze()
 
     def _set_accounted_noise(self) -> None:
         """Stage 2 (real law): keep the shape σ²I, scale it by the accountant of the released law."""
@@ -267,7 +269,7 @@ class APGMnG(APGM):
         divergence_confidence: float = 0.95,
         gaussian_calibration: str = "analytic",
     ) -> None:
-        Mechanism.__init__(self, calibration, epsilon=epsilon, delta=delta)
+        SampledMomentMechanism.__init__(self, calibration, epsilon=epsilon, delta=delta)
         if lambda_eta is None and any(m.sample_array is None for m in calibration.members):
             raise ValidationError(
                 "calibration must carry samples (built by calibrate) for APGMnG to estimate λ_η; got one without "
@@ -289,6 +291,7 @@ class APGMnG(APGM):
         self.inner_epsilon, self.inner_delta = self._inner_parameters()
         self._set_apgm_noise(calibration, gaussian_calibration,
                              radius=gaussian_radius(self.inner_epsilon, self.inner_delta, gaussian_calibration))
+        self._freeze()
 
     def _default_eta(self) -> float:
         """A quarter of the δ budget: η = δ/(4(1 + e^ε))."""
@@ -319,8 +322,7 @@ class APGMnG(APGM):
                                   "(with more draws) or ask a larger delta")
         return eps0, min(delta0, 0.5)
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def _compute_guarantee(self) -> Guarantee:
         cal = self.calibration
         assumptions = tuple(dict.fromkeys((self._divergence_label,) + cal.assumptions))
         return Guarantee(self.epsilon, self.delta, cal.confidence, assumptions,

@@ -1,17 +1,17 @@
-"""What every mechanism shares: its Guarantee, its noise, and release.
+"""The contract every mechanism provides: its Guarantee, its noise plan, and release.
 
-A mechanism is built from a :class:`~bayespriv.calibration.Calibration` and
-(ε, δ); it knows its noise and its :class:`Guarantee` before it sees any data
-(ask the cost first). ``release`` applies the calibration's query to a dataset;
+:class:`Mechanism` is the abstract base: a mechanism knows its noise and its
+:class:`Guarantee` before it sees any data (ask the cost first), fixes both at
+construction, and then only releases. ``release`` applies the query to a dataset;
 ``release_value`` takes an answer F(X) computed elsewhere. With a ledger, the
-budget is checked and spent *before* any noise is drawn.
+budget is checked and spent *before* any noise is drawn. The mechanisms built on
+sampled moments of F and their relaxations are in :mod:`~bayespriv.mechanisms.relaxation`.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-import functools
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -20,19 +20,9 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_delta, check_epsilon, check_real, fail, sealed, thaw
+from .._validation import check_choice, check_delta, check_epsilon, fail, sealed, thaw
 from ..calibration import Calibration
 from ..calibration.persist import check_query
-from ..calibration.assumptions import (
-    CHECKABLE,
-    DEFAULT_ALPHA,
-    AssumptionReport,
-    RelaxationEstimate,
-    check_assumptions,
-    default_eta,
-    estimate_lambda_eta,
-    estimate_w_infinity,
-)
 from ..errors import ImmutableError, ParameterTypeError, ValidationError
 from ..random import RNGLike
 from .exact_noise import (BitSource, DEFAULT_GRID_BITS, discretization_grid_bits, discretization_reserve, plan_gaussian,
@@ -53,15 +43,7 @@ from .release_path import (
     watch_seed,
 )
 
-__all__ = ["Guarantee", "Release", "Mechanism", "LedgerLike", "WithExtraLaplace", "relaxed_parameters"]
-
-#: Assumptions about the law of F that the Gaussian approximations of Theorems 4.6 / 4.7 make unnecessary.
-DISTRIBUTIONAL_ASSUMPTIONS = CHECKABLE
-
-
-#: Properties a subclass may define that are computed once, when construction ends, and then fixed
-#: (:meth:`Mechanism.__init_subclass__` moves a subclass's property to ``_compute_<name>``).
-_FIXED_PROPERTIES = ("guarantee", "k", "protected", "variables")
+__all__ = ["Guarantee", "Release", "Mechanism", "LedgerLike"]
 
 
 class _FixedState(NamedTuple):
@@ -161,35 +143,51 @@ class LedgerLike(Protocol):
 
 
 class Mechanism(abc.ABC):
-    """Base of every mechanism. Subclasses set the noise in ``__init__``.
+    """The contract of every mechanism: a guarantee and a noise plan fixed at construction, then release.
 
-    Exposes, before any data: :attr:`guarantee`, :attr:`noise_cov` and, for
-    Laplace noise, :attr:`noise_scale` and :attr:`noise_basis`.
+    A concrete mechanism computes its noise from its arguments in ``__init__`` (after
+    ``Mechanism.__init__``) and ends its constructor with :meth:`_freeze`, which plans the exact
+    sampler, fixes what is charged and what the release path reads, and freezes the instance.
+    :meth:`release` and :meth:`release_value` are template methods on top of the members below.
+
+    Abstract members (a subclass missing one cannot be instantiated: ``TypeError``)
+    ----------------------------------------------------------------------------------
+    _compute_guarantee() -> Guarantee
+        What the mechanism promises, computed from the state construction set. Called once, by
+        :meth:`_freeze`; :attr:`guarantee` and :attr:`accounting_record` then hand out that fixed
+        value (with the exact sampler's discretization cost, :meth:`_discretized`). It must not
+        depend on the data, and must state exactly the (ε, δ) asked for (:attr:`requested`) or a
+        stronger one, or construction must refuse.
+    _plan_noise() -> plan or None
+        The exact sampler of the noise (:mod:`~bayespriv.mechanisms.exact_noise`): an object whose
+        ``release(value, bits)`` adds one draw to ``value`` (optional ``tv_bound`` and ``theorem``
+        for :meth:`_discretized`), or None when nothing is added. Called once, by :meth:`_freeze`;
+        additive-noise mechanisms return :meth:`_plan_additive_noise` (the noise set with
+        :meth:`_set_gaussian` / :meth:`_set_laplace`).
+
+    Members with a default, which a subclass overrides when its state differs
+    --------------------------------------------------------------------------
+    _compute_k(), _compute_protected(), _compute_variables()
+        The released dimension, the attributes whose budgets a ledger charges (at least one) and
+        the columns the value depends on; by default read off ``calibration`` (its ``k``, its
+        pairs' secrets, its query's columns). Fixed at construction as :attr:`k`,
+        :attr:`protected`, :attr:`variables`.
+    _composition : ClassVar[str]
+        How releases compose (a key of :data:`bayespriv.accounting.joint.COMPOSITIONS`), read by the
+        ledger through :attr:`composition`: ``"joint"`` (Pufferfish, accounted jointly; the
+        default), ``"dp"``, ``"subset"``, ``"chain"``, ``"quilt"``. The ledger never looks at the
+        class itself.
+    _checked_epsilon(epsilon) (classmethod)
+        The ε the noise can take (default: > 0 and within
+        :func:`~bayespriv.mechanisms.release_path.check_mechanism_epsilon`'s numerical range).
+
+    What the ledger reads: :attr:`accounting_record`, :attr:`protected`, :attr:`variables`,
+    :attr:`composition`, the noise (:attr:`noise`, :attr:`noise_scale`, :attr:`noise_basis`, a copy
+    of the covariance) and ``calibration``; :meth:`privacy_curve` gives δ(ε) where an accountant
+    calibrated the noise.
 
     Notes
     -----
-    Honest assumptions. The assumptions of the proof (:attr:`proof_assumptions`, e.g.
-    ``"gaussian_query"``, ``"equal_covariance"``, ``"translation"``) are
-    tested on the calibration samples, lazily, the first time
-    :attr:`guarantee` (or :attr:`assumption_checks`) is read
-    (:func:`~bayespriv.calibration.assumptions.check_assumptions`, false-failure
-    probability :attr:`assumption_alpha` per assumption; cached per
-    calibration). The guarantee keeps every assumption named — a passed test
-    is not a proof, and a ``from_moments`` calibration cannot be tested (the
-    user vouches) — and lists those whose test failed in
-    ``Guarantee.failed_assumptions``; no warning is emitted. Then:
-
-    * :attr:`relaxed_guarantee` / :meth:`relaxed`: Theorem 4.6 of Chen &
-      Ohrimenko (AISTATS 2023): (ε + 2λ, (1 + e^{ε+λ})η + e^λ δ) with λ an
-      *estimate* of the η-approximate max-divergence between the true laws of
-      F and Gaussian approximations for which the mechanism is private
-      (assumption ``"estimated_divergence"``), or a λ you supply;
-    * :meth:`with_extra_laplace`: Theorem 4.7 (η-trimmed): the same mechanism
-      plus Laplace noise of scale W/λ per component, W bounding the
-      ∞-Wasserstein distance between the true laws and the approximations
-      (a confidence bound for k = 1);
-    * :meth:`check` returns the report, or raises with ``strict=True``.
-
     Release noise (every mechanism). Noise is drawn by an exact grid plan of
     :mod:`~bayespriv.mechanisms.exact_noise`, built at construction from the
     mechanism's continuous noise (``noise_cov`` or ``noise_scale``/``noise_basis``),
@@ -213,7 +211,7 @@ class Mechanism(abc.ABC):
       plan's (1 + e^ε)τ is checked against it at construction), so the stated δ
       is exactly the one asked for. b = 60 for every ε ≤ 5, δ ≥ 1e-9.
 
-    Immutability. When construction ends the mechanism is frozen: assignment and
+    Immutability. Once :meth:`_freeze` has run the mechanism is frozen: assignment and
     deletion raise :class:`~bayespriv.errors.ImmutableError`, and so does
     ``object.__setattr__`` on ``calibration``, ``epsilon``, ``delta`` and the
     properties. What is charged and what is drawn were fixed at construction in
@@ -235,17 +233,10 @@ class Mechanism(abc.ABC):
     #: How releases compose (a key of :data:`bayespriv.accounting.joint.COMPOSITIONS`), declared by the class
     #: and read through :attr:`composition`: Pufferfish mechanisms are accounted jointly by the ledger.
     _composition: ClassVar[str] = "joint"
-    #: Assumptions of the mechanism's proof (the calibration's are added).
-    proof_assumptions: ClassVar[tuple[str, ...]] = ()
-    #: False-failure probability of each assumption check (set on an instance to change it).
-    assumption_alpha: ClassVar[float] = DEFAULT_ALPHA
 
-    def __init__(self, calibration: Calibration, *, epsilon: float, delta: float = 0.0) -> None:
-        if not isinstance(calibration, Calibration):
-            raise ParameterTypeError(f"calibration must be a bayespriv Calibration; got {type(calibration).__name__}")
+    def __init__(self, calibration: Any, *, epsilon: float, delta: float = 0.0) -> None:
         self.calibration = calibration
-        self.epsilon = check_epsilon(epsilon)
-        check_mechanism_epsilon(self.epsilon)
+        self.epsilon = self._checked_epsilon(epsilon)
         self.delta = check_delta(delta, allow_zero=True)
         self._gaussian_cov: np.ndarray | None = None
         self._accounted: Any = None
@@ -262,24 +253,26 @@ class Mechanism(abc.ABC):
             raise fail("delta", f"larger than the exact sampler's reserve {self._noise_reserve:.3g} (grid of "
                        f"{self._noise_grid_bits} bits at epsilon={self.epsilon:g})", delta)
 
+    @classmethod
+    def _checked_epsilon(cls, epsilon: Any) -> float:
+        """ε checked (> 0, finite), and within the range noise scales can be computed in."""
+        eps = check_epsilon(epsilon)
+        check_mechanism_epsilon(eps)
+        return eps
+
+    # -- the abstract contract ---------------------------------------------------------------
+    @abc.abstractmethod
+    def _compute_guarantee(self) -> Guarantee:
+        """The guarantee, from the state construction set (called once, by :meth:`_freeze`)."""
+
+    @abc.abstractmethod
+    def _plan_noise(self) -> Any:
+        """The exact sampler of the noise, or None (called once, by :meth:`_freeze`)."""
+
     # -- immutability ----------------------------------------------------------------------
     calibration = _Fixed("the calibration the noise was computed from")
     epsilon = _Fixed("ε asked for")
     delta = _Fixed("δ asked for")
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Wrap each subclass's ``__init__`` so the instance freezes when the outermost one returns,
-        and move a subclass's ``guarantee``, ``k``, ``protected`` or ``variables`` property to
-        ``_compute_<name>``: each is computed once, at construction, and the base class's property
-        returns that fixed value (:meth:`_finish_construction`)."""
-        super().__init_subclass__(**kwargs)
-        if "__init__" in cls.__dict__:
-            cls.__init__ = _freezing(cls.__dict__["__init__"])  # type: ignore[method-assign]
-        for name in _FIXED_PROPERTIES:
-            prop = cls.__dict__.get(name)
-            if isinstance(prop, property):
-                setattr(cls, f"_compute_{name}", prop.fget)
-                delattr(cls, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self.__dict__.get("_frozen", False):
@@ -319,10 +312,12 @@ class Mechanism(abc.ABC):
             own["_laplace"] = tuple(sealed(a, float) for a in own["_laplace"])
         _seal_public_state(own)
 
-    def _finish_construction(self) -> None:
-        """Last stage of construction: refuse unusable noise, plan the exact sampler, fix what is
-        charged (the guarantee, with the discretization's cost) and what the release path reads,
-        seal the public state, freeze."""
+    def _freeze(self) -> None:
+        """Last stage of construction, called at the end of every concrete constructor: refuse
+        unusable noise, plan the exact sampler, fix what is charged (the guarantee, with the
+        discretization's cost) and what the release path reads, seal the public state, freeze."""
+        if self.__dict__.get("_frozen", False):
+            raise ImmutableError(f"{type(self).__name__} is already frozen; _freeze ends construction once")
         self._check_noise_finite()
         state = self.__dict__
         state["_noise_plan"] = self._plan_noise()
@@ -384,8 +379,10 @@ class Mechanism(abc.ABC):
         planned from (for joint accounting, which must not read a public array)."""
         return np.array(self.noise_cov, dtype=float)
 
-    def _plan_noise(self) -> Any:
-        """The floating-point-safe sampler of this mechanism's noise (None: no noise to add)."""
+    def _plan_additive_noise(self) -> Any:
+        """The floating-point-safe sampler of the noise set by :meth:`_set_gaussian` or
+        :meth:`_set_laplace` (None: no noise to add); what an additive-noise mechanism's
+        :meth:`_plan_noise` returns."""
         if self._laplace is not None:
             scale, basis = self._laplace
             return plan_laplace(scale, basis) if np.any(scale > 0) else None
@@ -527,30 +524,6 @@ class Mechanism(abc.ABC):
             return np.abs(basis) @ scale
         raise ValidationError("expected_abs_error is exact only for axis-aligned Laplace noise; use noise_cov instead")
 
-    # -- guarantee ---------------------------------------------------------------------
-    def _guarantee(self, delta: float | None = None, extra: tuple[str, ...] = ()) -> "Guarantee":
-        cal = self.calibration
-        accounted = self.__dict__.get("_accounted")
-        if accounted is not None:  # the released law's profile meets (ε, δ): no structural premise to check
-            assumptions = tuple(dict.fromkeys(accounted.account.assumptions + extra + cal.assumptions))
-            return Guarantee(self.epsilon, self.delta if delta is None else delta, accounted.account.confidence,
-                             assumptions, self.theorem)
-        proof = getattr(self, "_proof_assumptions", self.proof_assumptions)
-        assumptions = tuple(dict.fromkeys(tuple(proof) + extra + cal.assumptions))
-        failed, unchecked = self._check_outcome(assumptions)
-        return Guarantee(self.epsilon, self.delta if delta is None else delta, cal.confidence, assumptions, self.theorem,
-                         failed, unchecked)
-
-    # -- the accountant of the released law -------------------------------------------------
-    def _account_gaussian(self, shape: np.ndarray) -> np.ndarray:
-        """Scale (and floor) a Gaussian noise shape by the accountant (:mod:`~bayespriv.mechanisms.accounted`);
-        returns the noise covariance and records the account."""
-        from .accounted import account_gaussian_shape
-
-        acc = account_gaussian_shape(self, shape)
-        self._accounted = acc
-        return np.array(acc.noise.cov)
-
     @property
     def composition(self) -> str:
         """How this mechanism's releases compose with others on the same data, as its class declares it
@@ -597,19 +570,6 @@ class Mechanism(abc.ABC):
         return np.array([account(conds, noise, float(e), confidence=self.calibration.confidence).delta
                          for e in _check_epsilons(epsilons)])
 
-    def _check_outcome(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(failed, unchecked) among the checkable ``names``."""
-        checkable = tuple(n for n in names if n in CHECKABLE)
-        if not checkable:
-            return (), ()
-        report = check_assumptions(self.calibration, checkable, alpha=self.assumption_alpha)
-        return report.failed, report.unchecked
-
-    def _compute_guarantee(self) -> Guarantee:
-        """The guarantee, computed from the mechanism's state (subclasses override through a
-        ``guarantee`` property, which :meth:`__init_subclass__` moves here)."""
-        return self._guarantee()
-
     @property
     def guarantee(self) -> Guarantee:
         """What this mechanism promises, fixed at construction (ask it before any data).
@@ -620,134 +580,6 @@ class Mechanism(abc.ABC):
         """
         record = self.__dict__.get("_record")
         return self._compute_guarantee() if record is None else record.guarantee()
-
-    # -- assumptions and relaxed guarantees ------------------------------------------------
-    def _checked_names(self) -> tuple[str, ...]:
-        if self.__dict__.get("_accounted") is not None:  # diagnostics: the premises the noise shape came from
-            return tuple(n for n in self.proof_assumptions if n in CHECKABLE)
-        named = self.guarantee.assumptions
-        proof = tuple(getattr(self, "_proof_assumptions", self.proof_assumptions))
-        return tuple(dict.fromkeys(proof + tuple(n for n in named if n in CHECKABLE)))
-
-    @property
-    def assumption_checks(self) -> AssumptionReport:
-        """The checks of the proof's assumptions on the calibration samples
-        (computed lazily, cached per calibration)."""
-        return check_assumptions(self.calibration, self._checked_names(), alpha=self.assumption_alpha)
-
-    def check(self, *, strict: bool = False, alpha: float | None = None) -> AssumptionReport:
-        """Check the proof's assumptions on the calibration samples.
-
-        Parameters
-        ----------
-        strict : bool
-            Raise :class:`~bayespriv.ValidationError` when a check fails.
-        alpha : float, optional
-            False-failure probability per assumption (default
-            :attr:`assumption_alpha`); does not change :attr:`guarantee`.
-
-        Returns
-        -------
-        AssumptionReport
-            Shows as a table in notebooks; ``.summary()`` is a DataFrame.
-        """
-        report = check_assumptions(self.calibration, self._checked_names(),
-                                   alpha=self.assumption_alpha if alpha is None else alpha)
-        if strict and report.failed:
-            worst = {c.name: c for c in report.checks if c.holds is False}
-            details = "; ".join(f"{n} (p={worst[n].p_value:.3g} for {worst[n].subject})" if worst[n].p_value is not None
-                                else f"{n} ({worst[n].subject})" for n in report.failed)
-            raise ValidationError(
-                f"assumptions of {type(self).__name__}'s proof must hold on the calibration samples; got failed checks at "
-                f"alpha={report.alpha:g}: {details}. The nominal guarantee is not established; relaxed_guarantee gives "
-                "Theorem 4.6's fallback and with_extra_laplace(...) Theorem 4.7's."
-            )
-        return report
-
-    def _lambda_estimate(self, eta: float, confidence: float) -> RelaxationEstimate:
-        cache = self.__dict__.setdefault("_lambda_cache", {})
-        key = (eta, confidence)
-        if key not in cache:
-            cache[key] = estimate_lambda_eta(self.calibration, eta, confidence=confidence)
-        return cache[key]
-
-    def relaxed(self, eta: float | None = None, *, lambda_eta: float | None = None, confidence: float = 0.95) -> Guarantee:
-        """Theorem 4.6 of Chen & Ohrimenko (AISTATS 2023): the guarantee without
-        the distributional assumptions.
-
-        With Gaussian approximations f̃ for which this mechanism is (ε, δ)-private
-        (N(μ̂_a, C_ab), N(μ̂_b, C_ab), C_ab = (Σ̂_a + Σ̂_b)/2, see
-        :mod:`bayespriv.calibration.assumptions`), if
-        max(D^η_∞(f ‖ f̃), D^η_∞(f̃ ‖ f)) ≤ λ for every secret, the mechanism is
-        (ε + 2λ, (1 + e^{ε+λ})η + e^λ δ)-private.
-
-        Parameters
-        ----------
-        eta : float in (0, 1), optional
-            Default :func:`~bayespriv.calibration.assumptions.default_eta`
-            (max(δ, 500/n_draws)).
-        lambda_eta : float ≥ 0, optional
-            A bound you vouch for (assumption ``"divergence_bound_given"``);
-            otherwise λ is *estimated* from the calibration samples
-            (:func:`~bayespriv.calibration.assumptions.estimate_lambda_eta`,
-            assumption ``"estimated_divergence"``: an estimate, not a bound).
-        confidence : float
-            Level of the Monte-Carlo margins of the estimate.
-
-        Returns
-        -------
-        Guarantee
-
-        Raises
-        ------
-        ValidationError
-            When the relaxed guarantee would promise nothing (δ' ≥ 1, or no
-            finite λ at this η from these draws): refused, never returned.
-        ValidationError
-            When the guarantee assumes none of ``gaussian_query``,
-            ``equal_covariance``, ``translation`` (nothing to relax), or λ must
-            be estimated from a calibration without samples.
-
-        Notes
-        -----
-        Paper notes (appendix B.4): the proof's step "f_θ(t) ≤ e^λ f̃_θ(t) + η"
-        mixes a density with a probability; the conclusion
-        P(M_f ∈ S) ≤ e^λ P(M_f̃ ∈ S) + η holds anyway, since D^η_∞ ≤ λ means
-        E_f[g] ≤ e^λ E_f̃[g] + η for every g with values in [0, 1] (integrate the
-        set inequality over the level sets of g). Its "Similarly" line should
-        read Pr(M_f̃θj ∈ S) ≤ e^λ Pr(M_fθj ∈ S) + η (θ_j on both sides).
-        """
-        nominal = self.guarantee
-        _require_distributional(self, nominal)
-        cal = self.calibration
-        eta = default_eta(cal, nominal.delta) if eta is None else check_delta(eta, "eta")
-        lam, label = self._divergence(eta, lambda_eta, confidence)
-        eps, delta = meaningful_relaxation(*relaxed_parameters(nominal.epsilon, nominal.delta, lam, eta), eta=eta, lam=lam)
-        assumptions = tuple(a for a in nominal.assumptions if a not in DISTRIBUTIONAL_ASSUMPTIONS) + (label,)
-        theorem = f"Chen & Ohrimenko 2023, Theorem 4.6 (η={eta:g}, λ_η={lam:.4g}) applied to {nominal.theorem}"
-        return Guarantee(eps, delta, nominal.confidence, assumptions, theorem)
-
-    def _divergence(self, eta: float, lambda_eta: float | None, confidence: float) -> tuple[float, str]:
-        """λ_η and how it was obtained: estimated from the calibration samples,
-        or given by the user (then it is their bound)."""
-        if lambda_eta is None:
-            return self._lambda_estimate(eta, confidence).value, "estimated_divergence"
-        return check_nonnegative(lambda_eta, "lambda_eta"), "divergence_bound_given"
-
-    @property
-    def relaxed_guarantee(self) -> Guarantee:
-        """:meth:`relaxed` at the default η (estimated λ_η; needs calibration samples)."""
-        return self.relaxed()
-
-    def with_extra_laplace(self, lam: float, *, eta: float | None = None, confidence: float = 0.95,
-                           w_infinity: float | None = None) -> "WithExtraLaplace":
-        """Theorem 4.7 of Chen & Ohrimenko (AISTATS 2023), η-trimmed: this
-        mechanism plus Laplace noise Lap(W/λ) on every component.
-
-        See :class:`WithExtraLaplace` for W, η and the guarantee
-        (ε + 2λ, e^λ δ + (1 + e^{ε+λ})η).
-        """
-        return WithExtraLaplace(self, lam, eta=eta, confidence=confidence, w_infinity=w_infinity)
 
     # -- release -------------------------------------------------------------------------
     def _calibrated_records(self) -> int | None:
@@ -924,30 +756,6 @@ def _below(delta: float, reserve: float) -> float:
     return d
 
 
-def _freezing(init: Any) -> Any:
-    """Wrap ``__init__``: ε is range-checked before any arithmetic on it, and the instance
-    finishes construction (noise checked, guarantee fixed, frozen) when the outermost
-    ``__init__`` of the class chain returns."""
-
-    @functools.wraps(init)
-    def wrapped(self: "Mechanism", *args: Any, **kwargs: Any) -> None:
-        depth = self.__dict__.get("_init_depth", 0)
-        if depth == 0 and "epsilon" in kwargs:
-            check_mechanism_epsilon(kwargs["epsilon"])
-        self.__dict__["_init_depth"] = depth + 1
-        try:
-            init(self, *args, **kwargs)
-        finally:
-            self.__dict__["_init_depth"] = depth
-        if depth == 0:
-            del self.__dict__["_init_depth"]
-            self._finish_construction()
-
-    return wrapped
-
-
-Mechanism.__init__ = _freezing(Mechanism.__init__)  # type: ignore[method-assign]
-
 
 def _void(ledger: Any, charge: Any, exc: BaseException) -> None:
     """Undo a spend whose release could not be completed (the ledger records the void)."""
@@ -955,197 +763,6 @@ def _void(ledger: Any, charge: Any, exc: BaseException) -> None:
     rid = getattr(charge, "release_id", None)
     if callable(void) and rid is not None:
         void(rid, f"release failed after the spend: {type(exc).__name__}: {exc}")
-
-
-def _require_distributional(mech: Mechanism, nominal: Guarantee) -> None:
-    """Theorems 4.6 / 4.7 replace a distributional assumption by Gaussian approximations
-    for which the mechanism is private; a guarantee resting on none has nothing to relax
-    (and its mechanism is not known to be private for the approximations)."""
-    if not any(a in DISTRIBUTIONAL_ASSUMPTIONS for a in nominal.assumptions):
-        raise ValidationError(
-            f"a relaxed guarantee (Chen & Ohrimenko 2023, Theorems 4.6 / 4.7) must be asked of a mechanism whose "
-            f"guarantee assumes one of {DISTRIBUTIONAL_ASSUMPTIONS}; got {type(mech).__name__}, whose guarantee "
-            f"assumes {nominal.assumptions or 'nothing'}"
-        )
-
-
-def check_nonnegative(value: Any, name: str) -> float:
-    v = check_real(name, value)
-    if not (math.isfinite(v) and v >= 0):
-        raise fail(name, "a finite number >= 0", value)
-    return v
-
-
-def meaningful_relaxation(epsilon: float, delta: float, *, eta: float, lam: float) -> tuple[float, float]:
-    """Refuse a relaxed (ε', δ') that promises nothing (δ' ≥ 1 or ε' infinite)."""
-    if not math.isfinite(epsilon) or delta >= 1.0:
-        raise ValidationError(
-            f"the relaxed guarantee promises nothing: with eta={eta:g} and λ_η={lam:.4g} it is (ε={epsilon:g}, "
-            f"δ={delta:g}), which every mechanism satisfies, so it guarantees nothing. Draw more samples (λ_η shrinks), "
-            "choose another eta, or use a calibration that does not need the relaxation.")
-    return epsilon, delta
-
-
-def relaxed_parameters(epsilon: float, delta: float, lam: float, eta: float) -> tuple[float, float]:
-    """(ε', δ') = (ε + 2λ, (1 + e^{ε+λ})η + e^λ δ), Theorem 4.6 of Chen & Ohrimenko 2023.
-
-    δ' is capped at 1 (vacuous); λ = inf gives (inf, 1).
-    """
-    if not math.isfinite(lam):
-        return math.inf, 1.0
-    try:
-        d = (1.0 + math.exp(epsilon + lam)) * eta + math.exp(lam) * delta
-    except OverflowError:
-        d = math.inf
-    return epsilon + 2.0 * lam, float(min(1.0, d))
-
-
-class WithExtraLaplace(Mechanism):
-    """A mechanism plus Laplace noise that pays for a wrong distributional
-    assumption (Theorem 4.7 of Chen & Ohrimenko, AISTATS 2023, η-trimmed).
-
-    Built by :meth:`Mechanism.with_extra_laplace`. Releases
-    ``base(F) + Z'`` with Z'_c ~ Lap(W/λ) i.i.d. on every component.
-
-    Privacy
-    -------
-    Definition: (ε', δ')-Pufferfish privacy for the base mechanism's pairs.
-
-    Theorem 4.7 (paper; proof in its B.5, via Lemma B.1): if M = F + Z is
-    (ε, δ)-private for approximations f̃_θ, and W ≥ W∞(f_θ, f̃_θ) for the L1
-    norm, then M + Z' is (ε + 2λ, e^λ δ)-private. Between a Gaussian f̃ and a
-    law with lighter or bounded tails W∞ is infinite, so we use the trimmed
-    version the paper's closing remark allows: W bounds |X − Y| under a
-    coupling except on probability η, which gives
-    D^η_∞(M_f + Z' ‖ M_f̃ + Z') ≤ λ (both ways) and, chained as in
-    Theorem 4.6, (ε' , δ') = (ε + 2λ, e^λ δ + (1 + e^{ε+λ})η).
-
-    W: for each Gaussian approximation N(μ̂_s, C_ab) and component, the
-    η/k-trimmed W∞ of the quantile coupling, bounded with DKW bands
-    (:func:`~bayespriv.calibration.assumptions.estimate_w_infinity`), summed
-    over components (L1). For k = 1 this is a confidence bound (the
-    guarantee's confidence is lowered by 1 − ``confidence``); for k > 1 the
-    sum couples the joint laws only if their copulas agree (assumption
-    ``"componentwise_coupling"``). ``w_infinity=`` replaces the estimate by a
-    value you vouch for (assumption ``"w_infinity_given"``).
-
-    Attributes
-    ----------
-    base : Mechanism
-    lam : float
-    eta : float
-    w_infinity : float
-    extra_scale : float
-        W/λ.
-    """
-
-    proof_assumptions: ClassVar[tuple[str, ...]] = ()
-    base = _Fixed("the mechanism whose noise is drawn first")
-
-    def __init__(self, base: Mechanism, lam: float, *, eta: float | None = None, confidence: float = 0.95,
-                 w_infinity: float | None = None) -> None:
-        if not isinstance(base, Mechanism):
-            raise ParameterTypeError(f"base must be a bayespriv Mechanism; got {type(base).__name__}")
-        super().__init__(base.calibration, epsilon=base.epsilon, delta=base.delta)
-        self.base = base
-        self.lam = check_epsilon(lam, "lam")
-        nominal = base.guarantee
-        _require_distributional(base, nominal)
-        self._nominal = nominal
-        cal = base.calibration
-        if w_infinity is None:
-            self.eta = (default_eta(cal, nominal.delta, kind="w_infinity", confidence=confidence) if eta is None
-                        else check_delta(eta, "eta"))
-            est = estimate_w_infinity(cal, self.eta, confidence=confidence)
-            if not math.isfinite(est.value):
-                raise fail("eta", f"large enough for {cal.n_draws} draws to bound W∞ (η/(2k) above the DKW half-width)",
-                           self.eta)
-            self.w_infinity = est.value
-            self._w_label = None if est.rigorous else "componentwise_coupling"
-            self._confidence_loss = 1.0 - float(confidence)
-        else:
-            self.eta = 0.0 if eta is None else check_delta(eta, "eta", allow_zero=True)
-            self.w_infinity = check_nonnegative(w_infinity, "w_infinity")
-            self._w_label = "w_infinity_given"
-            self._confidence_loss = 0.0
-        self.extra_scale = self.w_infinity / self.lam
-        self._gaussian_cov = base._gaussian_cov
-        self._laplace = base._laplace
-        self.theorem = f"Chen & Ohrimenko 2023, Theorem 4.7 (η-trimmed, η={self.eta:g}, W={self.w_infinity:.4g}) on {nominal.theorem}"
-        meaningful_relaxation(*relaxed_parameters(nominal.epsilon, nominal.delta, self.lam, self.eta), eta=self.eta,
-                              lam=self.lam)
-
-    @property
-    def requested(self) -> tuple[float, float]:
-        """What the caller asked for by relaxing the base with λ (Theorem 4.7): its relaxed (ε', δ')."""
-        return relaxed_parameters(self._nominal.epsilon, self._nominal.delta, self.lam, self.eta)
-
-    @property
-    def noise(self) -> str:
-        """The base mechanism's noise plus Laplace, e.g. ``"gaussian+laplace"``."""
-        return f"{self.base.noise}+laplace"
-
-    @property
-    def noise_cov(self) -> np.ndarray:
-        return sealed(self.base.noise_cov + 2.0 * self.extra_scale**2 * np.eye(self.k))
-
-    @property
-    def noise_scale(self) -> np.ndarray | None:
-        """None: the noise is a sum (see ``base.noise_scale`` and ``extra_scale``)."""
-        return None
-
-    @property
-    def noise_basis(self) -> np.ndarray | None:
-        return None
-
-    @property
-    def expected_abs_error(self) -> np.ndarray:
-        raise ValidationError("expected_abs_error has no closed form for a sum of noises; use noise_cov instead")
-
-    @property
-    def guarantee(self) -> Guarantee:
-        nominal = self._nominal
-        eps, delta = relaxed_parameters(nominal.epsilon, nominal.delta, self.lam, self.eta)
-        assumptions = tuple(a for a in nominal.assumptions if a not in DISTRIBUTIONAL_ASSUMPTIONS)
-        if self._w_label is not None:
-            assumptions += (self._w_label,)
-        conf = nominal.confidence
-        if conf is not None and self._confidence_loss:
-            conf = round(max(0.0, conf - self._confidence_loss), 12)
-        return Guarantee(eps, delta, conf, assumptions, self.theorem)
-
-    def relaxed(self, eta: float | None = None, *, lambda_eta: float | None = None, confidence: float = 0.95) -> Guarantee:
-        """Already relaxed: returns :attr:`guarantee`."""
-        return self.guarantee
-
-    def _plan_noise(self) -> Any:
-        """The base mechanism's exact sampler, then the extra Laplace noise's (see :meth:`_apply_noise`)."""
-        extra = plan_laplace(np.full(self.k, self.extra_scale), np.eye(self.k)) if self.extra_scale > 0 else None
-        self.__dict__["_extra_plan"] = extra
-        return self.base.__dict__.get("_noise_plan")
-
-    def _discretized(self, g: Guarantee) -> Guarantee:
-        return g  # the nominal guarantee is the base's, discretization included; the extra plan keeps ε
-
-    def _release_noise(self) -> ReleaseNoise:
-        """The base mechanism's noise plus the extra Laplace noise, drawn independently."""
-        return noise_of_plans(self.k, self.__dict__.get("_noise_plan"), self.__dict__.get("_extra_plan"))
-
-    def _apply_noise(self, value: np.ndarray, bits: BitSource) -> np.ndarray:
-        """Base noise (exact sampler), then the extra Laplace noise added to that private output by
-        its own exact plan — whose pointwise ratio bound is Theorem 4.7's premise."""
-        out = self.base._apply_noise(value, bits)
-        extra = self.__dict__.get("_extra_plan")
-        return out if extra is None else np.array(extra.release(out, bits))
-
-    def _draw_noise(self, gen: np.random.Generator) -> np.ndarray:
-        out = self.base._draw_noise(gen)
-        if self.extra_scale > 0:
-            out = out + gen.laplace(0.0, self.extra_scale, size=self.k)
-        return out
-
-    def __repr__(self) -> str:
-        return f"WithExtraLaplace({self.base!r}, lam={self.lam:g}, eta={self.eta:g}, extra_scale={self.extra_scale:.4g})"
 
 
 def check_noise(noise: str) -> str:

@@ -48,11 +48,12 @@ from ..calibration import Calibration, PairConstraints
 from ..calibration.constraints import MAX_CORNER_DIMS
 from ..errors import ValidationError
 from .accounted import account_noise, uses_real_law
-from .base import Guarantee, Mechanism, check_gaussian_params, check_noise
+from .base import Guarantee, check_gaussian_params, check_noise
+from .relaxation import SampledMomentMechanism
 from .daum_plan import DauPlan, dau_direction, dau_plan
 from .dirm_geometry import DirGeometry, best_scales, dirm_theorem, span_basis
 from .eigm_plan import EIGENVECTOR_RTOL, eig_plan
-from .gaussian_constraint import GaussianConstraintMechanism as _GaussianConstraintMechanism
+from .gaussian_constraint import GaussianConstraintMechanism
 from .mahalanobis import (ROUNDING_RTOL, SAFETY, NoiselessReport, box_norms, certified_mahalanobis_sq, noiseless_ok,
                           noiseless_report, repair)
 from .noise import GAUSSIAN_CALIBRATIONS
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 
-class ExpM(Mechanism):
+class ExpM(SampledMomentMechanism):
     """Expected Value Mechanism: noise scaled to the largest mean difference.
 
     * ``noise="laplace"`` (Theorem 4.1): adds Lap(Δ_{E,1}/ε) to each
@@ -125,14 +126,14 @@ class ExpM(Mechanism):
         self.accountant = accountant
         if self.delta > 0 and uses_real_law(calibration, accountant):
             account_noise(self)
+        self._freeze()
 
-    @property
-    def guarantee(self):
+    def _compute_guarantee(self) -> Guarantee:
         laplace_theorem = self.noise_kind == "laplace" and self.accounting is None
         return self._guarantee(delta=0.0 if laplace_theorem else None)
 
 
-class Noiseless(_GaussianConstraintMechanism):
+class Noiseless(GaussianConstraintMechanism):
     """Release F(X) without noise, when Theorem 4.4 allows it.
 
     Construction raises :class:`~bayespriv.ValidationError` when the condition
@@ -182,6 +183,7 @@ class Noiseless(_GaussianConstraintMechanism):
             self.report = report
             self._set_gaussian(np.zeros((self.k, self.k)))
             self._finish({}, int(np.argmax(m2)))
+            self._freeze()
             return
         if not report.holds:
             raise ValidationError(
@@ -192,6 +194,7 @@ class Noiseless(_GaussianConstraintMechanism):
         self.report = report
         self._set_gaussian(np.zeros((self.k, self.k)))
         self._finish({}, int(np.argmax(m2)))
+        self._freeze()
 
     def _account_noiseless(self) -> None:
         """The exact release accounted on the real law: only an exact finite law in one dimension can be."""
@@ -216,7 +219,7 @@ class Noiseless(_GaussianConstraintMechanism):
 # ---------------------------------------------------------------------------------------------
 
 
-class DirM(Mechanism):
+class DirM(SampledMomentMechanism):
     """Directional Expected Value Mechanism: noise only where the means move.
 
     The mean differences d (every corner of every (θ, pair) box) span a
@@ -343,6 +346,7 @@ class DirM(Mechanism):
             self.scales = np.sqrt(np.diag(self.directions.T @ self.noise_cov @ self.directions)) \
                 if self.noise_kind == "gaussian" else np.array(self._laplace[0])
             self.scales.setflags(write=False)
+        self._freeze()
 
     def _geometry(self, cons: PairConstraints, directions: Any) -> DirGeometry:
         """The noise directions that carry some difference, and every corner's coordinates along them."""
@@ -399,8 +403,7 @@ class DirM(Mechanism):
             )
         return basis
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def _compute_guarantee(self) -> Guarantee:
         laplace_theorem = self.noise_kind == "laplace" and self.accounting is None
         return self._guarantee(delta=0.0 if laplace_theorem else None)
 
@@ -409,7 +412,7 @@ class DirM(Mechanism):
 # Theorem 4.5: EigM
 # ---------------------------------------------------------------------------------------------
 
-class EigM(_GaussianConstraintMechanism):
+class EigM(GaussianConstraintMechanism):
     """Eigenvector Gaussian Mechanism (Chen & Ohrimenko 2023, Theorem 4.5).
 
     With v_1, ..., v_k the eigenvectors of the query's covariance Σ and λ_l
@@ -530,6 +533,7 @@ class EigM(_GaussianConstraintMechanism):
         worst = int(np.argmax(plan.need.sum(axis=1))) if len(cons) else 0
         self._finish({"sensitivity": plan.sensitivity, "required": plan.required, "credit": list(plan.credit),
                       "offdiag": plan.offdiag}, worst)
+        self._freeze()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,7 +541,7 @@ class EigM(_GaussianConstraintMechanism):
 # ---------------------------------------------------------------------------------------------
 
 
-class DauM(_GaussianConstraintMechanism):
+class DauM(GaussianConstraintMechanism):
     """Directional + adversarial-uncertainty mechanism (Chen & Ohrimenko 2023,
     Algorithm 1 of appendix A.2), in closed form.
 
@@ -699,3 +703,4 @@ class DauM(_GaussianConstraintMechanism):
         self._set_gaussian(cov)
         worst = int(np.argmax(plan.per_pair)) if len(cons) else 0
         self._finish({"alpha": plan.alpha, "credit": plan.credit, "perp": plan.perp, "sigma2": plan.per_pair}, worst)
+        self._freeze()

@@ -17,13 +17,14 @@ import pandas as pd
 from ..calibration import PairConstraints
 from ..errors import ValidationError
 from .accounted import accounted_theorem, uses_real_law
-from .base import Mechanism, check_gaussian_params
+from .base import check_gaussian_params
+from .relaxation import SampledMomentMechanism
 from .covariance_modes import choose_covariance_mode, covariance_notes, unequal_covariance_boxes, unequal_noise
 from .mahalanobis import certified_mahalanobis_sq
 from .privacy_loss import PairBox, box_assumptions, box_delta, privacy_curve
 
 
-class GaussianConstraintMechanism(Mechanism):
+class GaussianConstraintMechanism(SampledMomentMechanism):
     """Shared set-up of the Gaussian mechanisms built on Corollary A.1, and of
     their unequal-covariance calibration (docstring of :mod:`~bayespriv.mechanisms.expected_value`)."""
 

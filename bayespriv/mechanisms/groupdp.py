@@ -9,12 +9,13 @@ import numpy as np
 from .._validation import check_positive_int
 from ..calibration import Calibration
 from ..errors import ValidationError
-from .base import Guarantee, Mechanism
+from .base import Guarantee
+from .relaxation import SampledMomentMechanism
 
 __all__ = ["GroupDP"]
 
 
-class GroupDP(Mechanism):
+class GroupDP(SampledMomentMechanism):
     """Laplace or Gaussian mechanism of differential privacy for groups of
     ``group_size`` records (default: all ``n_records``, as the baseline of
     Chen & Ohrimenko 2023, §5.1).
@@ -66,9 +67,9 @@ class GroupDP(Mechanism):
         self.record_sensitivity = query.record_sensitivity(self.n_records)
         group = self.group_size * self.record_sensitivity
         self._set_isotropic(noise, np.abs(group).sum(), np.linalg.norm(group), gaussian_calibration)
+        self._freeze()
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def _compute_guarantee(self) -> Guarantee:
         delta = 0.0 if self.noise_kind == "laplace" else self.delta
         theorem = f"group DP, group of {self.group_size} of {self.n_records} records (Dwork & Roth 2014)"
         # Only n_records and the query come from the calibration; a file that did not verify still says so.

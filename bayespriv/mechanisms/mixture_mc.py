@@ -64,7 +64,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .._validation import fail
 from ..errors import ValidationError

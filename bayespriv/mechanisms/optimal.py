@@ -20,7 +20,7 @@ from ..calibration.constraints import MAX_CORNER_DIMS, box_quadratic_max
 from ..errors import ValidationError
 from .daum_plan import dau_plan
 from .eigm_plan import eig_plan
-from .gaussian_constraint import GaussianConstraintMechanism as _GaussianConstraintMechanism
+from .gaussian_constraint import GaussianConstraintMechanism
 from .mahalanobis import SAFETY, box_norms, certified_mahalanobis_sq, noiseless_report, repair
 
 __all__ = ["OptimalGaussian", "box_mahalanobis_sq_bound"]
@@ -441,7 +441,7 @@ def box_mahalanobis_sq_bound(cons: PairConstraints, noise_cov: Any) -> np.ndarra
     return np.minimum(lower, alone)
 
 
-class OptimalGaussian(_GaussianConstraintMechanism):
+class OptimalGaussian(GaussianConstraintMechanism):
     """Gaussian noise of least total variance that Corollary A.1 proves private.
 
     Finds the noise covariance S ⪰ 0 of least trace such that
@@ -613,6 +613,7 @@ class OptimalGaussian(_GaussianConstraintMechanism):
         self._set_gaussian(cov)
         worst = int(np.argmax(noiseless)) if len(cons) else 0
         self._finish({"noiseless": noiseless}, worst)
+        self._freeze()
 
     def _optimise(self, cons: PairConstraints, r2: float) -> tuple[np.ndarray, str]:
         candidates: dict[str, np.ndarray] = {}

@@ -15,8 +15,8 @@ through the max-influence e(X_Q | X_i).
   :class:`~bayespriv.calibration.quilts.ChainCalibration`.
 
 Neither takes a :class:`~bayespriv.Calibration` (there are no moments of F to
-estimate): they override ``__init__`` and set what
-:class:`~bayespriv.mechanisms.base.Mechanism` needs.
+estimate): both implement the contract of :class:`~bayespriv.mechanisms.base.Mechanism`
+directly (guarantee and noise plan from the quilt calibration).
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from .._validation import check_epsilon, check_real, described, fail
+from .._validation import check_real, described, fail
 from ..calibration.quilts import ChainCalibration, ParameterNetwork, QuiltCalibration, QuiltScore
 from ..errors import ParameterTypeError, ValidationError
 from .base import Guarantee, Mechanism
+from .release_path import check_mechanism_epsilon
 
 __all__ = ["APMQM", "MQM", "ChainQuilt"]
 
@@ -47,23 +48,21 @@ def _check_beta(beta: Any) -> float:
 
 
 class _QuiltMechanism(Mechanism):
-    """Shared set-up: no moments calibration, pure ε, Laplace noise on every component."""
+    """Shared set-up: a quilt calibration (no moments of F), pure ε, Laplace noise on every component.
 
-    def _init_common(self, calibration: Any, epsilon: float) -> None:
-        self.calibration = calibration
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = 0.0
-        self._gaussian_cov = None
-        self._laplace = None
+    The guarantee rests on the network or chain Θ, not on the law of F: there is nothing to check
+    on samples and no Gaussian approximation to relax (those belong to
+    :class:`~bayespriv.mechanisms.relaxation.SampledMomentMechanism`).
+    """
+
+    def __init__(self, calibration: Any, *, epsilon: float) -> None:
+        super().__init__(calibration, epsilon=epsilon)
         self.noise_kind = "laplace"
 
-    @property
-    def k(self) -> int:
-        """Dimension of the released value."""
+    def _compute_k(self) -> int:
         return int(self.calibration.k)
 
-    @property
-    def variables(self) -> tuple[str, ...]:
+    def _compute_variables(self) -> tuple[str, ...]:
         return tuple(self.calibration.query.columns)
 
     @property
@@ -86,41 +85,12 @@ class _QuiltMechanism(Mechanism):
         beta = _check_beta(beta)
         return float(self.scale * math.log(self.k / beta))
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def _compute_guarantee(self) -> Guarantee:
         cal = self.calibration
         return Guarantee(self.epsilon, 0.0, cal.confidence, tuple(cal.assumptions), self.theorem)
 
-    # The base class tests distributional assumptions of F on calibration samples and offers guarantees
-    # relaxed through Gaussian approximations of F. Neither applies here: the quilt mechanisms draw no
-    # samples, and their assumptions (the network, the chain) are about Θ, not about the law of F.
-    @property
-    def assumption_checks(self) -> Any:
-        """No check can be run on samples (there are none): an empty report."""
-        from ..calibration.assumptions import AssumptionReport
-
-        return AssumptionReport((), (), self.assumption_alpha)
-
-    def check(self, *, strict: bool = False, alpha: float | None = None) -> Any:
-        """An empty report: the proof's assumptions are about Θ and cannot be tested on samples."""
-        return self.assumption_checks
-
-    def _no_relaxation(self) -> ValidationError:
-        return ValidationError(
-            f"a relaxed guarantee (Chen & Ohrimenko 2023, Theorems 4.6 / 4.7) must be asked of a mechanism that "
-            f"approximates the law of F by Gaussians; got {type(self).__name__}, whose guarantee {self.guarantee} "
-            "rests on no such approximation"
-        )
-
-    def relaxed(self, *args: Any, **kwargs: Any) -> Guarantee:
-        raise self._no_relaxation()
-
-    @property
-    def relaxed_guarantee(self) -> Guarantee:
-        raise self._no_relaxation()
-
-    def with_extra_laplace(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._no_relaxation()
+    def _plan_noise(self) -> Any:
+        return self._plan_additive_noise()
 
 
 def _member_score(pick: QuiltScore, member: int, n_members: int, epsilon: float) -> float:
@@ -254,6 +224,7 @@ class APMQM(_QuiltMechanism):
         epsilon: float,
         quilts: Mapping[Hashable, Any] | None = None,
     ) -> None:
+        check_mechanism_epsilon(epsilon)  # before any arithmetic on it
         if not isinstance(calibration, QuiltCalibration):
             raise ParameterTypeError(
                 f"calibration must be a QuiltCalibration (from calibrate_quilts); got {type(calibration).__name__}"
@@ -262,7 +233,7 @@ class APMQM(_QuiltMechanism):
             raise fail("calibration", "a QuiltCalibration from calibrate_quilts, whose network is declared over "
                        "distribution parameters (parameter_network set)",
                        described("a QuiltCalibration with parameter_network=None"))
-        self._init_common(calibration, epsilon)
+        super().__init__(calibration, epsilon=epsilon)
         forced = {} if quilts is None else quilts
         if not isinstance(forced, Mapping):
             raise ParameterTypeError(f"quilts must be a mapping sensitive node -> quilt; got {type(forced).__name__}")
@@ -287,6 +258,7 @@ class APMQM(_QuiltMechanism):
         self.scale = float(sigma.max())
         self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
         self._valid_json = json.dumps(self._valid_quilts(calibration, per_member), sort_keys=True)
+        self._freeze()
 
     def valid_quilts(self) -> dict[str, dict[str, float]]:
         """The quilts this release's noise is valid for: per ``"θ|node"`` (member label and sensitive
@@ -336,8 +308,7 @@ class APMQM(_QuiltMechanism):
             )
         return picks  # type: ignore[return-value]
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def _compute_guarantee(self) -> Guarantee:
         """ε-Pufferfish, δ = 0; with the assumptions of the max-influences of the quilts actually used.
 
         When a chosen quilt's max-influence is a numerical estimate
@@ -355,8 +326,7 @@ class APMQM(_QuiltMechanism):
         confidence = (cal.confidence if cal.confidence is not None else 1.0) if exact else None
         return Guarantee(self.epsilon, 0.0, confidence, base + extra, self.theorem)
 
-    @property
-    def protected(self) -> tuple[str, ...]:
+    def _compute_protected(self) -> tuple[str, ...]:
         """The dataset columns governed by the sensitive parameters (the ledger charges these budgets);
         a latent sensitive parameter (no column) is charged under its node's name."""
         cal = self.calibration
@@ -484,11 +454,12 @@ class MQM(_QuiltMechanism):
     theorem = "MQM: Song, Wang & Chaudhuri 2017 (Pufferfish Privacy Mechanisms for Correlated Data), §4"
 
     def __init__(self, calibration: ChainCalibration, *, epsilon: float) -> None:
+        check_mechanism_epsilon(epsilon)  # before any arithmetic on it
         if not isinstance(calibration, ChainCalibration):
             raise ParameterTypeError(
                 f"calibration must be a ChainCalibration (from calibrate_chain); got {type(calibration).__name__}"
             )
-        self._init_common(calibration, epsilon)
+        super().__init__(calibration, epsilon=epsilon)
         scores = calibration.member_scores(self.epsilon)  # (members, T, w+1, w+1)
         m, t, w1, _ = scores.shape
         flat = scores.reshape(m, t, -1)
@@ -505,6 +476,7 @@ class MQM(_QuiltMechanism):
         self.worst = self._chain_quilt(worst, int(binding[worst]))
         self.scale = float(calibration.lipschitz * self.sigma_max)
         self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
+        self._freeze()
 
     def _chain_quilt(self, position: int, member: int) -> ChainQuilt:
         cal = self.calibration
@@ -515,8 +487,7 @@ class MQM(_QuiltMechanism):
         label = member if cal.n_members > 1 else None
         return ChainQuilt(int(position), a, b, e, int(cal.nearby_counts()[position, a, b]), score, label)
 
-    @property
-    def protected(self) -> tuple[str, ...]:
+    def _compute_protected(self) -> tuple[str, ...]:
         return (self.calibration.column,)
 
     def quilt_of(self, position: int, member: int | None = None) -> ChainQuilt:

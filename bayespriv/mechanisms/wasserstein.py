@@ -10,7 +10,8 @@ from .._validation import check_delta
 from ..calibration import Calibration
 from ..calibration.wasserstein import WassersteinBounds, quantile_band, wasserstein_bounds
 from ..errors import ValidationError
-from .base import Guarantee, Mechanism
+from .base import Guarantee
+from .relaxation import SampledMomentMechanism
 
 __all__ = ["Wasserstein", "ApproxWasserstein"]
 
@@ -20,7 +21,7 @@ def _no_draw_hint(calibration: Calibration) -> str:
     return f" (n_draws={n})" if n is not None else ""
 
 
-class Wasserstein(Mechanism):
+class Wasserstein(SampledMomentMechanism):
     """Wasserstein Mechanism: Laplace noise scaled to the largest ∞-Wasserstein
     distance between F(X) | s_a and F(X) | s_b over the secret pairs.
 
@@ -132,13 +133,13 @@ class Wasserstein(Mechanism):
         self.sensitivity = float(self.bounds.bound)
         self.pair_table = self.bounds.table()
         self._set_laplace(np.full(self.k, self.sensitivity / self.epsilon), np.eye(self.k))
+        self._freeze()
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def _compute_guarantee(self) -> Guarantee:
         return Guarantee(self.epsilon, 0.0, self.bounds.confidence, self.bounds.assumptions, self.theorem)
 
 
-class ApproxWasserstein(Mechanism):
+class ApproxWasserstein(SampledMomentMechanism):
     """Approximate Wasserstein Mechanism: Laplace noise scaled to a W for which
     every pair's F-distributions are (W, δ)-close.
 
@@ -245,7 +246,7 @@ class ApproxWasserstein(Mechanism):
                             "(trimmed quantile coupling, Definition 3.2)")
         else:
             self.theorem = "Approximate Wasserstein mechanism: Chen & Ohrimenko 2023, Theorems 3.2 and 3.3"
+        self._freeze()
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def _compute_guarantee(self) -> Guarantee:
         return Guarantee(self.epsilon, self.delta, self.bounds.confidence, self.bounds.assumptions, self.theorem)

@@ -333,7 +333,7 @@ AUDIT_RUNS = 20_000
 def _exact_releases(f, eps, calibration, seed):
     """AUDIT_RUNS tables released through the exact path of subset_count_table (integer discrete
     Laplace from a BitSource, here seeded)."""
-    from bayespriv.accounting.subset import _alpha, _exact_pair_draws, _noise
+    from bayespriv.mechanisms.subset_count import _alpha, _exact_pair_draws, _noise
     from bayespriv.mechanisms.exact_noise import BitSource
 
     mask = np.ones(f.shape, dtype=bool)
@@ -374,7 +374,7 @@ def test_exact_release_sampler_has_the_intended_law(calibration):
     """The released tables' sampler (exact discrete Laplace, scale 1/ε or 2/ε): chi-square on
     200 000 draws, α = 1e-4. Twins rejected by the same test: the draws shifted by one, and the
     other calibration's law."""
-    from bayespriv.accounting.subset import _exact_pair_draws
+    from bayespriv.mechanisms.subset_count import _exact_pair_draws
     from bayespriv.mechanisms.exact_noise import BitSource
 
     draws = _exact_pair_draws(EPS, BitSource.from_rng(41), calibration)(None, (200_000,), None)
@@ -579,3 +579,46 @@ def test_table_charges_the_protected_budget_before_drawing(tmp_path):
     assert rel["variables"].iloc[0] == ("income", "degree") and bool(rel["seeded"].iloc[0])
     assert rel["calibration_hash"].iloc[0] == SubsetCountMechanism("income", "degree", EPS).fingerprint()
     assert len(ledger.refusals()) == 1
+
+
+# -- the mechanism: a Mechanism whose release is a table ----------------------------------------------------------
+
+
+def test_mechanism_release_is_the_table_as_a_release(tmp_path):
+    """SubsetCountMechanism.release returns a Release whose value is the noisy table: the same numbers
+    as subset_count_table at the same seed, with the guarantee, budgets and the ledger row it charged."""
+    from bayespriv.mechanisms import Mechanism, Release
+
+    mech = SubsetCountMechanism("income", "degree", EPS)
+    assert isinstance(mech, Mechanism) and mech.composition == "subset"
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("income", 2.0)
+    values = dict(protected_values=BANDS, public_values=DEGREES, count="n")
+    rel = mech.release(graduates_counts(), rng=11, ledger=ledger, **values)
+    table = subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS, rng=11, **values)
+    assert isinstance(rel, Release)
+    pd.testing.assert_frame_equal(rel.value, table)
+    np.testing.assert_array_equal(rel.value.sum(axis=1).to_numpy(), TOTALS)
+    assert rel.guarantee == table.attrs["guarantee"] == mech.guarantee
+    assert (rel.mechanism, rel.seeded, rel.query) == ("SubsetCountMechanism", True, "count by degree × income")
+    assert rel.protected == ("income",) and rel.variables == ("income", "degree")
+    assert rel.ledger_id == int(ledger.releases().index[0]) and ledger.spent("income") == (1.0, 0.0)
+    rel.value.iloc[0, 0] = -5  # the caller's copy
+    assert mech.release(graduates_counts(), rng=11, **values).value.equals(table)
+    # the array of counts computed elsewhere: the same table at the same seed, rows and columns numbered
+    by_array = mech.release_value(GRADUATES, rng=11)
+    np.testing.assert_array_equal(by_array.value.to_numpy(), table.to_numpy())
+    # a domain read off the data is refused unless the mechanism assumed it
+    with pytest.warns(bp.PrivacyAssumptionWarning), pytest.raises(bp.ValidationError, match="domain_from_data"):
+        mech.release(graduates_records(), rng=1)
+
+
+def test_a_mechanism_without_its_abstract_members_cannot_be_built():
+    from bayespriv.mechanisms import Mechanism
+
+    class Incomplete(Mechanism):
+        def _plan_noise(self):
+            return None
+
+    with pytest.raises(TypeError, match="_compute_guarantee"):
+        Incomplete(None, epsilon=1.0)

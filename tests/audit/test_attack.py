@@ -300,9 +300,9 @@ def mean_pair():
 class HalfScaleExpM(ExpM):
     """Deliberately broken: half the Laplace scale (really 2ε-private)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _freeze(self) -> None:  # the noise halved as construction ends, before it is fixed
         self._set_laplace(self.noise_scale / 2.0, self.noise_basis)
+        super()._freeze()
 
 
 def test_empirical_epsilon_laplace(mean_pair):

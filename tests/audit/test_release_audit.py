@@ -35,17 +35,17 @@ N_PER_SECRET = 20_000
 class HalfScaleExpM(ExpM):
     """Deliberately broken: half the Laplace scale (really 2ε-private)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _freeze(self) -> None:  # the noise halved as construction ends, before it is fixed
         self._set_laplace(self.noise_scale / 2.0, self.noise_basis)
+        super()._freeze()
 
 
 class HalfScaleAPGM(APGM):
     """Deliberately broken: half the Gaussian noise standard deviation."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _freeze(self) -> None:  # the noise halved as construction ends, before it is fixed
         self._set_gaussian(self._gaussian_cov / 4.0)
+        super()._freeze()
 
 
 def released(mech, answers: np.ndarray, seed: int) -> np.ndarray:

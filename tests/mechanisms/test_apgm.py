@@ -109,9 +109,9 @@ def mae_check(mech: APGM, sigma: float, seed: int) -> tuple[bool, float, float]:
 class HalfNoiseAPGM(APGM):
     """Deliberately broken: half the noise standard deviation."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _freeze(self) -> None:  # the noise halved as construction ends, before it is fixed
         self._set_gaussian(self.noise_cov / 4.0)
+        super()._freeze()
 
 
 SETTING = dict(sensitivity=6.125, variance=4.5, epsilon=1.0, delta=1e-3)

@@ -22,7 +22,8 @@ import bayespriv as bp
 from bayespriv.calibration import calibration_from_samples
 from bayespriv.calibration.assumptions import estimate_lambda_eta, estimate_w_infinity
 from bayespriv.mechanisms import APGM, ExpM
-from bayespriv.mechanisms.base import Guarantee, WithExtraLaplace, relaxed_parameters
+from bayespriv.mechanisms.base import Guarantee
+from bayespriv.mechanisms.relaxation import WithExtraLaplace, relaxed_parameters
 
 A = bp.DistributionSecret("theta", 1.0)
 B = bp.DistributionSecret("theta", 2.0)

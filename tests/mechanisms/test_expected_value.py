@@ -110,9 +110,9 @@ def laplace_variance_check(mech: ExpM, b: float, seed: int) -> tuple[bool, float
 class HalfScaleExpM(ExpM):
     """Deliberately broken: half the Laplace scale."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _freeze(self) -> None:  # the noise halved as construction ends, before it is fixed
         self._set_laplace(self.noise_scale / 2.0, self.noise_basis)
+        super()._freeze()
 
 
 def test_laplace_noise_variance(example):
@@ -428,9 +428,9 @@ def eigen_variance_check(mech, seed, n_dirs):
 class HalfNoiseEigM(EigM):
     """Deliberately broken: half the noise variance."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _freeze(self) -> None:  # the noise halved as construction ends, before it is fixed
         self._set_gaussian(self.noise_cov / 2.0)
+        super()._freeze()
 
 
 def test_eigm_release_distribution(example):
