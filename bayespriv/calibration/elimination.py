@@ -263,8 +263,10 @@ def _set_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, 
 def _uniform_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], card: int,
                               targets: set[int]) -> tuple[tuple[int, ...], int]:
     """:func:`_min_weight_order` when every variable has ``card`` states: neighbour sets as bits of Python
-    ints over the variables' ranks in ``factors`` (ascending positions, so ranks break ties as positions do),
-    and a bucket's weight is ``card ** (neighbours + 1)``. Same order, same largest bucket."""
+    ints over the variables' ranks in ``factors`` (ascending positions, so ranks break ties as positions do).
+    A bucket's weight is ``card ** (neighbours + 1)``, increasing in the number of neighbours when
+    ``card > 1``: the least (weight, position) is the first variable, in rank order, of fewest neighbours
+    (one ``min`` over the remaining ranks per step). Same order, same largest bucket."""
     rank = {v: i for i, v in enumerate(factors)}
     neighbours = [0] * len(factors)
     for k in factors:
@@ -273,32 +275,27 @@ def _uniform_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[i
             bits |= 1 << rank[v]
         for v in scopes[k]:
             neighbours[rank[v]] |= bits
-    weight: list[int | None] = [None] * len(factors)
-    for i, v in enumerate(factors):
+    for i in range(len(factors)):
         neighbours[i] &= ~(1 << i)
-        if v not in targets:
-            weight[i] = card ** (neighbours[i].bit_count() + 1)
-    heap = [(w, i) for i, w in enumerate(weight) if w is not None]
-    heapq.heapify(heap)
-    order, largest = [], 0
-    while heap:
-        w, i = heapq.heappop(heap)
-        if weight[i] != w:
-            continue  # eliminated already, or an outdated weight
+    degree = [nb.bit_count() for nb in neighbours] if card > 1 else [0] * len(factors)
+    alive = [i for i, v in enumerate(factors) if v not in targets]  # ascending ranks
+    order, most = [], -1
+    key = degree.__getitem__
+    while alive:
+        i = min(alive, key=key)
+        alive.remove(i)
         order.append(factors[i])
-        largest = max(largest, w)
-        weight[i] = None
         nb = neighbours[i]
+        most = max(most, nb.bit_count())
         rest = nb
         while rest:
             low = rest & -rest
             rest ^= low
             j = low.bit_length() - 1
             neighbours[j] = around = (neighbours[j] | nb) & ~low & ~(1 << i)
-            if weight[j] is not None:
-                weight[j] = w_j = card ** (around.bit_count() + 1)
-                heapq.heappush(heap, (w_j, j))
-    return tuple(order), largest
+            if card > 1:
+                degree[j] = around.bit_count()
+    return tuple(order), (card ** (most + 1) if order else 0)
 
 
 def _size(cards: Sequence[int], scope: Any) -> int:
