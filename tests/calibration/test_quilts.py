@@ -343,10 +343,47 @@ def test_fast_paths_of_the_elimination_and_the_influence_give_the_same_bits():
     for _ in range(40):
         t = {int(x) for x in rng.choice(len(names), size=int(rng.integers(1, 5)), replace=False)}
         factors = tables.ancestral(sorted(t))
-        assert (elimination._uniform_min_weight_order(factors, tables.scopes, 2, t)
-                == elimination._set_min_weight_order(factors, tables.scopes, tables.card_list, t))
+        for card in (2, 1, 3):
+            assert (elimination._uniform_min_weight_order(factors, tables.scopes, card, t)
+                    == elimination._set_min_weight_order(factors, tables.scopes, [card] * len(names), t))
     for rows, cols in ((3, 2), (5000, 2), (4096, 3), (2048, 1)):
         table = rng.random((rows, cols)) ** 3
         assert influence._column_sums(table).tobytes() == table.sum(axis=0).tobytes()
         assert influence._row_max(table).tobytes() == table.max(axis=1).tobytes()
         assert influence._row_min(table).tobytes() == table.min(axis=1).tobytes()
+
+
+def test_searches_over_many_rows_match_independent_references():
+    """Ancestral closures, remote sets and minimal separators computed for 150 rows at once (three words of
+    row bits) equal networkx's ancestors, the Lauritzen d-separation oracle and the one-row searches."""
+    from bayespriv.calibration.quilt_search import GraphIndex
+
+    rng = np.random.default_rng(11)
+    g = random_dag(rng, 30, 0.12)
+    gi = GraphIndex(g)
+    nodes, edges = list(gi.nodes), list(g.edges())
+    rows = rng.random((150, gi.n)) < 0.15
+    closure = gi.heights.closure(rows)
+    for k in range(0, 150, 7):
+        members = {nodes[j] for j in np.flatnonzero(rows[k])}
+        expected = members.union(*(nx.ancestors(g, v) for v in members))
+        assert {nodes[j] for j in np.flatnonzero(closure[k])} == expected
+    x = 4
+    z = rows.copy()
+    z[:, x] = False
+    remote = gi.remote(x, z)
+    for k in range(0, 150, 5):
+        assert (remote[k] == gi.remote(x, z[k][None, :])[0]).all()
+        zs = {nodes[j] for j in np.flatnonzero(z[k])}
+        for j in range(gi.n):
+            if j != x and not z[k, j]:
+                assert remote[k, j] == d_separated(edges, nodes, nodes[x], {nodes[j]}, zs)
+    targets = rng.random((150, gi.n)) < 0.1
+    targets[:, x] = False
+    near = rng.random(150) < 0.5
+    seps, ok = gi.minimal_separators(x, targets, near_source=near)
+    for k in range(0, 150, 3):
+        one = gi.minimal_separator(x, targets[k], near_source=bool(near[k]))
+        assert ok[k] == (one is not None)
+        if one is not None:
+            assert (seps[k] == one).all()
