@@ -29,6 +29,9 @@ is close to.
 
 Every candidate's remote set is then computed by the vectorised Bayes-ball
 of :class:`GraphIndex` (the largest remote set for that conditioning set).
+The searches hold one bit per candidate row in 64-bit words per node, so a
+step handles a node once for all the rows that reached it; the result is a
+set per row, the same whatever the order of the steps.
 """
 
 from __future__ import annotations
@@ -249,8 +252,10 @@ class GraphIndex:
     """Sparse index arrays of a DAG and the searches over them, built once per graph.
 
     Everything is stored as neighbour lists (memory and time in the number of
-    edges, no n × n table); the searches run breadth-first over many rows —
-    one per conditioning set — at once, on flat ``row * n + node`` indices.
+    edges, no n × n table); the searches run over many rows — one per
+    conditioning set — at once, with one bit per row in a node's words (see
+    :func:`_pack`): a breadth-first round visits each node once for every row
+    that reached it, and an ancestral closure is one pass up the node heights.
 
     Parameters
     ----------
