@@ -172,7 +172,8 @@ class BucketMemo:
 
     A bucket is named by the variable summed out and the ids of its factors in order; the same name means
     the same inputs in the same order, hence the same einsum and the same bits. At most ``limit`` buckets
-    are kept; beyond, the memo starts afresh (results do not depend on it).
+    and ``max_bytes`` bytes of tables are kept; beyond, the least recently used buckets are dropped (a
+    dropped bucket is summed again when needed, with the same bits: results do not depend on the memo).
 
     Parameters
     ----------
@@ -180,11 +181,15 @@ class BucketMemo:
         The first id given to a summed bucket (ids below are the CPDs' positions).
     limit : int
         Largest number of buckets kept.
+    max_bytes : int
+        Largest total size of the kept tables (default 1 GiB); a larger table is not kept.
     """
 
-    def __init__(self, first_id: int, limit: int = 400_000) -> None:
+    def __init__(self, first_id: int, limit: int = 400_000, max_bytes: int = 2**30) -> None:
         self.first_id = int(first_id)
         self.limit = int(limit)
+        self.max_bytes = int(max_bytes)
+        self.nbytes = 0
         self._known: dict[tuple[int, ...], _Factor] = {}
         self._next = self.first_id
 
@@ -194,18 +199,22 @@ class BucketMemo:
     def summed(self, x: int, bucket: list[_Factor]) -> _Factor:
         """The product of ``bucket`` (in order) with ``x`` summed out."""
         name = (x, *(f.key for f in bucket))
-        hit = self._known.get(name)
+        known = self._known
+        hit = known.pop(name, None)
         if hit is not None:
+            known[name] = hit  # now the most recently used
             return hit
         union = sorted(set().union(*(f.scope for f in bucket)))
         out = tuple(v for v in union if v != x)
         values = _contract([(f.scope, f.values) for f in bucket], out)
         values.setflags(write=False)
-        if len(self._known) >= self.limit:
-            self._known.clear()
         factor = _Factor(out, values, self._next)
         self._next += 1
-        self._known[name] = factor
+        if values.nbytes <= self.max_bytes:
+            while known and (len(known) >= self.limit or self.nbytes + values.nbytes > self.max_bytes):
+                self.nbytes -= known.pop(next(iter(known))).values.nbytes
+            known[name] = factor
+            self.nbytes += values.nbytes
         return factor
 
 

@@ -387,3 +387,20 @@ def test_searches_over_many_rows_match_independent_references():
         assert ok[k] == (one is not None)
         if one is not None:
             assert (seps[k] == one).all()
+
+
+def test_bucket_memo_bounded_in_bytes_gives_the_same_tables():
+    """A memo that keeps almost nothing (a few hundred bytes, least recently used dropped first) gives the
+    joint tables of an unbounded one bit for bit, and never holds more than its bound."""
+    from bayespriv.calibration.elimination import BucketMemo, DiscreteTables
+    from _bn_oracles import random_network as small_network
+
+    bn, names, _ = small_network(5, 16, max_card=3, edge_prob=0.3, concentration=2.0)
+    roomy, tight = DiscreteTables(bn), DiscreteTables(bn)
+    tight.buckets = BucketMemo(len(names), max_bytes=300)
+    rng = np.random.default_rng(8)
+    for _ in range(60):
+        plan = roomy.plan(sorted(int(x) for x in rng.choice(len(names), size=int(rng.integers(1, 4)), replace=False)))
+        assert roomy.joint(plan).tobytes() == tight.joint(plan).tobytes()
+        assert tight.buckets.nbytes <= 300
+    assert len(roomy.buckets) > len(tight.buckets) > 0
