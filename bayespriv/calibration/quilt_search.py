@@ -60,15 +60,25 @@ class Adjacency:
         Per entry, a third node the edge goes through (the common child of two co-parents), else None.
     degree : ndarray of int64 (n,)
         Neighbours per node (``indptr[v + 1] - indptr[v]``).
+    inward : tuple of ndarray
+        The entries grouped by target: each one's source and ``via`` (or None), the targets that have
+        entries, and where each target's entries start (for one ``reduceat`` over every entry).
     """
 
     indptr: np.ndarray
     indices: np.ndarray
     via: np.ndarray | None = None
     degree: np.ndarray = field(init=False, repr=False)
+    inward: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "degree", _frozen(np.diff(self.indptr)))
+        degree = np.diff(self.indptr)
+        by_target = np.argsort(self.indices, kind="stable")
+        sources = np.repeat(np.arange(degree.size, dtype=np.int64), degree)[by_target]
+        targets, starts = np.unique(self.indices[by_target], return_index=True)
+        object.__setattr__(self, "degree", _frozen(degree))
+        object.__setattr__(self, "inward", (_frozen(sources), None if self.via is None else _frozen(self.via[by_target]),
+                                            _frozen(targets), _frozen(starts)))
 
     @classmethod
     def from_pairs(cls, n: int, src: np.ndarray, dst: np.ndarray, via: np.ndarray | None = None) -> "Adjacency":
@@ -161,6 +171,15 @@ def _spread(step: Adjacency, bits: np.ndarray, gate: np.ndarray | None = None) -
     active = np.flatnonzero(np.bitwise_or.reduce(bits, axis=0))
     out = np.zeros_like(bits)
     if not active.size:
+        return out
+    if 8 * active.size > n:  # a large frontier: one pass over every entry, grouped by target
+        sources, via, targets, starts = step.inward
+        if not sources.size:
+            return out
+        vals = bits[:, sources]
+        if gate is not None:
+            vals &= gate[:, via]
+        out[:, targets] = np.bitwise_or.reduceat(vals, starts, axis=1)
         return out
     targets, entry = step.gather(active, n)
     src = np.repeat(active, step.degree[active])
