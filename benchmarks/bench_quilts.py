@@ -164,7 +164,7 @@ def quality(n_networks: int = 30) -> list[str]:
 
 
 _SCALING_SCRIPT = r"""
-import hashlib, json, sys, time, warnings
+import hashlib, json, os, sys, time, warnings
 warnings.filterwarnings("ignore")
 code, bench, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path[:0] = [code, bench]
@@ -182,7 +182,7 @@ rows = [(str(v), sorted(map(str, c.quilt.quilt)), c.sensitivity.hex(), float(c.i
         for v in cal.sensitive for c in cal.candidates[v]]
 print(json.dumps({"nodes": n, "edges": bn.number_of_edges(), "seconds": seconds, "sensitivity": cal.sensitivity.hex(),
                   "scored": len(rows), "skipped": sum(cal.skipped.values()),
-                  "hash": hashlib.sha256(repr(rows).encode()).hexdigest()[:16]}))
+                  "hash": hashlib.sha256(repr(rows).encode()).hexdigest()[:16], "load": os.getloadavg()[0]}))
 """
 
 
@@ -204,11 +204,13 @@ def scaling_lines(after: list[dict], before: list[dict]) -> list[str]:
     old = {r["nodes"]: r for r in before}
     first = after[0]
     lines = ["| nodes (edges) | before (s) | after (s) | after / after at "
-             f"{first['nodes']} nodes | quilts scored (skipped) | result hash before / after |", "|---|---|---|---|---|---|"]
+             f"{first['nodes']} nodes | load average (1 min) at the end | quilts scored (skipped) | "
+             "result hash before / after |", "|---|---|---|---|---|---|---|"]
     for r in after:
         b = old.get(r["nodes"])
         lines.append(f"| {r['nodes']} ({r['edges']}) | {'–' if b is None else format(b['seconds'], '.1f')} | "
-                     f"{r['seconds']:.1f} | {r['seconds'] / first['seconds']:.1f}× | {r['scored']} ({r['skipped']}) | "
+                     f"{r['seconds']:.1f} | {r['seconds'] / first['seconds']:.1f}× | "
+                     f"{'–' if r.get('load') is None else format(r['load'], '.1f')} | {r['scored']} ({r['skipped']}) | "
                      f"{'–' if b is None else b['hash']} / {r['hash']} |")
     by = {r["nodes"]: r for r in after}
     if 1000 in by and 100 in by:

@@ -172,7 +172,8 @@ class BucketMemo:
 
     A bucket is named by the variable summed out and the ids of its factors in order; the same name means
     the same inputs in the same order, hence the same einsum and the same bits. At most ``limit`` buckets
-    are kept; beyond, the memo starts afresh (results do not depend on it).
+    and ``max_bytes`` bytes of tables are kept; beyond, the least recently used buckets are dropped (a
+    dropped bucket is summed again when needed, with the same bits: results do not depend on the memo).
 
     Parameters
     ----------
@@ -180,11 +181,15 @@ class BucketMemo:
         The first id given to a summed bucket (ids below are the CPDs' positions).
     limit : int
         Largest number of buckets kept.
+    max_bytes : int
+        Largest total size of the kept tables (default 1 GiB); a larger table is not kept.
     """
 
-    def __init__(self, first_id: int, limit: int = 400_000) -> None:
+    def __init__(self, first_id: int, limit: int = 400_000, max_bytes: int = 2**30) -> None:
         self.first_id = int(first_id)
         self.limit = int(limit)
+        self.max_bytes = int(max_bytes)
+        self.nbytes = 0
         self._known: dict[tuple[int, ...], _Factor] = {}
         self._next = self.first_id
 
@@ -194,18 +199,22 @@ class BucketMemo:
     def summed(self, x: int, bucket: list[_Factor]) -> _Factor:
         """The product of ``bucket`` (in order) with ``x`` summed out."""
         name = (x, *(f.key for f in bucket))
-        hit = self._known.get(name)
+        known = self._known
+        hit = known.pop(name, None)
         if hit is not None:
+            known[name] = hit  # now the most recently used
             return hit
         union = sorted(set().union(*(f.scope for f in bucket)))
         out = tuple(v for v in union if v != x)
         values = _contract([(f.scope, f.values) for f in bucket], out)
         values.setflags(write=False)
-        if len(self._known) >= self.limit:
-            self._known.clear()
         factor = _Factor(out, values, self._next)
         self._next += 1
-        self._known[name] = factor
+        if values.nbytes <= self.max_bytes:
+            while known and (len(known) >= self.limit or self.nbytes + values.nbytes > self.max_bytes):
+                self.nbytes -= known.pop(next(iter(known))).values.nbytes
+            known[name] = factor
+            self.nbytes += values.nbytes
         return factor
 
 
@@ -263,8 +272,10 @@ def _set_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, 
 def _uniform_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[int, ...]], card: int,
                               targets: set[int]) -> tuple[tuple[int, ...], int]:
     """:func:`_min_weight_order` when every variable has ``card`` states: neighbour sets as bits of Python
-    ints over the variables' ranks in ``factors`` (ascending positions, so ranks break ties as positions do),
-    and a bucket's weight is ``card ** (neighbours + 1)``. Same order, same largest bucket."""
+    ints over the variables' ranks in ``factors`` (ascending positions, so ranks break ties as positions do).
+    A bucket's weight is ``card ** (neighbours + 1)``, increasing in the number of neighbours when
+    ``card > 1``: the least (weight, position) is the first variable, in rank order, of fewest neighbours
+    (one ``min`` over the remaining ranks per step). Same order, same largest bucket."""
     rank = {v: i for i, v in enumerate(factors)}
     neighbours = [0] * len(factors)
     for k in factors:
@@ -273,32 +284,27 @@ def _uniform_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[i
             bits |= 1 << rank[v]
         for v in scopes[k]:
             neighbours[rank[v]] |= bits
-    weight: list[int | None] = [None] * len(factors)
-    for i, v in enumerate(factors):
+    for i in range(len(factors)):
         neighbours[i] &= ~(1 << i)
-        if v not in targets:
-            weight[i] = card ** (neighbours[i].bit_count() + 1)
-    heap = [(w, i) for i, w in enumerate(weight) if w is not None]
-    heapq.heapify(heap)
-    order, largest = [], 0
-    while heap:
-        w, i = heapq.heappop(heap)
-        if weight[i] != w:
-            continue  # eliminated already, or an outdated weight
+    degree = [nb.bit_count() for nb in neighbours] if card > 1 else [0] * len(factors)
+    alive = [i for i, v in enumerate(factors) if v not in targets]  # ascending ranks
+    order, most = [], -1
+    key = degree.__getitem__
+    while alive:
+        i = min(alive, key=key)
+        alive.remove(i)
         order.append(factors[i])
-        largest = max(largest, w)
-        weight[i] = None
         nb = neighbours[i]
+        most = max(most, nb.bit_count())
         rest = nb
         while rest:
             low = rest & -rest
             rest ^= low
             j = low.bit_length() - 1
             neighbours[j] = around = (neighbours[j] | nb) & ~low & ~(1 << i)
-            if weight[j] is not None:
-                weight[j] = w_j = card ** (around.bit_count() + 1)
-                heapq.heappush(heap, (w_j, j))
-    return tuple(order), largest
+            if card > 1:
+                degree[j] = around.bit_count()
+    return tuple(order), (card ** (most + 1) if order else 0)
 
 
 def _size(cards: Sequence[int], scope: Any) -> int:

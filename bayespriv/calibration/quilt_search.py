@@ -29,6 +29,9 @@ is close to.
 
 Every candidate's remote set is then computed by the vectorised Bayes-ball
 of :class:`GraphIndex` (the largest remote set for that conditioning set).
+The searches hold one bit per candidate row in 64-bit words per node, so a
+step handles a node once for all the rows that reached it; the result is a
+set per row, the same whatever the order of the steps.
 """
 
 from __future__ import annotations
@@ -57,15 +60,25 @@ class Adjacency:
         Per entry, a third node the edge goes through (the common child of two co-parents), else None.
     degree : ndarray of int64 (n,)
         Neighbours per node (``indptr[v + 1] - indptr[v]``).
+    inward : tuple of ndarray
+        The entries grouped by target: each one's source and ``via`` (or None), the targets that have
+        entries, and where each target's entries start (for one ``reduceat`` over every entry).
     """
 
     indptr: np.ndarray
     indices: np.ndarray
     via: np.ndarray | None = None
     degree: np.ndarray = field(init=False, repr=False)
+    inward: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "degree", _frozen(np.diff(self.indptr)))
+        degree = np.diff(self.indptr)
+        by_target = np.argsort(self.indices, kind="stable")
+        sources = np.repeat(np.arange(degree.size, dtype=np.int64), degree)[by_target]
+        targets, starts = np.unique(self.indices[by_target], return_index=True)
+        object.__setattr__(self, "degree", _frozen(degree))
+        object.__setattr__(self, "inward", (_frozen(sources), None if self.via is None else _frozen(self.via[by_target]),
+                                            _frozen(targets), _frozen(starts)))
 
     @classmethod
     def from_pairs(cls, n: int, src: np.ndarray, dst: np.ndarray, via: np.ndarray | None = None) -> "Adjacency":
@@ -122,15 +135,103 @@ def _fresh(targets: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndarr
     return new
 
 
-def _closure(step: Adjacency, start: np.ndarray) -> np.ndarray:
-    """Every state reachable from ``start`` (bool rows × n) along ``step``, row by row (start included)."""
-    s, n = start.shape
-    seen = start.reshape(-1).copy()
-    stamp = np.empty(seen.size, dtype=np.int64)
-    frontier = np.flatnonzero(seen)
-    while frontier.size:
-        frontier = _fresh(step.gather(frontier, n)[0], seen, stamp)
-    return seen.reshape(s, n)
+def _pack(rows: np.ndarray) -> np.ndarray:
+    """Bool rows (S × n) as bit words (W × n uint64, W = ⌈S / 64⌉): bit k % 64 of word k // 64 is row k."""
+    s, n = rows.shape
+    w = max(1, -(-s // 64))
+    words = np.zeros((64 * w, n), dtype=np.uint64)
+    words[:s] = rows
+    words <<= np.tile(_SHIFTS, (w, 1))
+    return np.bitwise_or.reduce(words.reshape(w, 64, n), axis=1)
+
+
+def _unpack(bits: np.ndarray, s: int) -> np.ndarray:
+    """The bool rows (S × n) of :func:`_pack`'s words."""
+    w, n = bits.shape
+    return ((bits[:, None, :] >> _SHIFTS) & np.uint64(1)).reshape(64 * w, n)[:s].astype(bool)
+
+
+def _row_bits(flags: np.ndarray) -> np.ndarray:
+    """A per-row flag (S,) as bit words (W, 1)."""
+    return _pack(np.asarray(flags, dtype=bool)[:, None])
+
+
+def _any_per_row(bits: np.ndarray, s: int) -> np.ndarray:
+    """Per row, whether some node has its bit (bool S,)."""
+    return _unpack(np.bitwise_or.reduce(bits, axis=1)[:, None], s)[:, 0]
+
+
+_SHIFTS = np.arange(64, dtype=np.uint64)[:, None]
+
+
+def _spread(step: Adjacency, bits: np.ndarray, gate: np.ndarray | None = None) -> np.ndarray:
+    """Bit words of every node: the OR of the words of its neighbours along ``step`` (``bits`` W × n); with
+    ``gate`` (W × n), an entry passes only the bits its ``via`` node has in ``gate``."""
+    w, n = bits.shape
+    active = np.flatnonzero(np.bitwise_or.reduce(bits, axis=0))
+    out = np.zeros_like(bits)
+    if not active.size:
+        return out
+    if 8 * active.size > n:  # a large frontier: one pass over every entry, grouped by target
+        sources, via, targets, starts = step.inward
+        if not sources.size:
+            return out
+        vals = bits[:, sources]
+        if gate is not None:
+            vals &= gate[:, via]
+        out[:, targets] = np.bitwise_or.reduceat(vals, starts, axis=1)
+        return out
+    targets, entry = step.gather(active, n)
+    src = np.repeat(active, step.degree[active])
+    for k in range(w):
+        vals = bits[k, src]
+        if gate is not None:
+            vals &= gate[k, step.via[entry]]
+        np.bitwise_or.at(out[k], targets, vals)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Heights:
+    """The nodes of a DAG by height (0: no child; else one more than the highest child), for the ancestral
+    closure of many rows at once: a node is an ancestor-or-self of a set iff it is in the set or one of its
+    children is, so one pass up the heights settles every node after all its children.
+
+    Attributes
+    ----------
+    levels : tuple of (nodes, children, starts)
+        Per height from 1: the nodes, their children concatenated, and where each node's children start.
+    """
+
+    levels: tuple
+
+    @classmethod
+    def of(cls, children: Adjacency, n: int) -> "_Heights":
+        height = np.zeros(n, dtype=np.int64)
+        inner = np.flatnonzero(children.degree)  # nodes with a child; their child lists tile ``indices``
+        starts = children.indptr[inner]
+        while inner.size:
+            new = np.maximum.reduceat(height[children.indices], starts) + 1
+            if np.array_equal(new, height[inner]):
+                break
+            height[inner] = new
+        levels = []
+        for h in range(1, int(height.max(initial=0)) + 1):
+            nodes = np.flatnonzero(height == h)
+            count = children.degree[nodes]
+            kids = children.gather(nodes, n)[0]
+            levels.append((_frozen(nodes), _frozen(kids), _frozen(np.cumsum(count) - count)))
+        return cls(tuple(levels))
+
+    def closure(self, start: np.ndarray) -> np.ndarray:
+        """Per row of ``start`` (bool rows × n), the nodes with a descendant-or-self in the row."""
+        return _unpack(self.closure_bits(_pack(start)), start.shape[0])
+
+    def closure_bits(self, bits: np.ndarray) -> np.ndarray:
+        """:meth:`closure` on bit words (W × n, see :func:`_pack`); ``bits`` is updated and returned."""
+        for nodes, kids, starts in self.levels:
+            bits[:, nodes] |= np.bitwise_or.reduceat(bits[:, kids], starts, axis=1)
+        return bits
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,8 +271,10 @@ class GraphIndex:
     """Sparse index arrays of a DAG and the searches over them, built once per graph.
 
     Everything is stored as neighbour lists (memory and time in the number of
-    edges, no n × n table); the searches run breadth-first over many rows —
-    one per conditioning set — at once, on flat ``row * n + node`` indices.
+    edges, no n × n table); the searches run over many rows — one per
+    conditioning set — at once, with one bit per row in a node's words (see
+    :func:`_pack`): a breadth-first round visits each node once for every row
+    that reached it, and an ancestral closure is one pass up the node heights.
 
     Parameters
     ----------
@@ -198,6 +301,9 @@ class GraphIndex:
         the node whose membership of A lets it into the moral graph of an
         ancestral set A in ``via`` (its target for a skeleton edge, the common
         child for a pair): one gather per step of :meth:`moral_reach`.
+    heights : _Heights
+        The nodes by height, for ancestral closures of many rows at once
+        (one bit per row, one pass up the heights).
     """
 
     graph: nx.DiGraph
@@ -210,6 +316,7 @@ class GraphIndex:
     moral: Adjacency = field(init=False, repr=False)
     coparents: Adjacency = field(init=False, repr=False)
     gated_moral: Adjacency = field(init=False, repr=False)
+    heights: _Heights = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         graph = nx.freeze(nx.DiGraph(self.graph))
@@ -234,6 +341,7 @@ class GraphIndex:
                                                        np.concatenate([c, c])))
         setter(self, "gated_moral", Adjacency.from_pairs(n, np.concatenate([u, v, a, b]), np.concatenate([v, u, b, a]),
                                                          np.concatenate([v, u, c, c])))
+        setter(self, "heights", _Heights.of(children, n))
 
     @property
     def n(self) -> int:
@@ -276,21 +384,22 @@ class GraphIndex:
         """
         z = np.asarray(conditioned, dtype=bool)
         s, n = z.shape
-        free = ~z.reshape(-1)
-        opens = _closure(self.parents, z).reshape(-1)  # v in Z or an ancestor of a node of Z
-        up = np.zeros(s * n, dtype=bool)
-        down = np.zeros(s * n, dtype=bool)
-        stamp = np.empty(s * n, dtype=np.int64)
-        new_up = np.arange(s, dtype=np.int64) * n + node
-        up[new_up] = True
-        new_down = np.zeros(0, dtype=np.int64)
-        while new_up.size or new_down.size:
-            passing = new_up[free[new_up]]
-            to_parents = np.concatenate([passing, new_down[opens[new_down]]])
-            to_children = np.concatenate([passing, new_down[free[new_down]]])
-            new_up = _fresh(self.parents.gather(to_parents, n)[0], up, stamp)
-            new_down = _fresh(self.children.gather(to_children, n)[0], down, stamp)
-        return ((up | down) & free).reshape(s, n)
+        zb = _pack(z)
+        every = _row_bits(np.ones(s, dtype=bool))[:, 0]
+        free = ~zb & every[:, None]
+        opens = self.heights.closure_bits(zb.copy())  # v in Z or an ancestor of a node of Z
+        up = np.zeros_like(zb)
+        up[:, node] = every
+        down = np.zeros_like(zb)
+        new_up, new_down = up.copy(), down
+        while new_up.any() or new_down.any():
+            passing = new_up & free
+            reached_up = _spread(self.parents, passing | (new_down & opens))
+            reached_down = _spread(self.children, passing | (new_down & free))
+            new_up, new_down = reached_up & ~up, reached_down & ~down
+            up |= new_up
+            down |= new_down
+        return _unpack((up | down) & free, s)
 
     def remote(self, node: int, conditioned: np.ndarray) -> np.ndarray:
         """Remote sets (bool S × V): nodes d-separated from ``node`` given each row, outside the row."""
@@ -301,18 +410,17 @@ class GraphIndex:
     def moral_reach(self, start: np.ndarray, blocked: np.ndarray, within: np.ndarray) -> np.ndarray:
         """Per row, nodes reached from ``start`` in the moral graph of the ancestral set ``within`` without
         passing through ``blocked`` (blocked nodes are reached, not crossed). All arguments bool S × V."""
-        s, n = start.shape
-        inside, stop = within.reshape(-1), blocked.reshape(-1)
-        seen = start.reshape(-1).copy()
-        stamp = np.empty(seen.size, dtype=np.int64)
-        frontier = np.flatnonzero(seen & ~stop)
-        gates = self.gated_moral.via
-        while frontier.size:
-            step, entry = self.gated_moral.gather(frontier, n)
-            step = step[inside[(step - step % n) + gates[entry]]]
-            frontier = _fresh(step, seen, stamp)
-            frontier = frontier[~stop[frontier]]
-        return seen.reshape(s, n)
+        return _unpack(self.moral_reach_bits(_pack(start), _pack(blocked), _pack(within)), start.shape[0])
+
+    def moral_reach_bits(self, start: np.ndarray, blocked: np.ndarray, within: np.ndarray) -> np.ndarray:
+        """:meth:`moral_reach` on bit words (W × n each, see :func:`_pack`)."""
+        seen = start.copy()
+        frontier = seen & ~blocked
+        while frontier.any():
+            new = _spread(self.gated_moral, frontier, within) & ~seen
+            seen |= new
+            frontier = new & ~blocked
+        return seen
 
     def minimal_separators(self, x: int, targets: np.ndarray, *, included: np.ndarray | None = None,
                            restricted: np.ndarray | None = None, near_source: np.ndarray | bool = True
@@ -327,20 +435,21 @@ class GraphIndex:
         given = [np.asarray(a, dtype=bool) for a in (targets, included, restricted) if a is not None]
         near = np.asarray(near_source, dtype=bool)
         s = max([len(a) for a in given if a.ndim == 2] + [near.size if near.ndim else 1])
-        t = np.broadcast_to(np.asarray(targets, dtype=bool), (s, n))
-        inc = np.zeros((s, n), dtype=bool) if included is None else np.broadcast_to(included, (s, n))
-        res = np.ones((s, n), dtype=bool) if restricted is None else np.broadcast_to(restricted, (s, n))
-        near = np.broadcast_to(near, (s,))
-        src = np.zeros((s, n), dtype=bool)
-        src[:, x] = True
-        an = _closure(self.parents, src | t | inc)
+        t = _pack(np.broadcast_to(np.asarray(targets, dtype=bool), (s, n)))
+        every = _row_bits(np.ones(s, dtype=bool))
+        inc = np.zeros_like(t) if included is None else _pack(np.broadcast_to(included, (s, n)))
+        res = every if restricted is None else _pack(np.broadcast_to(restricted, (s, n)))
+        near = _row_bits(np.broadcast_to(near, (s,)))
+        src = np.zeros_like(t)
+        src[:, x] = every[:, 0]
+        an = self.heights.closure_bits(src | t | inc)
         z0 = res & an & ~src & ~t
-        ok = ~(inc & ~z0).any(axis=1)
-        ok &= ~(self.moral_reach(src, z0, an) & t).any(axis=1)
-        first = np.where(near[:, None], t, src)
-        second = np.where(near[:, None], src, t)
-        z1 = inc | (z0 & self.moral_reach(first, z0, an))
-        return inc | (z1 & self.moral_reach(second, z1, an)), ok
+        ok = ~_any_per_row(inc & ~z0, s)
+        ok &= ~_any_per_row(self.moral_reach_bits(src, z0, an) & t, s)
+        first = (t & near) | (src & ~near)
+        second = (src & near) | (t & ~near)
+        z1 = inc | (z0 & self.moral_reach_bits(first, z0, an))
+        return _unpack(inc | (z1 & self.moral_reach_bits(second, z1, an)), s), ok
 
     def minimal_separator(self, x: int, targets: np.ndarray, *, included: np.ndarray | None = None,
                           restricted: np.ndarray | None = None, near_source: bool = True) -> np.ndarray | None:
