@@ -1,10 +1,11 @@
 """One small, valid instance of every Mechanism class in ``bp.mechanisms.__all__``.
 
-Used by the tests that must cover every mechanism (immutability, the release
-path, extreme ε). ``BUILDERS`` maps a class name to ``build(epsilon) ->
-(mechanism, answer)`` where ``answer`` is a valid ``(k,)`` answer for
-``release_value``; a test over ``__all__`` fails when a new mechanism class
-has no builder here.
+The one registry of the tests that must cover every mechanism (immutability, the
+release path, extreme ε, argument validation, float attacks). ``BUILDERS`` maps
+a class name to ``build(epsilon, **options) -> (mechanism, answer)`` where
+``answer`` is a valid ``(k,)`` answer for ``release_value`` and ``options`` go to
+the constructor (for the classes of :data:`NOISE_PARAMETER`); a test over
+``__all__`` fails when a new mechanism class has no builder here.
 """
 
 from __future__ import annotations
@@ -53,15 +54,15 @@ def _chain(epsilon: float) -> Any:
     return M.MQM(cal, epsilon=epsilon), np.array([3.0])
 
 
-def _sampled(cls: type, **kwargs: Any) -> Callable[[float], Any]:
-    def build(epsilon: float) -> Any:
-        return cls(sampled_calibration(), epsilon=epsilon, **kwargs), np.array([0.5])
+def _sampled(cls: type, **kwargs: Any) -> Callable[..., Any]:
+    def build(epsilon: float, **options: Any) -> Any:
+        return cls(sampled_calibration(), epsilon=epsilon, **{**kwargs, **options}), np.array([0.5])
     return build
 
 
-def _exact(cls: type, **kwargs: Any) -> Callable[[float], Any]:
-    def build(epsilon: float) -> Any:
-        return cls(exact_calibration(), epsilon=epsilon, **kwargs), np.array([0.1, 0.2])
+def _exact(cls: type, **kwargs: Any) -> Callable[..., Any]:
+    def build(epsilon: float, **options: Any) -> Any:
+        return cls(exact_calibration(), epsilon=epsilon, **{**kwargs, **options}), np.array([0.1, 0.2])
     return build
 
 
@@ -82,7 +83,7 @@ def _apgmng(epsilon: float) -> Any:
     return M.APGMnG(sampled_calibration(), epsilon=epsilon, delta=1e-3, lambda_eta=epsilon / 4), np.array([0.5])
 
 
-BUILDERS: dict[str, Callable[[float], Any]] = {
+BUILDERS: dict[str, Callable[..., Any]] = {
     "APGM": _exact(M.APGM, delta=1e-3),
     "APGMnG": _apgmng,
     "WithExtraLaplace": _with_extra_laplace,
@@ -98,6 +99,10 @@ BUILDERS: dict[str, Callable[[float], Any]] = {
     "Wasserstein": _sampled(M.Wasserstein, support=(-10.0, 10.0)),
     "ApproxWasserstein": _sampled(M.ApproxWasserstein, delta=0.2),
 }
+
+
+#: Classes whose constructor takes a noise kind, and the parameter's name.
+NOISE_PARAMETER: dict[str, str] = {"ExpM": "noise", "DirM": "noise", "GroupDP": "noise"}
 
 
 def mechanism_classes() -> list[str]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import math
 import pickle
+import sys
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -19,6 +20,9 @@ import pytest
 
 import bayespriv as bp
 from bayespriv.mechanisms import APGM, ExpM, GroupDP
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _every_mechanism import BUILDERS, NOISE_PARAMETER, mechanism_classes  # noqa: E402
 
 A = bp.DatasetSecret.mean("height", 64.0)
 B = bp.DatasetSecret.mean("height", 66.0)
@@ -712,86 +716,20 @@ def test_proportion_secrets_carry_exchangeable_records():
 # parameter (or, for extreme ε, release a finite value).
 
 
-def _sampled(k: int = 1, confidence=0.95) -> bp.Calibration:
-    from bayespriv.calibration import calibration_from_samples
+MECHANISM_CLASSES = mechanism_classes()
 
-    rng = np.random.default_rng(5)
-    samples = rng.normal(size=(2, 400, k)) + np.array([0.0, 1.0])[:, None, None]
-    return calibration_from_samples(samples, (A, B), (PAIR,), None, confidence=confidence, n_records=20)
-
-
-def _close_calibration() -> bp.Calibration:
-    """Means 0.1 apart with unit variance: within Theorem 4.4's radius, so Noiseless builds."""
-    return bp.Calibration.from_moments({A: [150.0], B: [150.1]}, {A: 1.0, B: 1.0}, PAIR, n_records=20)
-
-
-def _two_node_network():
-    from pgmpy.factors.discrete import TabularCPD
-    from pgmpy.models import DiscreteBayesianNetwork
-
-    bn = DiscreteBayesianNetwork([("i", "q")])
-    bn.add_cpds(TabularCPD("i", 2, [[0.5], [0.5]]),
-                TabularCPD("q", 2, [[0.8, 0.4], [0.2, 0.6]], evidence=["i"], evidence_card=[2]))
-    return bn
-
-
-def _apmqm(epsilon):
-    from bayespriv.calibration.quilts import calibrate_quilts
-
-    network = _two_node_network()
-    try:  # the network is over distribution parameters (ParameterNetwork); without that class, it is passed bare
-        from bayespriv.calibration.quilts import ParameterNetwork
-
-        network = ParameterNetwork(network, columns={"i": "i", "q": "q"})
-    except ImportError:
-        pass
-    cal = calibrate_quilts(network, "i", bp.count(lambda b: b["q"] > 0, "q", name="q>0"), n_records=5)
-    return bp.mechanisms.APMQM(cal, epsilon=epsilon)
-
-
-def _mqm(epsilon):
-    from bayespriv.calibration.quilts import MarkovChain, calibrate_chain
-
-    chain = MarkovChain([[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5])
-    return bp.mechanisms.MQM(calibrate_chain(chain, bp.count(lambda x: x["s"] == 1, "s"), length=5), epsilon=epsilon)
-
-
-_M = bp.mechanisms
-# class name -> (builder(epsilon), answer for release_value, noise kinds parameter name or None)
-MECHANISM_BUILDERS = {
-    "APGM": (lambda e: _M.APGM(calibration(), epsilon=e, delta=1e-3), [150.0], None),
-    "APGMnG": (lambda e: _M.APGMnG(_sampled(), epsilon=e, delta=1e-3, eta=1e-4, lambda_eta=0.05), [0.5], None),
-    "WithExtraLaplace": (lambda e: _M.WithExtraLaplace(_M.APGM(_sampled(), epsilon=e, delta=1e-3, accountant="gaussian"), 0.1, eta=1e-4,
-                                                        w_infinity=0.1), [0.5], None),
-    "ExpM": (lambda e, **kw: _M.ExpM(calibration(), epsilon=e, delta=1e-3, **kw), [150.0], "noise"),
-    "DirM": (lambda e, **kw: _M.DirM(calibration(), epsilon=e, **kw), [150.0], "noise"),
-    "EigM": (lambda e: _M.EigM(calibration(k=2), epsilon=e, delta=1e-3), [150.0, 150.0], None),
-    "DauM": (lambda e: _M.DauM(calibration(k=2), epsilon=e, delta=1e-3), [150.0, 150.0], None),
-    "OptimalGaussian": (lambda e: _M.OptimalGaussian(calibration(), epsilon=e, delta=1e-3), [150.0], None),
-    "Noiseless": (lambda e: _M.Noiseless(_close_calibration(), epsilon=e, delta=0.5), [150.0], None),
-    "GroupDP": (lambda e, **kw: _M.GroupDP(bounded_calibration(), epsilon=e, delta=1e-3, **kw), [150.0], "noise"),
-    "APMQM": (_apmqm, [2.0], None),
-    "MQM": (_mqm, [2.0], None),
-    "Wasserstein": (lambda e: _M.Wasserstein(_sampled(), epsilon=e, support=(-10.0, 11.0)), [0.5], None),
-    "ApproxWasserstein": (lambda e: _M.ApproxWasserstein(_sampled(), epsilon=e, delta=1e-3, support=(-10.0, 11.0)), [0.5], None),
-}
-MECHANISM_CLASSES = sorted(
-    name for name in _M.__all__
-    if isinstance(getattr(_M, name), type) and issubclass(getattr(_M, name), _M.Mechanism) and not inspect.isabstract(getattr(_M, name))
-)
 
 def _case(name: str, case: str):
     return pytest.param(name, case, id=f"{name}-{case}")
 
 
 def test_every_mechanism_class_has_a_builder():
-    assert sorted(MECHANISM_BUILDERS) == MECHANISM_CLASSES
+    assert sorted(BUILDERS) == sorted(MECHANISM_CLASSES)
 
 
-@pytest.mark.parametrize("name", sorted(MECHANISM_BUILDERS))
+@pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_each_builder_releases_at_epsilon_one(name):
-    build, answer, _ = MECHANISM_BUILDERS[name]
-    release = _release(build(1.0), answer, rng=0)
+    release = _release(*BUILDERS[name](1.0), rng=0)
     assert np.all(np.isfinite(release.value))
 
 
@@ -800,36 +738,30 @@ RELEASE_CASES = ["ledger-str", "ledger-dict", "rng-str", "rng-negative", "rng-fl
 
 
 def _release(mech, answer, **kwargs):
-    try:
-        return mech.release_value(answer, accept_failed_assumptions=True, **kwargs)
-    except TypeError as exc:  # the pre-rewrite release path has no accept_failed_assumptions
-        if "accept_failed_assumptions" not in str(exc):
-            raise
-        return mech.release_value(answer, **kwargs)
+    return mech.release_value(answer, accept_failed_assumptions=True, **kwargs)
 
 
-@pytest.mark.parametrize("name, case", [_case(n, c) for n in sorted(MECHANISM_BUILDERS) for c in EXTREME_EPSILONS])
+@pytest.mark.parametrize("name, case", [_case(n, c) for n in sorted(BUILDERS) for c in EXTREME_EPSILONS])
 def test_extreme_epsilon_is_refused_or_releases_a_finite_value(name, case):
     """ε = 1e-17, 1e300, 5e-324: a BayesPrivError naming epsilon, or a finite release — never inf/NaN or a raw error."""
-    build, answer, _ = MECHANISM_BUILDERS[name]
     try:
-        release = _release(build(EXTREME_EPSILONS[case]), answer, rng=0)
+        release = _release(*BUILDERS[name](EXTREME_EPSILONS[case]), rng=0)
     except bp.BayesPrivError as exc:
         assert "epsilon" in str(exc) or "ε" in str(exc), str(exc)
         return
     assert np.all(np.isfinite(release.value)), release.value
 
 
-@pytest.mark.parametrize("name, case", [_case(n, c) for n in sorted(MECHANISM_BUILDERS) for c in RELEASE_CASES
-                                        if c != "noise-unknown" or MECHANISM_BUILDERS[n][2]])
+@pytest.mark.parametrize("name, case", [_case(n, c) for n in sorted(BUILDERS) for c in RELEASE_CASES
+                                        if c != "noise-unknown" or n in NOISE_PARAMETER])
 def test_bad_release_arguments_are_refused(name, case):
-    build, answer, noise_param = MECHANISM_BUILDERS[name]
     if case == "noise-unknown":
+        noise_param = NOISE_PARAMETER[name]
         with pytest.raises(bp.BayesPrivError) as info:
-            build(1.0, **{noise_param: "uniform"})
+            BUILDERS[name](1.0, **{noise_param: "uniform"})
         assert_message(info.value, noise_param, "'uniform'")
         return
-    mech = build(1.0)
+    mech, answer = BUILDERS[name](1.0)
     param, value = {"ledger-str": ("ledger", "ledger.db"), "ledger-dict": ("ledger", {}), "rng-str": ("rng", "seed"),
                     "rng-negative": ("rng", -1), "rng-float": ("rng", 1.5)}[case]
     kwargs = {"rng": 0, param: value}
