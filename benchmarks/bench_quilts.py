@@ -18,7 +18,7 @@ CPD columns, as a pgmpy ``DiscreteBayesianNetwork``. For **every** node:
 Target: under 10 s in total. Run by hand (never as a timed unit test)::
 
     .venv/bin/python benchmarks/bench_quilts.py [--nodes 50] [--seed 0] [--max-states 65536] [--no-write]
-    .venv/bin/python benchmarks/bench_quilts.py --quality 30   # candidate / exhaustive ratio table (old vs new)
+    .venv/bin/python benchmarks/bench_quilts.py --quality 30   # candidate / exhaustive ratio table
 
 Whole-network calibration scaling (``--scaling``): ``calibrate_quilts`` with
 every node sensitive, candidate search without refinement, a stack of bounded
@@ -83,54 +83,15 @@ def random_network(n_nodes: int, seed: int):
     return bn
 
 
-def _old_candidate_rows():
-    """The candidate search of the last commit (git HEAD), for the before/after table; None if unavailable."""
-    import subprocess
-    from collections.abc import Hashable, Iterable
-
-    import networkx as nx
-
-    try:
-        src = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD~0:bayespriv/calibration/quilts.py"],
-                             capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    if "def _candidate_rows(" not in src:
-        return None
-    code = src[src.index("def _candidate_rows("):src.index("def _quilt_rows(")]
-    space = {"np": np, "nx": nx, "Iterable": Iterable, "Hashable": Hashable}
-    exec(code.replace("from __future__ import annotations", ""), space)
-    return space["_candidate_rows"]
-
-
-def _min_score(g, engine, query, columns, n, node, rows, eps):
-    """Algorithm 2's least score over the given quilt rows (sup over Θ), computed directly."""
-    idx = g.index[node]
-    remote = g.remote(idx, rows)
-    queried = {v for v, cols in columns.items() if set(cols) & set(query.columns)}
-    best = np.inf
-    for z, r in zip(rows, remote):
-        near = [g.nodes[j] for j in np.flatnonzero(~z & ~r) if g.nodes[j] in queried]
-        cols = [c for v in near for c in columns[v]]
-        delta = query.column_sensitivity(cols, n, ord=1) if cols else 0.0
-        q = [g.nodes[j] for j in np.flatnonzero(z)]
-        e = float(engine(node, q)) if q else 0.0
-        if e < eps:
-            best = min(best, 0.0 if delta == 0 else delta / (eps - e))
-    return best
-
-
 def quality(n_networks: int = 30) -> list[str]:
-    """Candidate / exhaustive APMQM scale on small random networks: old search, new search, new + refine."""
+    """Candidate / exhaustive APMQM scale on small random networks: the candidate search, alone and refined."""
     sys.path.insert(0, str(ROOT / "tests"))
     import bayespriv as bp
     from _bn_oracles import random_network as small_network
-    from bayespriv.calibration.quilt_search import GraphIndex
     from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
     from bayespriv.mechanisms import APMQM
 
-    old_rows = _old_candidate_rows()
-    ratios: dict[str, list[float]] = {"old": [], "new, refine=0": [], "new, refine=64": [], "new, refine=256": []}
+    ratios: dict[str, list[float]] = {"refine=0": [], "refine=64": [], "refine=256": []}
     for seed in range(n_networks):
         rng = np.random.default_rng(1000 + seed)
         n_nodes = 8 + seed % 3
@@ -140,16 +101,11 @@ def quality(n_networks: int = 30) -> list[str]:
         query = bp.stack(*[bp.mean(v, bounds=(0.0, float(1 + rng.integers(4)))) for v in queried])
         net = ParameterNetwork(bn, columns={v: v for v in names})
         full = calibrate_quilts(net, node, query, n_records=10)
-        cands = {"new, refine=0": calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=0),
-                 "new, refine=64": calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=64),
-                 "new, refine=256": calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=256)}
-        g = GraphIndex(full.graph)
+        cands = {f"refine={r}": calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=r)
+                 for r in (0, 64, 256)}
         for eps in (0.3, 1.0, 3.0):
             exact = APMQM(full, epsilon=eps).scale
             got = {k: APMQM(c, epsilon=eps).scale for k, c in cands.items()}
-            if old_rows is not None:
-                rows = old_rows(g, g.index[node], queried)
-                got["old"] = _min_score(g, full.engine, query, full.columns, 10, node, rows, eps)
             for k, v in got.items():
                 ratios[k].append(1.0 if v == exact else (v / exact if exact > 0 else np.inf))
     out = [f"{n_networks} random networks (8–10 nodes, edge probability 0.3, Dirichlet(3) CPDs, 2–3 states), one "
