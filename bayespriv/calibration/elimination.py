@@ -26,7 +26,7 @@ import math
 import string
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -166,8 +166,7 @@ class DiscreteTables:
                 f"{len(plan.factors)} ancestral nodes) whose largest factor has {plan.largest} entries")
 
 
-@dataclass(frozen=True)
-class _Factor:
+class _Factor(NamedTuple):
     """A factor of the elimination: its variables (positions), values, and an id naming how it was computed
     (a CPD's position, or a number given by :class:`BucketMemo` to a summed bucket)."""
 
@@ -358,11 +357,11 @@ def _float_product(counts: Sequence[int]) -> float:
 
 def _contract(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[int, ...]) -> np.ndarray:
     """Product of ``factors`` summed onto the variables ``out`` (one einsum, local labels)."""
-    variables = sorted(set().union(*(f[0] for f in factors), out))
+    variables = sorted(set(out).union(*[f[0] for f in factors]))
     if len(variables) > len(_LETTERS):
         raise ValidationError(f"a bucket of the variable elimination must involve at most {len(_LETTERS)} variables; "
                               f"got {len(variables)}")
-    label = {v: _LETTERS[j] for j, v in enumerate(variables)}
-    spec = ",".join("".join(label[v] for v in scope) for scope, _ in factors)
-    spec += "->" + "".join(label[v] for v in out)
-    return np.einsum(spec, *(values for _, values in factors))
+    label = dict(zip(variables, _LETTERS)).__getitem__
+    spec = ",".join(["".join(map(label, scope)) for scope, _ in factors])
+    spec += "->" + "".join(map(label, out))
+    return np.einsum(spec, *[values for _, values in factors])

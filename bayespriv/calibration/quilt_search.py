@@ -581,6 +581,12 @@ def _ring_rows(g: GraphIndex, v: int, dist: np.ndarray, rows: _Rows, found: list
     """Moral rings, their borders with the nodes beyond, minimal separators from everything beyond each ring
     (``found``: those of :func:`_ring_batch`, solved), then the skeleton's layers."""
     levels = np.arange(1, int(dist.max()) + 1)
+    # the farthest moral neighbour of each node: a ring node borders the nodes beyond its ring iff it is beyond
+    farthest = np.full(g.n, -1, dtype=np.int64)
+    moral = g.moral
+    inner = np.flatnonzero(moral.degree)
+    if inner.size:
+        farthest[inner] = np.maximum.reduceat(dist[moral.indices], moral.indptr[inner])
     k = 0
     for d in levels:
         ring = dist == d
@@ -588,7 +594,7 @@ def _ring_rows(g: GraphIndex, v: int, dist: np.ndarray, rows: _Rows, found: list
         beyond = dist > d
         if not beyond.any():
             continue
-        rows.add(ring & g.neighbours_of(g.moral, beyond))
+        rows.add(ring & (farthest > d))
         rows.add(found[k])
         rows.add(found[k + 1])
         k += 2

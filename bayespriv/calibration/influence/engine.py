@@ -20,7 +20,6 @@ from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
-import numpy as np
 
 from ..._validation import check_mapping, check_positive_int, check_real, fail
 from ...errors import ParameterTypeError, ValidationError
