@@ -26,7 +26,7 @@ import math
 import string
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -138,12 +138,21 @@ class DiscreteTables:
         for fid, f in enumerate(pool):
             for v in f.scope:  # type: ignore[union-attr]
                 holding.setdefault(v, []).append(fid)
+        memo = self.buckets
+        known = memo._known
         for x in plan.order:
-            ids = [i for i in holding.pop(x) if pool[i] is not None]
-            bucket = [pool[i] for i in ids]
-            for i in ids:
-                pool[i] = None
-            summed = self.buckets.summed(x, bucket)
+            bucket = []
+            for i in holding.pop(x):
+                f = pool[i]
+                if f is not None:
+                    bucket.append(f)
+                    pool[i] = None
+            name = (x, *[f.key for f in bucket])
+            summed = known.pop(name, None)  # a hit is kept as the most recently used, as in BucketMemo.summed
+            if summed is None:
+                summed = memo._add(name, x, bucket)
+            else:
+                known[name] = summed
             for v in summed.scope:
                 holding[v].append(len(pool))
             pool.append(summed)
@@ -157,8 +166,7 @@ class DiscreteTables:
                 f"{len(plan.factors)} ancestral nodes) whose largest factor has {plan.largest} entries")
 
 
-@dataclass(frozen=True)
-class _Factor:
+class _Factor(NamedTuple):
     """A factor of the elimination: its variables (positions), values, and an id naming how it was computed
     (a CPD's position, or a number given by :class:`BucketMemo` to a summed bucket)."""
 
@@ -198,12 +206,17 @@ class BucketMemo:
 
     def summed(self, x: int, bucket: list[_Factor]) -> _Factor:
         """The product of ``bucket`` (in order) with ``x`` summed out."""
-        name = (x, *(f.key for f in bucket))
+        name = (x, *[f.key for f in bucket])
         known = self._known
         hit = known.pop(name, None)
         if hit is not None:
             known[name] = hit  # now the most recently used
             return hit
+        return self._add(name, x, bucket)
+
+    def _add(self, name: tuple[int, ...], x: int, bucket: list[_Factor]) -> _Factor:
+        """Sum the bucket ``name`` (not kept) and keep it, dropping the least recently used beyond the bounds."""
+        known = self._known
         union = sorted(set().union(*(f.scope for f in bucket)))
         out = tuple(v for v in union if v != x)
         values = _contract([(f.scope, f.values) for f in bucket], out)
@@ -274,36 +287,57 @@ def _uniform_min_weight_order(factors: tuple[int, ...], scopes: Sequence[tuple[i
     """:func:`_min_weight_order` when every variable has ``card`` states: neighbour sets as bits of Python
     ints over the variables' ranks in ``factors`` (ascending positions, so ranks break ties as positions do).
     A bucket's weight is ``card ** (neighbours + 1)``, increasing in the number of neighbours when
-    ``card > 1``: the least (weight, position) is the first variable, in rank order, of fewest neighbours
-    (one ``min`` over the remaining ranks per step). Same order, same largest bucket."""
+    ``card > 1``: the least (weight, position) is the first variable, in rank order, of fewest neighbours.
+    The remaining variables are kept as bits per number of neighbours, so that variable is the lowest bit
+    of the first non-empty degree. Same order, same largest bucket."""
     rank = {v: i for i, v in enumerate(factors)}
-    neighbours = [0] * len(factors)
-    for k in factors:
+    k = len(factors)
+    neighbours = [0] * k
+    for f in factors:
         bits = 0
-        for v in scopes[k]:
+        for v in scopes[f]:
             bits |= 1 << rank[v]
-        for v in scopes[k]:
+        for v in scopes[f]:
             neighbours[rank[v]] |= bits
-    for i in range(len(factors)):
+    for i in range(k):
         neighbours[i] &= ~(1 << i)
-    degree = [nb.bit_count() for nb in neighbours] if card > 1 else [0] * len(factors)
-    alive = [i for i, v in enumerate(factors) if v not in targets]  # ascending ranks
-    order, most = [], -1
-    key = degree.__getitem__
+    degree = [nb.bit_count() for nb in neighbours] if card > 1 else [0] * k
+    by_degree = [0] * (k + 1)  # remaining ranks of each degree, as bits
+    alive = 0
+    for i, v in enumerate(factors):
+        if v not in targets:
+            by_degree[degree[i]] |= 1 << i
+            alive |= 1 << i
+    order, most, low_degree = [], -1, 0  # no remaining variable has fewer than low_degree neighbours
     while alive:
-        i = min(alive, key=key)
-        alive.remove(i)
+        d = low_degree
+        while not by_degree[d]:
+            d += 1
+        low_degree = d
+        pick = by_degree[d]
+        bit = pick & -pick
+        by_degree[d] = pick ^ bit
+        alive ^= bit
+        i = bit.bit_length() - 1
         order.append(factors[i])
         nb = neighbours[i]
-        most = max(most, nb.bit_count())
+        if nb.bit_count() > most:
+            most = nb.bit_count()
         rest = nb
         while rest:
             low = rest & -rest
             rest ^= low
             j = low.bit_length() - 1
-            neighbours[j] = around = (neighbours[j] | nb) & ~low & ~(1 << i)
+            neighbours[j] = around = (neighbours[j] | nb) & ~(low | bit)
             if card > 1:
-                degree[j] = around.bit_count()
+                dj, before = around.bit_count(), degree[j]
+                if dj != before:
+                    degree[j] = dj
+                    if alive & low:
+                        by_degree[before] ^= low
+                        by_degree[dj] |= low
+                        if dj < low_degree:
+                            low_degree = dj
     return tuple(order), (card ** (most + 1) if order else 0)
 
 
@@ -311,13 +345,23 @@ def _size(cards: Sequence[int], scope: Any) -> int:
     return math.prod(int(cards[v]) for v in scope)
 
 
+def _float_product(counts: Sequence[int]) -> float:
+    """``float(np.prod(counts, dtype=float))`` bit for bit, for ints ≥ 1: the exact product when its odd part is
+    below 2**53 and it is below 2**1024 (every partial product divides it, so each one NumPy forms is exact in
+    floating point too), else NumPy's."""
+    exact = math.prod(counts)
+    if 0 < exact < 2**1024 and exact >> ((exact & -exact).bit_length() - 1) < 2**53:
+        return float(exact)
+    return float(np.prod(np.asarray(counts, dtype=float)))
+
+
 def _contract(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[int, ...]) -> np.ndarray:
     """Product of ``factors`` summed onto the variables ``out`` (one einsum, local labels)."""
-    variables = sorted(set().union(*(f[0] for f in factors), out))
+    variables = sorted(set(out).union(*[f[0] for f in factors]))
     if len(variables) > len(_LETTERS):
         raise ValidationError(f"a bucket of the variable elimination must involve at most {len(_LETTERS)} variables; "
                               f"got {len(variables)}")
-    label = {v: _LETTERS[j] for j, v in enumerate(variables)}
-    spec = ",".join("".join(label[v] for v in scope) for scope, _ in factors)
-    spec += "->" + "".join(label[v] for v in out)
-    return np.einsum(spec, *(values for _, values in factors))
+    label = dict(zip(variables, _LETTERS)).__getitem__
+    spec = ",".join(["".join(map(label, scope)) for scope, _ in factors])
+    spec += "->" + "".join(map(label, out))
+    return np.einsum(spec, *[values for _, values in factors])

@@ -114,6 +114,24 @@ class Adjacency:
         entry += np.arange(total, dtype=np.int64)
         return np.repeat(flat - v, count) + self.indices[entry], entry
 
+    def neighbours(self, nodes: np.ndarray) -> np.ndarray:
+        """The neighbours of each of ``nodes`` (positions), concatenated in the order of ``nodes``
+        (:meth:`gather` of rows 0, without the flat-index arithmetic)."""
+        count = self.degree[nodes]
+        entry = _entries(self.indptr[nodes], count)
+        return self.indices[entry]
+
+
+def _entries(starts: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The concatenated ranges ``starts[k]:starts[k] + count[k]`` (int64)."""
+    ends = count.cumsum()
+    total = int(ends[-1]) if ends.size else 0
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    entry = np.repeat(starts - ends + count, count)
+    entry += np.arange(total, dtype=np.int64)
+    return entry
+
 
 def _frozen(a: np.ndarray) -> np.ndarray:
     out = np.ascontiguousarray(a, dtype=np.int64)
@@ -139,16 +157,16 @@ def _pack(rows: np.ndarray) -> np.ndarray:
     """Bool rows (S × n) as bit words (W × n uint64, W = ⌈S / 64⌉): bit k % 64 of word k // 64 is row k."""
     s, n = rows.shape
     w = max(1, -(-s // 64))
-    words = np.zeros((64 * w, n), dtype=np.uint64)
-    words[:s] = rows
-    words <<= np.tile(_SHIFTS, (w, 1))
-    return np.bitwise_or.reduce(words.reshape(w, 64, n), axis=1)
+    padded = np.zeros((n, 64 * w), dtype=bool)
+    padded[:, :s] = rows.T
+    # per node, bit j of byte b is row 8b + j; eight bytes in little-endian order make a word
+    return np.ascontiguousarray(np.packbits(padded, axis=1, bitorder="little").view("<u8").T, dtype=np.uint64)
 
 
 def _unpack(bits: np.ndarray, s: int) -> np.ndarray:
     """The bool rows (S × n) of :func:`_pack`'s words."""
-    w, n = bits.shape
-    return ((bits[:, None, :] >> _SHIFTS) & np.uint64(1)).reshape(64 * w, n)[:s].astype(bool)
+    by = np.ascontiguousarray(bits.T, dtype="<u8").view(np.uint8)  # per node, its words' bytes
+    return np.ascontiguousarray(np.unpackbits(by, axis=1, count=s, bitorder="little").T).view(bool)
 
 
 def _row_bits(flags: np.ndarray) -> np.ndarray:
@@ -161,15 +179,12 @@ def _any_per_row(bits: np.ndarray, s: int) -> np.ndarray:
     return _unpack(np.bitwise_or.reduce(bits, axis=1)[:, None], s)[:, 0]
 
 
-_SHIFTS = np.arange(64, dtype=np.uint64)[:, None]
-
-
 def _spread(step: Adjacency, bits: np.ndarray, gate: np.ndarray | None = None) -> np.ndarray:
     """Bit words of every node: the OR of the words of its neighbours along ``step`` (``bits`` W × n); with
     ``gate`` (W × n), an entry passes only the bits its ``via`` node has in ``gate``."""
     w, n = bits.shape
-    active = np.flatnonzero(np.bitwise_or.reduce(bits, axis=0))
-    out = np.zeros_like(bits)
+    active = (bits[0] if w == 1 else np.bitwise_or.reduce(bits, axis=0)).nonzero()[0]
+    out = np.zeros((w, n), dtype=bits.dtype)
     if not active.size:
         return out
     if 8 * active.size > n:  # a large frontier: one pass over every entry, grouped by target
@@ -181,12 +196,14 @@ def _spread(step: Adjacency, bits: np.ndarray, gate: np.ndarray | None = None) -
             vals &= gate[:, via]
         out[:, targets] = np.bitwise_or.reduceat(vals, starts, axis=1)
         return out
-    targets, entry = step.gather(active, n)
-    src = np.repeat(active, step.degree[active])
+    count = step.degree[active]
+    entry = _entries(step.indptr[active], count)
+    targets, src = step.indices[entry], np.repeat(active, count)
+    via = None if gate is None else step.via[entry]
     for k in range(w):
         vals = bits[k, src]
-        if gate is not None:
-            vals &= gate[k, step.via[entry]]
+        if via is not None:
+            vals &= gate[k, via]
         np.bitwise_or.at(out[k], targets, vals)
     return out
 
@@ -304,6 +321,11 @@ class GraphIndex:
     heights : _Heights
         The nodes by height, for ancestral closures of many rows at once
         (one bit per row, one pass up the heights).
+    ball : Adjacency
+        The moves of the Bayes-ball over 2n states (a node's up state ``v``,
+        its down state ``n + v``): from ``v`` to each parent's up state, from
+        ``n + v`` to each child's down state; one step of :meth:`d_connected`
+        is one spread along it.
     """
 
     graph: nx.DiGraph
@@ -317,6 +339,7 @@ class GraphIndex:
     coparents: Adjacency = field(init=False, repr=False)
     gated_moral: Adjacency = field(init=False, repr=False)
     heights: _Heights = field(init=False, repr=False)
+    ball: Adjacency = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         graph = nx.freeze(nx.DiGraph(self.graph))
@@ -342,6 +365,7 @@ class GraphIndex:
         setter(self, "gated_moral", Adjacency.from_pairs(n, np.concatenate([u, v, a, b]), np.concatenate([v, u, b, a]),
                                                          np.concatenate([v, u, c, c])))
         setter(self, "heights", _Heights.of(children, n))
+        setter(self, "ball", Adjacency.from_pairs(2 * n, np.concatenate([v, u + n]), np.concatenate([u, v + n])))
 
     @property
     def n(self) -> int:
@@ -356,7 +380,7 @@ class GraphIndex:
 
     def neighbours_of(self, adjacency: Adjacency, members: np.ndarray) -> np.ndarray:
         """Nodes adjacent (in ``adjacency``) to some node of the bool mask ``members`` (a bool mask)."""
-        return self.mask(adjacency.gather(np.flatnonzero(members), self.n)[0])
+        return self.mask(adjacency.neighbours(np.flatnonzero(members)))
 
     def distances(self, adjacency: Adjacency, source: int) -> np.ndarray:
         """Breadth-first distances from ``source`` (−1: unreachable)."""
@@ -368,7 +392,7 @@ class GraphIndex:
         d = 0
         while frontier.size:
             d += 1
-            frontier = _fresh(adjacency.gather(frontier, self.n)[0], seen, stamp)
+            frontier = _fresh(adjacency.neighbours(frontier), seen, stamp)
             dist[frontier] = d
         return dist
 
@@ -388,18 +412,17 @@ class GraphIndex:
         every = _row_bits(np.ones(s, dtype=bool))[:, 0]
         free = ~zb & every[:, None]
         opens = self.heights.closure_bits(zb.copy())  # v in Z or an ancestor of a node of Z
-        up = np.zeros_like(zb)
-        up[:, node] = every
-        down = np.zeros_like(zb)
-        new_up, new_down = up.copy(), down
-        while new_up.any() or new_down.any():
+        seen = np.zeros((zb.shape[0], 2 * n), dtype=zb.dtype)  # up states, then down states
+        seen[:, node] = every
+        new = seen.copy()
+        while new.any():
+            new_up, new_down = new[:, :n], new[:, n:]
             passing = new_up & free
-            reached_up = _spread(self.parents, passing | (new_down & opens))
-            reached_down = _spread(self.children, passing | (new_down & free))
-            new_up, new_down = reached_up & ~up, reached_down & ~down
-            up |= new_up
-            down |= new_down
-        return _unpack((up | down) & free, s)
+            sent = np.concatenate((passing | (new_down & opens), passing | (new_down & free)), axis=1)
+            new = _spread(self.ball, sent)
+            new &= ~seen
+            seen |= new
+        return _unpack((seen[:, :n] | seen[:, n:]) & free, s)
 
     def remote(self, node: int, conditioned: np.ndarray) -> np.ndarray:
         """Remote sets (bool S × V): nodes d-separated from ``node`` given each row, outside the row."""
@@ -558,6 +581,12 @@ def _ring_rows(g: GraphIndex, v: int, dist: np.ndarray, rows: _Rows, found: list
     """Moral rings, their borders with the nodes beyond, minimal separators from everything beyond each ring
     (``found``: those of :func:`_ring_batch`, solved), then the skeleton's layers."""
     levels = np.arange(1, int(dist.max()) + 1)
+    # the farthest moral neighbour of each node: a ring node borders the nodes beyond its ring iff it is beyond
+    farthest = np.full(g.n, -1, dtype=np.int64)
+    moral = g.moral
+    inner = np.flatnonzero(moral.degree)
+    if inner.size:
+        farthest[inner] = np.maximum.reduceat(dist[moral.indices], moral.indptr[inner])
     k = 0
     for d in levels:
         ring = dist == d
@@ -565,7 +594,7 @@ def _ring_rows(g: GraphIndex, v: int, dist: np.ndarray, rows: _Rows, found: list
         beyond = dist > d
         if not beyond.any():
             continue
-        rows.add(ring & g.neighbours_of(g.moral, beyond))
+        rows.add(ring & (farthest > d))
         rows.add(found[k])
         rows.add(found[k + 1])
         k += 2

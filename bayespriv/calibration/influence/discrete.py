@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ValidationError
-from ..elimination import MAX_FACTOR, DiscreteTables
+from ..elimination import MAX_FACTOR, DiscreteTables, _float_product
 from .result import MaxInfluence
 
 #: Tables with at least this many rows have their column sums accumulated row after row (same bits).
@@ -27,24 +27,26 @@ MAX_JOINT_STATES = 2**22
 def _discrete_influence(tables: DiscreteTables, plan: Any, node: Hashable, quilt: tuple,
                         max_factor: int = MAX_FACTOR) -> MaxInfluence:
     """e(Q | i) of one discrete network from the joint table P(φ_Q, φ_i) (fixed-order variable elimination)."""
-    cards = {v: int(tables.cards[tables.index[v]]) for v in (*quilt, node)}
-    size = int(np.prod([cards[v] for v in (*quilt, node)], dtype=float))
+    index = tables.index
+    cards = {v: tables.card_list[index[v]] for v in (*quilt, node)}
+    size = int(_float_product(list(cards[v] for v in (*quilt, node))))
     if size > MAX_JOINT_STATES:
         raise ValidationError(
             f"quilt must have a joint table P(φ_Q, φ_i) of at most {MAX_JOINT_STATES} states for the exact "
             f"max-influence; got {size} states for Q = {sorted(map(str, quilt))}"
         )
     joint = tables.joint(plan, max_factor).reshape(-1, cards[node])
-    states = {v: tables.states[tables.index[v]] for v in (*quilt, node)}
+    states = {v: tables.states[index[v]] for v in (*quilt, node)}
     p_node = _column_sums(joint)
     possible = np.flatnonzero(p_node > 0)
     frozen_q = frozenset(quilt)
     if possible.size < 2:
         return MaxInfluence(0.0, node, frozen_q, None, None,
                             f"φ_{node} has fewer than two values of positive probability: no pair of secrets")
-    cond = joint[:, possible] / p_node[possible]  # P(φ_Q = x | φ_i = a), rows x, columns a
+    # P(φ_Q = x | φ_i = a), rows x, columns a (every column when all are possible: the same quotients)
+    cond = joint / p_node if possible.size == joint.shape[1] else joint[:, possible] / p_node[possible]
     positive = cond > 0
-    any_pos, all_pos = positive.any(axis=1), positive.all(axis=1)
+    any_pos, all_pos = _row_any(positive), _row_all(positive)
     mixed = np.flatnonzero(any_pos & ~all_pos)
 
     def assignment(row: int) -> dict:
@@ -60,7 +62,7 @@ def _discrete_influence(tables: DiscreteTables, plan: Any, node: Hashable, quilt
                             f"P(φ_Q = x | φ_{node} = {pair[1]!r}) = 0 < P(φ_Q = x | φ_{node} = {pair[0]!r}): "
                             "the ratio is unbounded")
     rows = np.flatnonzero(all_pos)
-    logc = np.log(cond[rows])
+    logc = np.log(cond if rows.size == cond.shape[0] else cond[rows])
     spread = _row_max(logc) - _row_min(logc)
     r = int(np.argmax(spread))
     a = int(possible[int(np.argmax(logc[r]))])
@@ -88,3 +90,13 @@ def _row_min(table: np.ndarray) -> np.ndarray:
     """``table.min(axis=1)`` of a 2-D table without NaN, one elementwise minimum per column (exact)."""
     return functools.reduce(np.minimum, table.T) if table.shape[1] else table.min(axis=1)
 
+
+
+def _row_any(table: np.ndarray) -> np.ndarray:
+    """``table.any(axis=1)`` of a 2-D bool table, one elementwise OR per column."""
+    return functools.reduce(np.logical_or, table.T) if table.shape[1] else table.any(axis=1)
+
+
+def _row_all(table: np.ndarray) -> np.ndarray:
+    """``table.all(axis=1)`` of a 2-D bool table, one elementwise AND per column."""
+    return functools.reduce(np.logical_and, table.T) if table.shape[1] else table.all(axis=1)

@@ -20,7 +20,6 @@ from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
-import numpy as np
 
 from ..._validation import check_mapping, check_positive_int, check_real, fail
 from ...errors import ParameterTypeError, ValidationError
@@ -34,7 +33,7 @@ from ...datamodels.parameters.network import (
     network_kind,
     network_list,
 )
-from ..elimination import MAX_FACTOR, DiscreteTables
+from ..elimination import MAX_FACTOR, DiscreteTables, _float_product
 from ..quilt_search import GraphIndex
 from .density import _density_influence
 from .discrete import _discrete_influence
@@ -181,7 +180,7 @@ class InfluenceEngine:
         if not q:
             return None
         if self.kind == "discrete":
-            size = self.table_size(node, q)
+            size = self._discrete_size(node, q)
             if size > max_states:
                 return (f"joint table P(φ_Q, φ_i) of {size:.0f} states above max_states={max_states:.0f} for "
                         f"Q = {sorted(map(str, q))}")
@@ -206,14 +205,18 @@ class InfluenceEngine:
     def table_size(self, node: Hashable, quilt: Iterable[Hashable]) -> float:
         """States of the joint table P(φ_Q, φ_i) (discrete), grid points at 2G (densities), or ``inf``."""
         if self.kind == "discrete":
-            tables = self._discrete_tables(0)
-            cards, index = tables.card_list, tables.index
-            return float(np.prod([float(cards[index[v]]) for v in (*_quilt_nodes(quilt), node)]))
+            return self._discrete_size(node, _quilt_nodes(quilt))
         if self.kind == "density":
             d = self._grid_dims(node, quilt)
             g = _resolution(d, self.resolution, self.max_points, check=False)
             return float(2 * g) ** d
         return math.inf
+
+    def _discrete_size(self, node: Hashable, q: tuple) -> float:
+        """:meth:`table_size` of a discrete network, ``q`` given as distinct nodes."""
+        tables = self._discrete_tables(0)
+        cards, index = tables.card_list, tables.index
+        return _float_product([cards[index[v]] for v in (*q, node)])
 
     def feasible(self, node: Hashable, quilt: Iterable[Hashable], max_states: float = math.inf) -> bool:
         """Whether e(Q | i) can be computed: a joint table within ``max_states`` (discrete), a grid within
