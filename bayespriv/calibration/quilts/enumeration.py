@@ -221,8 +221,7 @@ def _quilt_rows(
 
 def _quilt_set(structure: _Structure, row: np.ndarray) -> frozenset:
     """The nodes of a bool row."""
-    nodes = structure.nodes
-    return frozenset(nodes[j] for j in np.flatnonzero(row))
+    return frozenset(map(structure.nodes.__getitem__, np.flatnonzero(row).tolist()))
 
 
 def _to_quilts(structure: _Structure, z: np.ndarray, r: np.ndarray) -> list[Quilt]:
