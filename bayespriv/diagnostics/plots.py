@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .._validation import check_positive_int, fail
 from ..calibration import Calibration
@@ -278,56 +278,20 @@ def plot_privacy_curve(mechs: Any, epsilons: Any = None, *, ax: Any = None):
 
 
 # -- utility vs ε ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _UtilitySeries:
-    """One mechanism family's error at each ε (nan where it could not be built, with the reasons)."""
-
-    label: str
-    error: np.ndarray
-    failures: tuple[str, ...]
-
-
-def _noise_error(mech: Any, error: str) -> float:
-    """What the mechanism says about its noise: sqrt(trace(noise_cov)) or the mean of E|noise|."""
-    if error == "l2":
-        return float(np.sqrt(np.trace(np.asarray(mech.noise_cov, dtype=float))))
-    return float(np.mean(np.asarray(mech.expected_abs_error, dtype=float)))
-
-
-def _utility_series(calibration: Any, label: str, factory: Any, eps: np.ndarray, error: str) -> _UtilitySeries:
-    """Stage 1 of :func:`plot_utility`: build the mechanism at each ε and read its noise."""
-    from ..errors import BayesPrivError
-
-    out = np.full(eps.shape, np.nan)
-    failures = []
-    for i, e in enumerate(eps):  # one mechanism per ε: a handful of constructions, not a hot path
-        try:
-            out[i] = _noise_error(factory(calibration, float(e)), error)
-        except BayesPrivError as exc:  # e.g. ε too small for a finite noise: left blank, counted in the legend
-            failures.append(f"ε={e:.3g}: {exc}")
-    return _UtilitySeries(label, out, tuple(failures))
-
-
-def _default_mechanisms() -> dict[str, Any]:
-    from ..mechanisms import APGM, OptimalGaussian
-
-    return {"APGM": lambda cal, e: APGM(cal, epsilon=e, delta=1e-3),
-            "OptimalGaussian": lambda cal, e: OptimalGaussian(cal, epsilon=e, delta=1e-3)}
-
-
 def plot_utility(calibration: Any, mechanisms: Mapping[str, Any] | None = None, epsilons: Any = None, *,
                  error: str = "l2", ax: Any = None):
     """Expected error of several mechanisms against ε, side by side.
 
-    Each mechanism is built with its factory at every ε and its noise is *read*:
-    ``error="l2"`` plots sqrt(trace(noise_cov)) = sqrt(E‖noise‖²), ``error="abs"`` the mean over
-    components of the exact E|noise| (``expected_abs_error``). Where a factory raises a
-    bayespriv error (e.g. no finite noise at that ε) the point is left out and the legend
-    says how many ε failed.
+    The numbers come from :func:`bayespriv.mechanisms.utility.utility_curves`, which builds each
+    mechanism with its factory at every ε and *reads* its noise: ``error="l2"`` plots
+    sqrt(trace(noise_cov)) = sqrt(E‖noise‖²), ``error="abs"`` the mean over components of the exact
+    E|noise| (``expected_abs_error``). Where a factory raises a bayespriv error (e.g. no finite noise at
+    that ε) the point is left out and the legend says how many ε failed. A table that function returned
+    may be passed instead of the calibration (then ``mechanisms``, ``epsilons`` and ``error`` are its own).
 
     Parameters
     ----------
-    calibration : Calibration (or what the factories take)
+    calibration : Calibration (or what the factories take), or the DataFrame of ``utility_curves``
     mechanisms : mapping label -> callable(calibration, epsilon) -> Mechanism, optional
         Default: APGM and OptimalGaussian at δ = 1e-3.
     epsilons : sequence of float > 0, optional
@@ -340,19 +304,22 @@ def plot_utility(calibration: Any, mechanisms: Mapping[str, Any] | None = None, 
     matplotlib.axes.Axes
         One line per mechanism, gid ``"utility:<label>"``; log-log axes.
     """
-    from .._validation import check_choice
+    from ..mechanisms.utility import utility_curves
 
-    error = check_choice(error, "error", ("l2", "abs"))
-    mechanisms = _default_mechanisms() if mechanisms is None else mechanisms
-    if not isinstance(mechanisms, Mapping) or not mechanisms or not all(callable(f) for f in mechanisms.values()):
-        raise ParameterTypeError("mechanisms must be a non-empty mapping label -> callable(calibration, epsilon); "
-                                 f"got {type(mechanisms).__name__}")
-    eps = np.geomspace(0.1, 5.0, 12) if epsilons is None else _epsilon_grid(epsilons, 1.0)
-    ax = _axes(ax)
-    for j, (label, factory) in enumerate(mechanisms.items()):
-        s = _utility_series(calibration, str(label), factory, eps, error)
-        note = f" (not built at {len(s.failures)} ε)" if s.failures else ""
-        ax.plot(eps, s.error, "o-", color=f"C{j % 10}", label=f"{s.label}{note}", gid=f"utility:{s.label}")
+    table = calibration if isinstance(calibration, pd.DataFrame) else utility_curves(
+        calibration, mechanisms, epsilons, error=error)
+    return _draw_utility(table, _axes(ax))
+
+
+def _draw_utility(table: pd.DataFrame, ax: Any):
+    """Stage 2 of :func:`plot_utility`: one line per column of the utility table."""
+    eps = np.asarray(table.index, dtype=float)
+    failures = table.attrs.get("failures", {})
+    for j, label in enumerate(table.columns):
+        failed = failures.get(label, ())
+        note = f" (not built at {len(failed)} ε)" if failed else ""
+        ax.plot(eps, table[label].to_numpy(dtype=float), "o-", color=f"C{j % 10}", label=f"{label}{note}",
+                gid=f"utility:{label}")
     from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
 
     ax.set_xscale("log")
@@ -362,7 +329,8 @@ def plot_utility(calibration: Any, mechanisms: Mapping[str, Any] | None = None, 
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("ε")
-    ax.set_ylabel("expected L2 error sqrt(trace(noise_cov))" if error == "l2" else "mean E|noise| per component")
+    ax.set_ylabel("expected L2 error sqrt(trace(noise_cov))" if table.attrs.get("error", "l2") == "l2"
+                  else "mean E|noise| per component")
     ax.set_title("Utility against ε (lower is better)", fontsize="medium")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")

@@ -12,6 +12,7 @@ from .optimal import OptimalGaussian
 from .groupdp import GroupDP
 from .quilt import APMQM, MQM
 from .wasserstein import ApproxWasserstein, Wasserstein
+from .utility import utility_curves
 from . import privacy_loss
 from .privacy_loss import gaussian_delta, gaussian_privacy_curve
 from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radius, gaussian_sigma
@@ -39,6 +40,7 @@ __all__ = [
     "Noiseless",
     "NoiselessReport",
     "noiseless_ok",
+    "utility_curves",
     "GroupDP",
     "APMQM",
     "MQM",

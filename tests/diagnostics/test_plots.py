@@ -197,6 +197,30 @@ def test_utility_is_the_noise_each_mechanism_reports(gcal):
         plot_utility(gcal, mechs, eps, error="rmse")
 
 
+def test_utility_table_is_what_the_plot_draws(gcal):
+    """utility_curves builds the mechanisms (the plot only draws): its table, passed to the plot, gives the same
+    lines; failures are kept per label; bad factories are refused naming the parameter."""
+    from bayespriv.mechanisms.utility import utility_curves
+
+    def picky(cal, e):
+        if e < 0.5:
+            raise bp.ValidationError(f"epsilon must be >= 0.5 here; got {e}")
+        return APGM(cal, epsilon=e, delta=1e-3)
+
+    table = utility_curves(gcal, {"picky": picky}, [2.0, 0.25])
+    assert list(table.index) == [0.25, 2.0] and np.isnan(table["picky"].iloc[0])
+    assert table["picky"].iloc[1] == math.sqrt(np.trace(APGM(gcal, epsilon=2.0, delta=1e-3).noise_cov))
+    assert len(table.attrs["failures"]["picky"]) == 1 and table.attrs["error"] == "l2"
+    drawn = _by_gid(plot_utility(table).lines, "utility:picky").get_data()[1]
+    np.testing.assert_array_equal(np.asarray(drawn, dtype=float), table["picky"].to_numpy())
+    default = utility_curves(gcal)
+    assert list(default.columns) == ["APGM", "OptimalGaussian"] and len(default) == 12
+    with pytest.raises(bp.ParameterTypeError, match="mechanisms must be"):
+        utility_curves(gcal, {"x": 1})
+    with pytest.raises(ValidationError, match="epsilons must be"):
+        utility_curves(gcal, None, [0.0])
+
+
 def test_quilt_sets_are_coloured_on_the_network():
     qc = F.quilt_calibration()
     ax = plot_quilt(qc, "a", {"b"})
