@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import networkx as nx
 import numpy as np
 
 
@@ -105,3 +106,15 @@ def d_separated(edges, nodes, x, ys, zs) -> bool:
                 seen.add(w)
                 stack.append(w)
     return not (seen & ys)
+
+
+def random_dag(rng: np.random.Generator, n: int, p: float) -> nx.DiGraph:
+    """A random DAG over x0 … x{n-1}: each pair joined with probability ``p``, in a random topological order."""
+    order = rng.permutation(n)
+    g = nx.DiGraph()
+    g.add_nodes_from(f"x{i}" for i in range(n))
+    for a in range(n):
+        for b in range(a + 1, n):
+            if rng.random() < p:
+                g.add_edge(f"x{order[a]}", f"x{order[b]}")
+    return g

@@ -22,18 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _bn_oracles import d_separated  # noqa: E402
-
-
-def random_dag(rng: np.random.Generator, n: int, p: float) -> nx.DiGraph:
-    order = rng.permutation(n)
-    g = nx.DiGraph()
-    g.add_nodes_from(f"x{i}" for i in range(n))
-    for a in range(n):
-        for b in range(a + 1, n):
-            if rng.random() < p:
-                g.add_edge(f"x{order[a]}", f"x{order[b]}")
-    return g
+from _bn_oracles import d_separated, random_dag  # noqa: E402
 
 
 def check_quilt(g: nx.DiGraph, node, quilt: Quilt) -> None:
