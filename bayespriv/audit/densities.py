@@ -16,14 +16,13 @@ import numpy as np
 
 from .._validation import check_finite_array, described, fail
 from ..errors import ValidationError
+from ..mechanisms.loss_reduction import RANK_RTOL
 from ..mechanisms.mixture_mc import KERNEL_BYTES, _Block, _chunk_rows
 from .attack import noise_sampler
 
 
 __all__ = ["log_likelihood_ratio"]
 
-#: Relative eigenvalue below which a noise covariance counts as singular.
-RANK_RTOL = 1e-10
 
 
 @dataclass(frozen=True)

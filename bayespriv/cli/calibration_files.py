@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any, Callable
 
-import bayespriv as bp
 from bayespriv.cli.files import _check_in_file
 from bayespriv.cli.problems import _ArgumentProblem
 from bayespriv.errors import BayesPrivError
@@ -33,12 +32,6 @@ def _read_calibration_file(read: Callable[[], Any], path: Path, argument: str) -
     except Exception as exc:  # h5py / xarray / the loader on an HDF5 file without the expected content
         raise _ArgumentProblem(argument, f"{str(path)!r} cannot be read as a calibration file "
                                          f"({type(exc).__name__}: {exc})", _CAL_TODO) from exc
-
-
-def _load_calibration_arg(path: Path, argument: str, query: Any = None) -> bp.Calibration:
-    from bayespriv.calibration import load_calibration
-
-    return _read_calibration_file(lambda: load_calibration(path, query=query), path, argument)
 
 
 # -- signed calibration files: the trust of a file ------------------------------------------------------------

@@ -67,6 +67,7 @@ import numpy as np
 
 from .._validation import fail
 from ..errors import ValidationError
+from .loss_reduction import RANK_RTOL
 
 __all__ = ["MixtureEstimate", "mixture_hockey", "draw_terms", "draws_variance", "DEFENSIVE_WEIGHT", "KERNEL_BYTES"]
 
@@ -74,8 +75,6 @@ __all__ = ["MixtureEstimate", "mixture_hockey", "draw_terms", "draws_variance", 
 DEFENSIVE_WEIGHT = 0.3
 #: Memory of one block of the kernel matrix (float32), which bounds the chunk of points.
 KERNEL_BYTES = 64 * 2**20
-#: Relative eigenvalue below which a noise covariance counts as singular.
-RANK_RTOL = 1e-10
 
 
 @dataclass(frozen=True)
