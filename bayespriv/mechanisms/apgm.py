@@ -14,7 +14,7 @@ from ..errors import ValidationError
 from .base import Guarantee, check_gaussian_params
 from .relaxation import SampledMomentMechanism, check_nonnegative, relaxed_parameters
 from .noise import gaussian_radius
-from .covariance_modes import choose_covariance_mode, unequal_covariance_boxes, unequal_noise
+from .covariance_modes import choose_covariance_mode, mechanism_boxes, unequal_noise
 from .accounted import accounted_theorem, uses_real_law
 from .privacy_loss import PairBox, box_assumptions, privacy_curve
 
@@ -149,11 +149,7 @@ class APGM(SampledMomentMechanism):
         self._set_gaussian(cov)
 
     def _boxes(self) -> tuple[PairBox, ...]:
-        cache = self.__dict__.get("_box_cache")
-        if cache is None:
-            cache = unequal_covariance_boxes(self.calibration)
-            self.__dict__["_box_cache"] = cache
-        return cache
+        return mechanism_boxes(self)
 
     def privacy_curve(self, epsilons) -> np.ndarray:
         """δ(ε) for each ε: the worst over pairs, θ members and the calibration's

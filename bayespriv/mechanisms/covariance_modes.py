@@ -55,6 +55,16 @@ def unequal_covariance_boxes(calibration: Calibration) -> tuple[PairBox, ...]:
     return tuple(boxes)
 
 
+def mechanism_boxes(mech: Mechanism) -> tuple[PairBox, ...]:
+    """:func:`unequal_covariance_boxes` of the mechanism's calibration, computed once per mechanism and kept in
+    its ``__dict__`` (the frozen state's cache slot)."""
+    cache = mech.__dict__.get("_box_cache")
+    if cache is None:
+        cache = unequal_covariance_boxes(mech.calibration)
+        mech.__dict__["_box_cache"] = cache
+    return cache
+
+
 def choose_covariance_mode(mech: Mechanism, covariance: Any) -> str:
     """``"equal"`` or ``"unequal"`` for a ``covariance=`` argument (the ``"auto"`` rule: docstring of
     :mod:`~bayespriv.mechanisms.expected_value`)."""

@@ -19,7 +19,7 @@ from ..errors import ValidationError
 from .accounted import accounted_theorem, uses_real_law
 from .base import check_gaussian_params
 from .relaxation import SampledMomentMechanism
-from .covariance_modes import choose_covariance_mode, covariance_notes, unequal_covariance_boxes, unequal_noise
+from .covariance_modes import choose_covariance_mode, covariance_notes, mechanism_boxes, unequal_noise
 from .mahalanobis import certified_mahalanobis_sq
 from .privacy_loss import PairBox, box_assumptions, box_delta, privacy_curve
 
@@ -73,11 +73,7 @@ class GaussianConstraintMechanism(SampledMomentMechanism):
         return cov
 
     def _boxes(self) -> tuple[PairBox, ...]:
-        cache = self.__dict__.get("_box_cache")
-        if cache is None:
-            cache = unequal_covariance_boxes(self.calibration)
-            self.__dict__["_box_cache"] = cache
-        return cache
+        return mechanism_boxes(self)
 
     def privacy_curve(self, epsilons: Any) -> np.ndarray:
         """δ(ε) for each ε: the worst over pairs, θ members and the calibration's

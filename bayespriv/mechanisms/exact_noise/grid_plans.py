@@ -118,8 +118,26 @@ def _floor_log2(num: int, den: int) -> int:
     return e if (num >= den << e if e >= 0 else num << -e >= den) else e - 1
 
 
+class _GridPlan:
+    """What both grid plans read the same way: ``_units`` = (units per coordinate, grid exponent), fixed in
+    ``__post_init__`` so that a field edited later changes no release."""
+
+    grid_exponent: int
+    _units: tuple[tuple[int, ...], int]
+
+    @property
+    def k(self) -> int:
+        """Dimension of the noise."""
+        return len(self._units[0])
+
+    @property
+    def grid(self) -> float:
+        """The grid step g (a power of two)."""
+        return math.ldexp(1.0, self.grid_exponent)
+
+
 @dataclass(frozen=True, eq=False)
-class GaussianGridPlan:
+class GaussianGridPlan(_GridPlan):
     """Floating-point-safe release of ``answer + N(0, cov)``, built by :func:`plan_gaussian`.
 
     Release. With L = Vᵀ (V the float eigenvectors of ``cov``, read as exact rationals),
@@ -175,16 +193,6 @@ class GaussianGridPlan:
         # what a release reads, fixed here: a field edited later (object.__setattr__) changes no release
         object.__setattr__(self, "_back", _unless_identity(self.directions))
         object.__setattr__(self, "_units", (tuple(int(v) for v in self.sigma2_units), int(self.grid_exponent)))
-
-    @property
-    def k(self) -> int:
-        """Dimension of the noise."""
-        return len(self._units[0])
-
-    @property
-    def grid(self) -> float:
-        """The grid step g (a power of two)."""
-        return math.ldexp(1.0, self.grid_exponent)
 
     @property
     def sigma(self) -> np.ndarray:
@@ -301,7 +309,7 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class LaplaceGridPlan:
+class LaplaceGridPlan(_GridPlan):
     """Floating-point-safe release of ``answer + basis @ (scale * Lap)``, built by :func:`plan_laplace`.
 
     Release. B̃ = [basis, C] is the basis completed by a float orthonormal complement C (no
@@ -355,16 +363,6 @@ class LaplaceGridPlan:
         # what a release reads, fixed here: a field edited later (object.__setattr__) changes no release
         object.__setattr__(self, "_back", _unless_identity(self.full_basis))
         object.__setattr__(self, "_units", (tuple(int(v) for v in self.t_units), int(self.grid_exponent)))
-
-    @property
-    def k(self) -> int:
-        """Dimension of the noise."""
-        return len(self._units[0])
-
-    @property
-    def grid(self) -> float:
-        """The grid step g (a power of two)."""
-        return math.ldexp(1.0, self.grid_exponent)
 
     def coordinates(self, answer: Any, bits: BitSource) -> tuple[int, ...]:
         """The integer vector n (grid coordinates) of one release."""
