@@ -191,6 +191,12 @@ def _spread(step: Adjacency, bits: np.ndarray, gate: np.ndarray | None = None) -
         sources, via, targets, starts = step.inward
         if not sources.size:
             return out
+        if w == 1:  # one word per node: 1-D gathers and reductions (same bits, less indexing overhead)
+            vals = bits[0][sources]
+            if gate is not None:
+                vals &= gate[0][via]
+            out[0][targets] = np.bitwise_or.reduceat(vals, starts)
+            return out
         vals = bits[:, sources]
         if gate is not None:
             vals &= gate[:, via]

@@ -153,3 +153,30 @@ def test_bad_input():
         max_influence(nx.DiGraph([("i", "q")]), ["q"], "i")
     with pytest.raises(bp.ParameterTypeError, match="quilt must be a collection"):
         max_influence(bn, "q", "i")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_oversized_rows_match_the_single_refusal(seed):
+    """``InfluenceEngine.oversized`` (every row at once) reports exactly the rows ``refusal`` refuses for their
+    table size, with the same reason word for word; bounds equal to a row's exact size (mixed cards) are not
+    refused, nor is an empty quilt (it needs no table)."""
+    from bayespriv.calibration.influence import InfluenceEngine
+
+    bn, names, cards = random_network(200 + seed, 9, max_card=3, edge_prob=0.3)
+    engine = InfluenceEngine(bn)
+    rng = np.random.default_rng(seed)
+    nodes = tuple(engine.nodes)
+    node = nodes[int(rng.integers(len(nodes)))]
+    rows = rng.random((60, len(nodes))) < rng.uniform(0.1, 0.9, size=(60, 1))
+    rows[:, nodes.index(node)] = False
+    sizes = [math.prod(cards[v] for v, on in zip(nodes, row) if on) * cards[node] for row in rows]
+    for max_states in sorted(set(sizes))[::7] + [2, 1e9]:
+        got = engine.oversized(node, rows, nodes, max_states)
+        for k, row in enumerate(rows):
+            quilt = [v for v, on in zip(nodes, row) if on]
+            why = engine.refusal(node, quilt, max_states)
+            size_refused = why is not None and why.startswith("joint table")
+            assert (k in got) == size_refused == (bool(quilt) and sizes[k] > max_states), (k, max_states)
+            if k in got:
+                assert got[k] == why
+    assert engine.oversized(node, rows, nodes, math.inf) == {}

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from ..._validation import check_mapping, check_positive_int, check_real, fail
 from ...errors import ParameterTypeError, ValidationError
@@ -148,6 +149,7 @@ class InfluenceEngine:
         self._tables: list[Any] = [None] * len(nets)
         self._plans: dict[tuple[Hashable, tuple], Any] = {}
         self._cache: dict[tuple[Hashable, frozenset], MaxInfluence] = {}
+        self._columns_seen: tuple | None = None
 
     def _discrete_tables(self, j: int) -> Any:
         if self._tables[j] is None:
@@ -182,8 +184,7 @@ class InfluenceEngine:
         if self.kind == "discrete":
             size = self._discrete_size(node, q)
             if size > max_states:
-                return (f"joint table P(φ_Q, φ_i) of {size:.0f} states above max_states={max_states:.0f} for "
-                        f"Q = {sorted(map(str, q))}")
+                return _states_refusal(size, max_states, sorted(map(str, q)))
             plan = self.plan(node, q)
             if plan.largest > self.max_factor:
                 return self._discrete_tables(0).refusal(plan, self.max_factor)
@@ -192,6 +193,44 @@ class InfluenceEngine:
             return (f"grid for Q = {sorted(map(str, q))} above max_points={self.max_points} at a resolution of at "
                     f"least {_MIN_RESOLUTION} per parameter")
         return None
+
+    def oversized(self, node: Hashable, rows: np.ndarray, columns: Sequence[Hashable],
+                  max_states: float) -> dict[int, str]:
+        """The rows whose joint table P(φ_Q, φ_i) has more than ``max_states`` states, with :meth:`refusal`'s
+        reason, found for every row at once (discrete networks; empty for other kinds).
+
+        ``rows`` are quilts as bool masks over ``columns`` (nodes of the network). A row is reported only when
+        its log₂ size clears log₂ ``max_states`` by a margin far above rounding; the rows near the bound are
+        left to :meth:`refusal`, which multiplies the cards exactly, and an empty quilt is never refused. The reason is :meth:`refusal`'s, word for
+        word, built without a set of the quilt's nodes: a refused quilt of a large network holds hundreds.
+        """
+        if self.kind != "discrete" or not len(rows) or not math.isfinite(max_states):
+            return {}
+        tables = self._discrete_tables(0)
+        cards, log_cards, by_name, shown = self._columns(columns)
+        node_card = tables.card_list[tables.index[node]]
+        log_size = rows @ log_cards + math.log2(node_card)
+        over = np.flatnonzero((log_size > math.log2(max_states) + 1e-6) & rows.any(axis=1))  # empty: no table
+        out = {}
+        for k in over.tolist():
+            row = rows[k]
+            size = _float_product(cards[row].tolist() + [node_card])
+            out[k] = _states_refusal(size, max_states, shown[row[by_name]].tolist())
+        return out
+
+    def _columns(self, columns: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For :meth:`oversized`: the cards of ``columns``, their log₂, the columns in the order of their names
+        as strings, and those names in that order (kept for the last ``columns`` seen: a search passes the
+        same node tuple for every node)."""
+        kept = self._columns_seen
+        if kept is None or kept[0] is not columns:
+            tables = self._discrete_tables(0)
+            cards = np.array([tables.card_list[tables.index[v]] for v in columns], dtype=np.int64)
+            names = [str(v) for v in columns]
+            by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+            kept = (columns, cards, np.log2(cards), by_name, np.array(names, dtype=object)[by_name])
+            self._columns_seen = kept
+        return kept[1:]
 
     def graph(self, j: int = 0) -> Any:
         """The graph of member ``j``: the pgmpy network itself, or the density's ``graph``."""
@@ -268,6 +307,12 @@ class InfluenceEngine:
             return _density_influence(self.networks[j], node, quilt, self.resolution, self.bounds, self.max_points)
         return _discrete_influence(self._discrete_tables(j), self.plan(node, quilt), node, quilt, self.max_factor)
 
+
+
+def _states_refusal(size: float, max_states: float, names: list[str]) -> str:
+    """Why a quilt is not scored: its joint table (``size`` states) is above ``max_states``; ``names``: the
+    quilt's nodes as sorted strings."""
+    return f"joint table P(φ_Q, φ_i) of {size:.0f} states above max_states={max_states:.0f} for Q = {names}"
 
 
 def _hashable(value: Any) -> bool:

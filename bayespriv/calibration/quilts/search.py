@@ -208,7 +208,11 @@ def _row_sensitivities(s: _QuiltSearch, z: np.ndarray, r: np.ndarray, delta: Any
 def _score_rows(s: _QuiltSearch, v: Hashable, z: np.ndarray, r: np.ndarray, sens: np.ndarray, state: _Scored) -> int:
     """Score rows (e(X_Q | X_i) per member); rows refused by the engine are recorded with the reason."""
     added = 0
+    oversized = s.engine.oversized(v, z, s.structure.nodes, s.max_states)
     for row in range(len(z)):
+        if row in oversized:
+            state.reasons.append(oversized[row])
+            continue
         q = _quilt_set(s.structure, z[row])
         why = s.engine.refusal(v, q, s.max_states) if q else None
         if why is not None:
