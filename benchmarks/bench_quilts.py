@@ -176,8 +176,9 @@ def scaling_lines(after: list[dict], before: list[dict]) -> list[str]:
     if 5000 in by:
         t = by[5000]["seconds"]
         lines.append(f"5 000 nodes: {t:.1f} s (target < 600 s: {'met' if t < 600 else 'NOT met'}).")
-    same = [n for n in old if n in by and old[n]["hash"] == by[n]["hash"]]
-    lines.append(f"Identical quilts, sensitivities and max-influence bits before and after at {same or 'no size'}.")
+    if old:
+        same = [n for n in old if n in by and old[n]["hash"] == by[n]["hash"]]
+        lines.append(f"Identical quilts, sensitivities and max-influence bits before and after at {same or 'no size'}.")
     return lines
 
 
