@@ -31,6 +31,10 @@ as the "before" column::
     .venv/bin/python benchmarks/bench_quilts.py --scaling 100,1000,3200 --code /tmp/old --json before.json
     .venv/bin/python benchmarks/bench_quilts.py --scaling 100,1000,3200,5000 --before before.json
 
+``--work 100,1000`` measures, untimed, the arithmetic of the same workload's variable eliminations (what
+any evaluation of the same plans with the same arithmetic must do) and, without the memo, that of a
+min-fill order.
+
 Appends a section to benchmarks/RESULTS_quilts.md unless ``--no-write``.
 """
 
@@ -40,6 +44,7 @@ import argparse
 import hashlib
 import datetime as _dt
 import json
+import math
 import os
 import subprocess
 import platform
@@ -155,6 +160,122 @@ def scaling(sizes: list[int], code: Path) -> list[dict]:
     return out
 
 
+def elimination_work(n_nodes: int) -> dict:
+    """The arithmetic of the whole-network calibration's variable eliminations at one size (untimed).
+
+    Runs the ``--scaling`` workload with the elimination watched: for every joint query, its ancestral set;
+    for every bucket the memo computes, the entries of the bucket's product (what one einsum call iterates
+    over) times its factors; for every final product, the same. Also, without the memo, the same sum for each
+    query's plan (the greedy min-weight order of the package) and for a min-fill order (ties by position),
+    to see whether another order would change how the work grows.
+    """
+    import bayespriv as bp
+    import bayespriv.calibration.elimination as el
+    from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
+
+    counts = {"joints": 0, "ancestral": 0, "bucket_work": 0, "final_work": 0}
+    plans: list = []
+    add, joint = el.BucketMemo._add, el.DiscreteTables.joint
+
+    def watched_add(self, name, x, bucket):
+        cards = {v: c for f in bucket for v, c in zip(f.scope, f.values.shape)}
+        counts["bucket_work"] += len(bucket) * math.prod(cards.values())
+        return add(self, name, x, bucket)
+
+    def watched_joint(self, plan, max_factor=el.MAX_FACTOR):
+        counts["joints"] += 1
+        counts["ancestral"] += len(plan.factors)
+        plans.append((self, plan))
+        counts["final_work"] += _final_work(self, plan)
+        return joint(self, plan, max_factor)
+
+    el.BucketMemo._add, el.DiscreteTables.joint = watched_add, watched_joint
+    try:
+        bn = random_network(n_nodes, 0)
+        names = list(bn.nodes())
+        net = ParameterNetwork(bn, columns={v: v for v in names})
+        query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0)) for v in names[::max(1, n_nodes // 5)]])
+        calibrate_quilts(net, names, query, n_records=100, exhaustive=False, refine=0)
+    finally:
+        el.BucketMemo._add, el.DiscreteTables.joint = add, joint
+    plain = sum(_plan_work(t, p, p.order) for t, p in plans)
+    fill = sum(_plan_work(t, p, _min_fill_order(t, p)) for t, p in plans)
+    return dict(counts, nodes=n_nodes, plain_work=plain, min_fill_work=fill)
+
+
+def _eliminate(tables, plan, order) -> tuple[list[set], int]:
+    """Symbolic bucket elimination of ``plan``'s factors in ``order``: the factors left and the work done
+    (per bucket, the entries of its product times its factors)."""
+    cards = tables.card_list
+    pool = [set(tables.scopes[k]) for k in plan.factors]
+    work = 0
+    for x in order:
+        bucket = [f for f in pool if x in f]
+        pool = [f for f in pool if x not in f]
+        union = set().union(*bucket)
+        work += len(bucket) * math.prod(cards[v] for v in union)
+        pool.append(union - {x})
+    return pool, work
+
+
+def _final_work(tables, plan) -> int:
+    """The final product of a query: its remaining factors times the entries of the targets' table."""
+    pool, _ = _eliminate(tables, plan, plan.order)
+    return len([f for f in pool if f]) * math.prod(tables.card_list[v] for v in plan.targets)
+
+
+def _plan_work(tables, plan, order) -> int:
+    """All the work of one query eliminated in ``order``, without a memo."""
+    pool, work = _eliminate(tables, plan, order)
+    return work + len([f for f in pool if f]) * math.prod(tables.card_list[v] for v in plan.targets)
+
+
+def _min_fill_order(tables, plan) -> list[int]:
+    """A greedy min-fill order of ``plan``'s non-targets (fewest new edges, then fewest neighbours, then
+    position)."""
+    targets = set(plan.targets)
+    nb = {v: set() for v in plan.factors}
+    for k in plan.factors:
+        for v in tables.scopes[k]:
+            nb[v] |= set(tables.scopes[k])
+    for v in nb:
+        nb[v].discard(v)
+
+    def fill(v: int) -> int:
+        ns = sorted(nb[v])
+        return sum(1 for i, a in enumerate(ns) for b in ns[i + 1:] if b not in nb[a])
+
+    alive, order = [v for v in plan.factors if v not in targets], []
+    while alive:
+        best = min(alive, key=lambda v: (fill(v), len(nb[v]), v))
+        order.append(best)
+        alive.remove(best)
+        around = nb.pop(best)
+        for a in around:
+            nb[a] |= around
+            nb[a].discard(a)
+            nb[a].discard(best)
+    return order
+
+
+def work_lines(rows: list[dict]) -> list[str]:
+    """The elimination-work table of :func:`elimination_work` at each size, in Markdown."""
+    first = rows[0]
+    total = {r["nodes"]: r["bucket_work"] + r["final_work"] for r in rows}
+    lines = ["| nodes | joint queries | mean ancestral set | work with the memo (buckets + final) | × first size | "
+             "without memo, package order | × | without memo, min-fill order | × |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        n = r["nodes"]
+        lines.append(f"| {n} | {r['joints']} | {r['ancestral'] / max(r['joints'], 1):.1f} | {total[n]:.3g} "
+                     f"({r['bucket_work']:.3g} + {r['final_work']:.3g}) | {total[n] / total[first['nodes']]:.1f}× | "
+                     f"{r['plain_work']:.3g} | {r['plain_work'] / first['plain_work']:.1f}× | {r['min_fill_work']:.3g} | "
+                     f"{r['min_fill_work'] / first['min_fill_work']:.1f}× |")
+    lines.append("\nWork: per bucket product (one einsum call), its entries times its factors; per final product, the "
+                 "targets' table times the factors left. It is what any evaluation of the same plans with the same "
+                 "arithmetic must do.")
+    return lines
+
+
 def scaling_lines(after: list[dict], before: list[dict]) -> list[str]:
     """The scaling table (before / after per size) and the targets, in Markdown."""
     old = {r["nodes"]: r for r in before}
@@ -212,7 +333,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", default="", help="with --scaling: a sentence added under the table")
     ap.add_argument("--measured", default="", help="with --scaling: write the section from figures saved by --json "
                                                    "instead of measuring again")
+    ap.add_argument("--work", default="", metavar="N,N,...",
+                    help="instead: the elimination arithmetic of the --scaling workload at these sizes (untimed)")
     args = ap.parse_args(argv)
+    if args.work:
+        lines = work_lines([elimination_work(int(x)) for x in args.work.split(",")])
+        print("\n".join(lines))
+        if not args.no_write:
+            _write_section("Elimination work of the whole-network calibration", f"benchmarks/bench_quilts.py --work "
+                           f"{args.work}", lines, bullets=False)
+        return 0
     if args.scaling:
         if args.measured:
             after = json.loads(Path(args.measured).read_text())
