@@ -201,8 +201,9 @@ class InfluenceEngine:
 
         ``rows`` are quilts as bool masks over ``columns`` (nodes of the network). A row is reported only when
         its log₂ size clears log₂ ``max_states`` by a margin far above rounding; the rows near the bound are
-        left to :meth:`refusal`, which multiplies the cards exactly, and an empty quilt is never refused. The reason is :meth:`refusal`'s, word for
-        word, built without a set of the quilt's nodes: a refused quilt of a large network holds hundreds.
+        left to :meth:`refusal`, which multiplies the cards exactly, and an empty quilt (no table) is never
+        refused. The reason is :meth:`refusal`'s, word for word, built without a set of the quilt's nodes: a
+        refused quilt of a large network holds hundreds.
         """
         if self.kind != "discrete" or not len(rows) or not math.isfinite(max_states):
             return {}
@@ -210,7 +211,7 @@ class InfluenceEngine:
         cards, log_cards, by_name, shown = self._columns(columns)
         node_card = tables.card_list[tables.index[node]]
         log_size = rows @ log_cards + math.log2(node_card)
-        over = np.flatnonzero((log_size > math.log2(max_states) + 1e-6) & rows.any(axis=1))  # empty: no table
+        over = np.flatnonzero((log_size > math.log2(max_states) + 1e-6) & rows.any(axis=1))
         out = {}
         for k in over.tolist():
             row = rows[k]
