@@ -13,10 +13,15 @@ iteration, which depends on ``PYTHONHASHSEED``: the same query took 2 s or
 * that plan gives the largest intermediate factor exactly, so a query whose
   plan exceeds ``max_factor`` entries is refused with the reason, before it
   runs;
-* each bucket is one :func:`numpy.einsum` call over the CPD arrays.
+* each bucket is one :func:`numpy.einsum` call over the CPD arrays, or, from
+  2^15 entries on, the same arithmetic by broadcast products factor after
+  factor (:func:`_product_sum`: the same bits, faster on large buckets); every
+  factor is kept with its variables in descending positions for that.
 
 The result is bit-for-bit the same for any hash seed (same order, same
-arithmetic).
+arithmetic). Its memory layout is not part of it: einsum lays out its output
+after its inputs, so a caller whose arithmetic depends on the layout (a
+reduction) should first ask for C order.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ __all__ = ["BucketMemo", "DiscreteTables", "EliminationPlan", "MAX_FACTOR"]
 #: Default bound on the largest intermediate factor (entries) of one query.
 MAX_FACTOR = 2**22
 _LETTERS = string.ascii_letters  # einsum labels: at most 52 distinct variables in one bucket
+#: Buckets with at least this many entries are multiplied factor after factor (:func:`_product_sum`).
+_PRODUCT_SUM_ENTRIES = 2**15
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,8 @@ class DiscreteTables:
         self.tables = cpds.tables
         self.parents = tuple(scope[1:] for scope in self.scopes)
         self.buckets = BucketMemo(len(self.nodes))
-        self._leaves = tuple(_Factor(scope, table, k) for k, (scope, table) in enumerate(zip(self.scopes, self.tables)))
+        self._leaves = tuple(_Factor(*_descending(scope, table), k)
+                             for k, (scope, table) in enumerate(zip(self.scopes, self.tables)))
 
     def ancestral(self, targets: Sequence[int]) -> tuple[int, ...]:
         """Positions of the targets and all their ancestors, sorted."""
@@ -167,8 +175,9 @@ class DiscreteTables:
 
 
 class _Factor(NamedTuple):
-    """A factor of the elimination: its variables (positions), values, and an id naming how it was computed
-    (a CPD's position, or a number given by :class:`BucketMemo` to a summed bucket)."""
+    """A factor of the elimination: its variables (positions, descending: see :func:`_descending`), values,
+    and an id naming how it was computed (a CPD's position, or a number given by :class:`BucketMemo` to a
+    summed bucket)."""
 
     scope: tuple[int, ...]
     values: np.ndarray
@@ -217,7 +226,7 @@ class BucketMemo:
     def _add(self, name: tuple[int, ...], x: int, bucket: list[_Factor]) -> _Factor:
         """Sum the bucket ``name`` (not kept) and keep it, dropping the least recently used beyond the bounds."""
         known = self._known
-        union = sorted(set().union(*(f.scope for f in bucket)))
+        union = sorted(set().union(*(f.scope for f in bucket)), reverse=True)
         out = tuple(v for v in union if v != x)
         values = _contract([(f.scope, f.values) for f in bucket], out)
         values.setflags(write=False)
@@ -355,8 +364,27 @@ def _float_product(counts: Sequence[int]) -> float:
     return float(np.prod(np.asarray(counts, dtype=float)))
 
 
+def _descending(scope: tuple[int, ...], table: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
+    """A factor laid out with its variables in descending positions (a read-only contiguous copy if needed).
+
+    Every factor of the elimination is kept in this one layout, so that a large bucket's factors are
+    sub-grids of the bucket's own axes (:func:`_product_sum`). The layout changes no number: a product
+    entry is the same product of the same entries, whatever the memory order.
+    """
+    perm = sorted(range(len(scope)), key=lambda k: -scope[k])
+    if perm == list(range(len(scope))):
+        return tuple(scope), table
+    values = np.ascontiguousarray(np.transpose(table, perm))
+    values.setflags(write=False)
+    return tuple(scope[k] for k in perm), values
+
+
 def _contract(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[int, ...]) -> np.ndarray:
-    """Product of ``factors`` summed onto the variables ``out`` (one einsum, local labels)."""
+    """Product of ``factors`` summed onto the variables ``out``: one einsum with local labels, or, for a large
+    bucket, :func:`_product_sum` (the same bits, faster there)."""
+    fast = _product_sum(factors, out)
+    if fast is not None:
+        return fast
     variables = sorted(set(out).union(*[f[0] for f in factors]))
     if len(variables) > len(_LETTERS):
         raise ValidationError(f"a bucket of the variable elimination must involve at most {len(_LETTERS)} variables; "
@@ -365,3 +393,50 @@ def _contract(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[int,
     spec = ",".join(["".join(map(label, scope)) for scope, _ in factors])
     spec += "->" + "".join(map(label, out))
     return np.einsum(spec, *[values for _, values in factors])
+
+
+def _product_sum(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[int, ...]) -> np.ndarray | None:
+    """:func:`_contract` of a large bucket by broadcast products, factor after factor, then the sum of the two
+    halves of the variable summed out; None where einsum is kept (below :data:`_PRODUCT_SUM_ENTRIES` entries,
+    a summed variable with other than two states or missing from a factor, or a factor not in descending
+    layout).
+
+    The arithmetic is einsum's, entry by entry: NumPy's einsum multiplies the operands of an entry from left
+    to right (``((f₁·f₂)·f₃)·…``) and adds the products into a zeroed output; here each entry is the same
+    left-to-right product, and the two terms of a binary sum are added once (0 + t₀ + t₁ = t₀ + t₁ for
+    probabilities, and two terms add the same in either order). einsum walks every entry of the bucket in one
+    loop over all its axes; the broadcast products build each partial product only over the variables
+    multiplied so far, with longer inner loops. Measured, not only argued: byte-equal to einsum on random
+    buckets of 2–5 factors, every factor holding the summed variable, in any position (the tests). When a
+    factor lacks the summed variable, einsum's loop for two operands may fuse a product with the sum (one
+    rounding instead of two; seen on this machine's NumPy), so such products are left to einsum; they do not
+    occur in the elimination.
+    """
+    if math.prod(values.size for _, values in factors) < _PRODUCT_SUM_ENTRIES:
+        return None  # the bucket has fewer entries than its factors together
+    cards: dict[int, int] = {}
+    for scope, values in factors:
+        if any(a < b for a, b in zip(scope, scope[1:])):
+            return None
+        cards.update(zip(scope, values.shape))
+    union = sorted(cards, reverse=True)
+    summed = [v for v in union if v not in out]
+    if len(summed) > 1 or (summed and cards[summed[0]] != 2) or set(out) - cards.keys():
+        return None
+    if summed and any(summed[0] not in scope for scope, _ in factors):
+        return None  # not a bucket of the elimination (there every factor holds the variable summed out)
+    if math.prod(cards.values()) < _PRODUCT_SUM_ENTRIES:
+        return None
+    axis = {v: i for i, v in enumerate(union)}
+    product = None
+    for scope, values in factors:
+        shape = [1] * len(union)
+        for v in scope:
+            shape[axis[v]] = cards[v]
+        term = values.reshape(shape)
+        product = term if product is None else product * term
+    if summed:
+        at = (slice(None),) * axis[summed[0]]
+        return product[(*at, 0)] + product[(*at, 1)]  # axes: the union without the summed one, descending
+    kept = [v for v in union if v in out]
+    return np.ascontiguousarray(np.broadcast_to(product, [cards[v] for v in union]).transpose([kept.index(v) for v in out]))

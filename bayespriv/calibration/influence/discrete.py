@@ -35,7 +35,9 @@ def _discrete_influence(tables: DiscreteTables, plan: Any, node: Hashable, quilt
             f"quilt must have a joint table P(φ_Q, φ_i) of at most {MAX_JOINT_STATES} states for the exact "
             f"max-influence; got {size} states for Q = {sorted(map(str, quilt))}"
         )
-    joint = tables.joint(plan, max_factor).reshape(-1, cards[node])
+    # C order first: the column sums below add in an order set by the memory layout, which must not depend on
+    # how the elimination laid out its factors
+    joint = np.ascontiguousarray(tables.joint(plan, max_factor)).reshape(-1, cards[node])
     states = {v: tables.states[index[v]] for v in (*quilt, node)}
     p_node = _column_sums(joint)
     possible = np.flatnonzero(p_node > 0)
