@@ -410,7 +410,9 @@ def _product_sum(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[i
     buckets of 2–5 factors, every factor holding the summed variable, in any position (the tests). When a
     factor lacks the summed variable, einsum's loop for two operands may fuse a product with the sum (one
     rounding instead of two; seen on this machine's NumPy), so such products are left to einsum; they do not
-    occur in the elimination.
+    occur in the elimination. Another NumPy build could fuse elsewhere too: the two routes would then differ in
+    last bits, but each stays the same for any hash seed, since which buckets take which route is fixed by the
+    plan.
     """
     if math.prod(values.size for _, values in factors) < _PRODUCT_SUM_ENTRIES:
         return None  # the bucket has fewer entries than its factors together
@@ -438,5 +440,5 @@ def _product_sum(factors: list[tuple[tuple[int, ...], np.ndarray]], out: tuple[i
     if summed:
         at = (slice(None),) * axis[summed[0]]
         return product[(*at, 0)] + product[(*at, 1)]  # axes: the union without the summed one, descending
-    kept = [v for v in union if v in out]
-    return np.ascontiguousarray(np.broadcast_to(product, [cards[v] for v in union]).transpose([kept.index(v) for v in out]))
+    full = np.broadcast_to(product, [cards[v] for v in union])  # no variable summed: every one is kept
+    return np.ascontiguousarray(full.transpose([union.index(v) for v in out]))
