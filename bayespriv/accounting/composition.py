@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.linalg import block_diag
 
 from .._validation import check_delta, check_epsilon, check_finite_array, check_real, described, fail, seal_fields, sealed
 from ..calibration import Calibration
@@ -334,7 +335,7 @@ class JointGaussian:
         state["_epsilon_sum"] = float(sum(r.epsilon for r in records))
         state["_delta_sum"] = float(sum(r.delta for r in records))
         target = check_delta(self._delta_sum if delta is None else delta)
-        noise = _block_diag([_noise_covariance(m) for m in mechs])
+        noise = block_diag(*[_noise_covariance(m) for m in mechs])
         tv = sum(_tv_bound(m) for m in mechs)
         state["_laws"] = joint_gaussian_laws(stacked_calibration, noise, covariance=covariance, tv_bound=tv)
         state["_accounted"] = uses_real_law(stacked_calibration, accountant)
@@ -589,15 +590,6 @@ def _query_name(mech: Any) -> str:
     q = getattr(getattr(mech, "calibration", None), "query", None)
     return getattr(q, "name", None) or "?"
 
-
-def _block_diag(blocks: list[np.ndarray]) -> np.ndarray:
-    k = sum(b.shape[0] for b in blocks)
-    out = np.zeros((k, k))
-    i = 0
-    for b in blocks:
-        out[i:i + b.shape[0], i:i + b.shape[0]] = b
-        i += b.shape[0]
-    return out
 
 
 def _check_mechanisms(mechanisms: Any, stacked: Any) -> tuple[Any, ...]:

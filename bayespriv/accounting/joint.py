@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.linalg import block_diag
 
 from ..calibration.laws import Condition, FiniteLaw, GaussianLaw, SampledLaw, conditions_of
 from ..errors import BudgetExceededError, ValidationError
@@ -265,23 +266,14 @@ def _joint_conditions(mechanism: Any, priors: Sequence[PriorRelease], live: Mapp
 def _block_noise(noises: list[Any]) -> Any:
     """The noise of the stacked release: block-diagonal Gaussian, or Laplace along the block-diagonal basis."""
     if all(isinstance(n, GaussianNoise) for n in noises):
-        return GaussianNoise(_block([n.cov for n in noises]))
+        return GaussianNoise(block_diag(*[n.cov for n in noises]))
     if all(isinstance(n, LaplaceNoise) and n.full_rank for n in noises):
-        return LaplaceNoise(np.concatenate([n.scale for n in noises]), _block([n.basis for n in noises]))
+        return LaplaceNoise(np.concatenate([n.scale for n in noises]), block_diag(*[n.basis for n in noises]))
     raise JointAccountingError(
         "joint accounting needs the same kind of noise on every release of the dataset, Gaussian or Laplace along "
         "as many directions as the query has (a noiseless release, or Gaussian and Laplace ones, are among them); "
         "pass independent=True to declare the releases independent (recorded as an assumption)")
 
-
-def _block(mats: list[np.ndarray]) -> np.ndarray:
-    size = sum(m.shape[0] for m in mats)
-    out = np.zeros((size, size))
-    at = 0
-    for m in mats:
-        out[at:at + m.shape[0], at:at + m.shape[0]] = m
-        at += m.shape[0]
-    return out
 
 
 # -------------------------------------------------------------------------------------- the joint ε

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.linalg import block_diag
 
 from .._validation import check_real, fail
 from ..calibration.result import Calibration
@@ -86,12 +87,7 @@ def sequence_attack(
             raise ValidationError(f"sequence_attack needs Gaussian noise and a calibration on every release; got "
                                   f"{type(m).__name__} with noise {getattr(m, 'noise', None)!r}")
         covs.append(np.asarray(m.noise_cov, dtype=float))
-    size = sum(c.shape[0] for c in covs)
-    block = np.zeros((size, size))
-    at = 0
-    for c in covs:
-        block[at:at + c.shape[0], at:at + c.shape[0]] = c
-        at += c.shape[0]
+    block = block_diag(*covs)
     pair = mechs[0].calibration.worst_pair if pair is None else pair
     s_cal, s_attack = as_seed_sequence(rng).spawn(2)
     joint = calibrate(model, pair, stack(*[m.calibration.query for m in mechs]), n_draws=n_draws, rng=s_cal)

@@ -206,10 +206,7 @@ def moments_fields(means: Mapping[Secret, Sequence[float]], covs: Mapping[Secret
                    n_records: int | None = None) -> dict[str, Any]:
     """The fields of :meth:`Calibration.from_moments <bayespriv.calibration.result.Calibration.from_moments>`:
     the moments given, standard errors 0, ``confidence`` 1.0."""
-    pairs = as_pairs(pairs)
-    n_records = check_optional_positive_int(n_records, "n_records")
-    if query is not None and not isinstance(query, Query):
-        raise ParameterTypeError(f"query must be None or a bayespriv Query; got {type(query).__name__}")
+    pairs, n_records = _exact_inputs(pairs, query, n_records)
     if not isinstance(means, Mapping) or not isinstance(covs, Mapping):
         raise ParameterTypeError("means and covs must be mappings from secret to array")
     secrets = tuple(dict.fromkeys(s for p in pairs for s in p.secrets))
@@ -223,32 +220,14 @@ def moments_fields(means: Mapping[Secret, Sequence[float]], covs: Mapping[Secret
             raise fail(f"means[{s.label}]", f"of shape ({k},) like the first secret's", described(f"shape {m.shape}"))
     cov_list = [check_covariance(np.reshape(covs[s], (k, k)) if np.size(covs[s]) == k * k else covs[s],
                                  f"covs[{s.label}]", k) for s in secrets]
-    names = ()
-    if query is not None:
-        names = query.component_names(k)
-    return dict(
-        secrets=secrets,
-        pairs=pairs,
-        mean_array=np.stack(mean_list),
-        cov_array=np.stack(cov_list),
-        mean_se=np.zeros((len(secrets), k)),
-        cov_se=np.zeros((len(secrets), k, k)),
-        confidence=1.0,
-        z=0.0,
-        query=query,
-        n_records=n_records,
-        component_names=names,
-    )
+    return _exact_fields(secrets, pairs, np.stack(mean_list), np.stack(cov_list), query, n_records)
 
 
 def laws_fields(laws: Mapping[Secret, Any], pairs: SecretPair | Sequence[SecretPair], query: Query | None = None, *,
                 n_records: int | None = None) -> dict[str, Any]:
     """The fields of :meth:`Calibration.from_laws <bayespriv.calibration.result.Calibration.from_laws>`:
     the laws' own moments, standard errors 0, ``confidence`` 1.0, and the laws by secret label."""
-    pairs = as_pairs(pairs)
-    n_records = check_optional_positive_int(n_records, "n_records")
-    if query is not None and not isinstance(query, Query):
-        raise ParameterTypeError(f"query must be None or a bayespriv Query; got {type(query).__name__}")
+    pairs, n_records = _exact_inputs(pairs, query, n_records)
     if not isinstance(laws, Mapping):
         raise ParameterTypeError(f"laws must be a mapping from secret to FiniteLaw or (points, weights); "
                                  f"got {type(laws).__name__}")
@@ -263,17 +242,24 @@ def laws_fields(laws: Mapping[Secret, Any], pairs: SecretPair | Sequence[SecretP
         if finite[s.label].k != k:
             raise fail(f"laws[{s.label}]", f"of dimension k = {k} like the first secret's",
                        described(f"k = {finite[s.label].k}"))
-    return dict(
-        secrets=secrets,
-        pairs=pairs,
-        mean_array=np.stack([finite[s.label].mean for s in secrets]),
-        cov_array=np.stack([finite[s.label].cov for s in secrets]),
-        mean_se=np.zeros((len(secrets), k)),
-        cov_se=np.zeros((len(secrets), k, k)),
-        confidence=1.0,
-        z=0.0,
-        query=query,
-        n_records=n_records,
-        component_names=query.component_names(k) if query is not None else (),
-        finite_laws=finite,
-    )
+    return _exact_fields(secrets, pairs, np.stack([finite[s.label].mean for s in secrets]),
+                         np.stack([finite[s.label].cov for s in secrets]), query, n_records, finite_laws=finite)
+
+
+def _exact_inputs(pairs: SecretPair | Sequence[SecretPair], query: Query | None,
+                  n_records: int | None) -> tuple[tuple[SecretPair, ...], int | None]:
+    """The pairs and ``n_records`` of an exact calibration, checked, and its ``query`` checked."""
+    pairs = as_pairs(pairs)
+    n_records = check_optional_positive_int(n_records, "n_records")
+    if query is not None and not isinstance(query, Query):
+        raise ParameterTypeError(f"query must be None or a bayespriv Query; got {type(query).__name__}")
+    return pairs, n_records
+
+
+def _exact_fields(secrets: tuple[Secret, ...], pairs: tuple[SecretPair, ...], means: np.ndarray, covs: np.ndarray,
+                  query: Query | None, n_records: int | None, **extra: Any) -> dict[str, Any]:
+    """The fields of a calibration whose moments are exact: standard errors 0, ``confidence`` 1.0."""
+    k = means.shape[1]
+    return dict(secrets=secrets, pairs=pairs, mean_array=means, cov_array=covs, mean_se=np.zeros((len(secrets), k)),
+                cov_se=np.zeros((len(secrets), k, k)), confidence=1.0, z=0.0, query=query, n_records=n_records,
+                component_names=query.component_names(k) if query is not None else (), **extra)
