@@ -13,7 +13,7 @@ Query: the average weight (its exact sensitivity is 2 · 30/9 = 20/3).
 >>> model = bp.GaussianDataModel(mean=[66.0, 150.0], cov=[[9.0, 30.0], [30.0, 400.0]],
 ...                              columns=["height", "weight"], n_records=50)
 >>> pair = bp.SecretPair(bp.DatasetSecret.mean("height", 65.0), bp.DatasetSecret.mean("height", 67.0))
->>> cal = bp.calibrate(model, pair, bp.mean("weight"), n_draws=4000, rng=0)
+>>> cal = bp.calibrate(model, pair, bp.mean("weight"), n_draws=20_000, rng=0)
 >>> abs(cal.sensitivity() - 20 / 3) < 0.2, cal.sensitivity(bound=True) > cal.sensitivity()
 (True, True)
 >>> mech = bp.mechanisms.APGM(cal, epsilon=1.0, delta=1e-3)   # the cost, before any data
@@ -56,6 +56,7 @@ from .errors import (
     BayesPrivWarning,
     BudgetExceededError,
     ConvergenceError,
+    DrawsNeededError,
     LedgerError,
     ParameterTypeError,
     PrivacyAssumptionWarning,
@@ -104,6 +105,7 @@ __all__ = [
     "BayesPrivWarning",
     "BudgetExceededError",
     "ConvergenceError",
+    "DrawsNeededError",
     "LedgerError",
     "ParameterTypeError",
     "PrivacyAssumptionWarning",

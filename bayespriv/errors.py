@@ -18,6 +18,7 @@ __all__ = [
     "UnsupportedSecretError",
     "BudgetExceededError",
     "ConvergenceError",
+    "DrawsNeededError",
     "AssumptionFailedError",
     "LedgerError",
     "ImmutableError",
@@ -84,6 +85,27 @@ class UnsupportedSecretError(ValidationError):
     ...
     bayespriv.errors.UnsupportedSecretError: GaussianDataModel cannot condition on distribution secrets; got 'p=0.5'. ...
     """
+
+
+class DrawsNeededError(ValidationError):
+    """A guarantee needs more draws per secret than the calibration has.
+
+    A bound resting on draws cannot go below the mass a region may have while every draw
+    misses it (about ln(1/α)/n for n draws); a request below what the draws can certify is
+    refused, and the refusal says how many would do.
+
+    Attributes
+    ----------
+    draws_needed : int
+        Draws per secret that would leave room for the noise (see the message).
+    draws : int
+        Draws per secret the calibration has.
+    """
+
+    def __init__(self, message: str, *, draws_needed: int, draws: int) -> None:
+        super().__init__(message)
+        self.draws_needed = int(draws_needed)
+        self.draws = int(draws)
 
 
 class ConvergenceError(ValidationError):

@@ -54,7 +54,7 @@ pairs = bp.SecretPair(bp.DatasetSecret.mean("salary", 55.0), bp.DatasetSecret.me
 
 query = bp.stack(bp.mean("years"), bp.mean("score"))
 
-n_draws = 2000
+n_draws = 20_000
 confidence = 0.95
 
 

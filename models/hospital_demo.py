@@ -460,13 +460,14 @@ FAMILY_HEADER: tuple[str, ...] = (
 )
 
 
-def family_table(*, n_draws: int, seed: int, epsilon: float, delta: float) -> pd.DataFrame:
+def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta: float) -> pd.DataFrame:
     """Calibrate the hospital's Θ family (PyMC) per query and set it beside :func:`hospital.family_exact`.
 
     Parameters
     ----------
-    n_draws : int
-        Datasets drawn per secret and member of the family.
+    n_draws : int, optional
+        Datasets drawn per secret and member of the family. Default: what certifying δ needs
+        (:func:`bayespriv.mechanisms.draws_for_delta` over the family's pairs and members).
     seed : int
         Root of the calibration seeds (one per query, apart from those of :func:`demo_setting`).
     epsilon, delta : float
@@ -482,7 +483,9 @@ def family_table(*, n_draws: int, seed: int, epsilon: float, delta: float) -> pd
     rows = {}
     for (name, query), seed_q in zip(H.QUERIES.items(), np.random.SeedSequence([seed, 1]).spawn(len(H.QUERIES))):
         grid = {k: list(v) for k, v in H.QUERY_GRIDS[name].items()}
-        cal = bp.calibrate(H.hospital_family(H.N_RECORDS, grid), pairs, query, n_draws=n_draws, rng=seed_q)
+        family = H.hospital_family(H.N_RECORDS, grid)
+        draws = n_draws or bp.mechanisms.draws_for_delta(pairs, delta, members=len(family.members))
+        cal = bp.calibrate(family, pairs, query, n_draws=draws, rng=seed_q)
         exact = H.family_exact(name, H.N_RECORDS, grid, pairs)
         theta = ", ".join(f"{k}={v:g}" for k, v in (cal.worst_theta or {}).items())
         exact_theta = ", ".join(f"{k}={v:g}" for k, v in exact["worst_theta"].items())

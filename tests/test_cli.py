@@ -1,4 +1,4 @@
-"""The `bayespriv demo` command, end to end but with few draws (fast)."""
+"""The `bayespriv demo` command, end to end: with the draws certifying δ needs (its default), and with too few."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from bayespriv.cli import main
 
 
 def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
-    assert main(["demo", "--draws", "500", "--out", str(tmp_path)]) == 0
+    assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     png = tmp_path / "hospital-calibration.png"
     assert png.exists() and png.stat().st_size > 10_000
@@ -23,19 +23,20 @@ def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
     assert f"figure: {png}" in out
 
 
-def test_demo_quiet_keeps_the_table(tmp_path, capsys):
-    assert main(["demo", "--draws", "500", "--seed", "1", "--out", str(tmp_path), "--quiet"]) == 0
+def test_demo_quiet_at_a_small_epsilon_keeps_the_table_and_needs_no_warning_line(tmp_path, capsys):
+    assert main(["demo", "--seed", "1", "--epsilon", "0.5", "--out", str(tmp_path), "--quiet"]) == 0
     captured = capsys.readouterr()
-    assert "530.54" in captured.out and "APGM analytic" in captured.out
-    assert "d(U) erratum" not in captured.out
+    assert "APGM analytic" in captured.out and "(ε=0.5, δ=0.001)" in captured.out
+    assert "d(U) erratum" not in captured.out and "proven only for ε < 1" not in captured.out
     assert captured.err == ""
 
 
-def test_small_epsilon_needs_no_warning_line(tmp_path, capsys):
-    assert main(["demo", "--draws", "500", "--epsilon", "0.5", "--out", str(tmp_path), "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert "proven only for ε < 1" not in out
-    assert "(ε=0.5, δ=0.001)" in out
+def test_demo_with_too_few_draws_is_refused_naming_the_draws(tmp_path, capsys):
+    """500 draws per secret cannot certify δ = 1e-3 (a region of mass ~0.02 may hold none of them): the demo stops
+    with the refusal, which names the draws that would do."""
+    assert main(["demo", "--draws", "500", "--out", str(tmp_path), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "certifying delta=0.001 from draws needs more than" in err and "got 500" in err and "n_draws=" in err
 
 
 @pytest.mark.parametrize("argv", [["demo", "--draws", "1"], ["demo", "--delta", "2"], ["demo", "--epsilon", "0"], ["nope"]])
@@ -71,7 +72,7 @@ def workdir(tmp_path_factory):
     rng = np.random.default_rng(0)
     pd.DataFrame(rng.normal([60.0, 8.0, 3.0], [10.0, 4.0, 1.0], size=(40, 3)),
                  columns=["salary", "years", "score"]).to_csv(d / "payroll.csv", index=False)
-    assert main(["calibrate", str(d / "script.py"), "--out", str(d / "cal.nc"), "--draws", "300", "--seed", "1"]) == 0
+    assert main(["calibrate", str(d / "script.py"), "--out", str(d / "cal.nc"), "--draws", "20000", "--seed", "1"]) == 0
     return d
 
 
@@ -81,7 +82,7 @@ def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, caps
     shutil.copy(TEMPLATE, "script.py")
     pd.DataFrame(np.random.default_rng(1).normal([60.0, 8.0, 3.0], 1.0, size=(40, 3)),
                  columns=["salary", "years", "score"]).to_csv("payroll.csv", index=False)
-    assert main(["calibrate", "script.py", "--out", "cal.nc", "--draws", "300", "--seed", "7"]) == 0
+    assert main(["calibrate", "script.py", "--out", "cal.nc", "--draws", "20000", "--seed", "7"]) == 0
     out = capsys.readouterr().out
     assert "seed 7" in out and "saved: cal.nc" in out
 
@@ -90,7 +91,7 @@ def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, caps
 
     query = bp.stack(bp.mean("years"), bp.mean("score"))
     cal = load_calibration("cal.nc", query=query)
-    assert cal.n_draws == 300 and cal.n_records == 40 and cal.query_fingerprint == query.fingerprint
+    assert cal.n_draws == 20_000 and cal.n_records == 40 and cal.query_fingerprint == query.fingerprint
 
     assert main(["inspect", "cal.nc", "--out", "figures"]) == 0
     out = capsys.readouterr().out
@@ -223,7 +224,7 @@ def test_failed_assumption_refuses_unless_accepted(workdir, capsys):
     script.write_text(TEMPLATE.read_text().replace(
         'query = bp.stack(bp.mean("years"), bp.mean("score"))',
         'import numpy as np\nquery = bp.Query(lambda b: np.exp(b["years"].mean(1))[:, None], ["years"], "exp years")'))
-    assert main(["calibrate", str(script), "--out", str(workdir / "skewed.nc"), "--draws", "300", "--seed", "2"]) == 0
+    assert main(["calibrate", str(script), "--out", str(workdir / "skewed.nc"), "--draws", "20000", "--seed", "2"]) == 0
     argv = ["release", str(workdir / "skewed.nc"), "--script", str(script), "--mechanism", "APGM", "--epsilon", "1",
             "--delta", "1e-3", "--data", str(workdir / "payroll.csv"), "--ledger", str(workdir / "skewed.sqlite"),
             "--budget", "salary=5,0.1"]
@@ -377,7 +378,7 @@ def scalar_workdir(workdir):
     script = workdir / "scalar.py"
     script.write_text(TEMPLATE.read_text().replace('query = bp.stack(bp.mean("years"), bp.mean("score"))',
                                                    'query = bp.mean("score", bounds=(2.9, 3.1))'))
-    assert main(["calibrate", str(script), "--out", str(workdir / "scalar.nc"), "--draws", "300", "--seed", "2"]) == 0
+    assert main(["calibrate", str(script), "--out", str(workdir / "scalar.nc"), "--draws", "20000", "--seed", "2"]) == 0
     return workdir
 
 

@@ -66,7 +66,7 @@ def quickstart(tmp_path_factory):
     try:
         commands = _readme_commands()
         assert [c[0] for c in commands] == ["calibrate", "inspect", "release", "ledger"]
-        assert main(commands[0] + ["--draws", "400"]) == 0
+        assert main(commands[0] + ["--draws", "20000"]) == 0
     finally:
         os.chdir(cwd)
     return d, commands
@@ -261,7 +261,7 @@ def test_an_unexpected_failure_is_one_line(files, monkeypatch, capsys):
 
 
 def _calibrate(src: Path, out: str) -> list[str]:
-    return ["calibrate", str(src / "examples" / "calibration_template.py"), "--out", out, "--draws", "300",
+    return ["calibrate", str(src / "examples" / "calibration_template.py"), "--out", out, "--draws", "20000",
             "--seed", "3"]
 
 

@@ -103,7 +103,7 @@ def plan_releases(model: Any, pairs: Any, queries: Sequence[Any], *, epsilon: fl
     >>> model = bp.GaussianDataModel([0.0, 0.0, 0.0], [[1, .5, .5], [.5, 1, .5], [.5, .5, 1]], ["s", "a", "b"],
     ...                              n_records=40)
     >>> pair = bp.SecretPair(bp.DatasetSecret.mean("s", 0.0), bp.DatasetSecret.mean("s", 0.3))
-    >>> plan = plan_releases(model, pair, [bp.mean("a"), bp.mean("b")], epsilon=1.0, delta=1e-3, n_draws=2000, rng=0)
+    >>> plan = plan_releases(model, pair, [bp.mean("a"), bp.mean("b")], epsilon=1.0, delta=1e-3, n_draws=20_000, rng=0)
     >>> plan.guarantee.epsilon, plan.guarantee.delta
     (1.0, 0.001)
     >>> bool(plan.summary().loc["total E‖noise‖²", "variance ratio"] < 1)  # less noise than separate releases

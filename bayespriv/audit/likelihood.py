@@ -424,7 +424,7 @@ def likelihood_ratio_attack(
     >>> from bayespriv.mechanisms import APGM
     >>> model = bp.GaussianDataModel([0.0, 0.0], [[1.0, 0.8], [0.8, 1.0]], ["x", "y"], n_records=50)
     >>> pair = bp.SecretPair(bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 0.2))
-    >>> cal = bp.calibrate(model, [pair], bp.mean("y"), n_draws=500, rng=0)
+    >>> cal = bp.calibrate(model, [pair], bp.mean("y"), n_draws=20_000, rng=0)
     >>> res = likelihood_ratio_attack(APGM(cal, epsilon=1.0, delta=1e-3), model, n_trials=500, rng=1)
     >>> res.accuracy <= res.accuracy_bound  # (e + 0.001)/(1 + e) = 0.731
     True

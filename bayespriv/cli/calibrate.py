@@ -13,6 +13,10 @@ from bayespriv.cli.problems import _ArgumentProblem
 from bayespriv.cli.script import _run_script, _script_name, _script_query
 from bayespriv.errors import BayesPrivError
 
+#: Datasets per secret when neither --draws nor the script says: enough to certify δ = 1e-3 for a few pairs
+#: (bayespriv.mechanisms.draws_for_delta gives 15 512 for one pair, 20 000 for three).
+DEFAULT_DRAWS = 20_000
+
 
 def _calibrate_cmd(args: argparse.Namespace) -> int:
     from bayespriv.datamodels.base import DataModel
@@ -24,7 +28,7 @@ def _calibrate_cmd(args: argparse.Namespace) -> int:
     query = _script_query(scope, args.script, "SCRIPT.py")
     pairs = _script_name(scope, "pairs", (bp.SecretPair, list, tuple), "a SecretPair or a sequence of them",
                          args.script, "SCRIPT.py")
-    n_draws = args.draws if args.draws is not None else scope.get("n_draws", 2000)
+    n_draws = args.draws if args.draws is not None else scope.get("n_draws", DEFAULT_DRAWS)
     confidence = {None: scope.get("confidence", 0.95), "none": None}.get(args.confidence, args.confidence)
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
     t0 = time.perf_counter()

@@ -37,6 +37,8 @@ def _demo(args: argparse.Namespace) -> int:
     eps, delta, quiet = args.epsilon, args.delta, args.quiet
     out_dir = _out_dir(Path(args.out), "--out")  # before the calibration: a wrong --out fails at once
     setting = demo_setting(args.seed)
+    if args.draws is None:  # enough draws to certify δ from them, with room for the noise
+        args.draws = bp.mechanisms.draws_for_delta(setting.pairs, delta)
     for line in header_lines(setting, epsilon=eps, delta=delta, n_draws=args.draws, seed=args.seed):
         _say(quiet, line)
     comparisons = _compared_queries(setting, args)
@@ -95,7 +97,7 @@ def _print_family(args: argparse.Namespace) -> None:
     for line in FAMILY_HEADER:
         _say(args.quiet, line)
     t0 = time.perf_counter()
-    print(family_table(n_draws=min(args.draws, 1000), seed=args.seed, epsilon=args.epsilon, delta=args.delta).to_string())
+    print(family_table(seed=args.seed, epsilon=args.epsilon, delta=args.delta).to_string())
     _progress(args.quiet, f"calibrated the PyMC family in {time.perf_counter() - t0:.2f} s")
     print()
 

@@ -33,7 +33,9 @@ def _build_parser() -> argparse.ArgumentParser:
             "above 50%; release on one simulated hospital and compare with the paper's reported values."
         ),
     )
-    demo.add_argument("--draws", type=_int_at_least(2), default=2000, help="datasets drawn per secret (default 2000)")
+    demo.add_argument("--draws", type=_int_at_least(2), default=None,
+                      help="datasets drawn per secret (default: what certifying --delta needs, "
+                           "bayespriv.mechanisms.draws_for_delta)")
     demo.add_argument("--seed", type=_int_at_least(0), default=2022,
                       help="seed of the calibration and of the simulated hospital (default 2022); "
                            "release noise always comes from fresh OS entropy")
@@ -116,7 +118,7 @@ def _add_calibrate_parser(sub: Any) -> None:
     cal.add_argument("script", type=Path, metavar="SCRIPT.py", help="the calibration script")
     cal.add_argument("--out", type=Path, required=True, metavar="CAL.nc", help="file to write (its directory must exist)")
     cal.add_argument("--draws", type=_int_at_least(2), default=None,
-                     help="datasets drawn per secret (default: the script's n_draws, else 2000)")
+                     help="datasets drawn per secret (default: the script's n_draws, else 20000)")
     cal.add_argument("--seed", type=_int_at_least(0), default=None,
                      help="seed of the calibration (default: fresh OS entropy; the seed used is printed and saved)")
     cal.add_argument("--confidence", type=_confidence, default=None, metavar="C",

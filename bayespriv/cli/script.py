@@ -21,7 +21,7 @@ A calibration script is a Python file that defines, at module level:
 
 and optionally:
 
-  n_draws     datasets drawn per secret (default 2000; --draws overrides it)
+  n_draws     datasets drawn per secret (default 20000; --draws overrides it)
   confidence  level of the calibration's bounds (default 0.95; None: plug-in, as the papers)
 
 The same script is given again to `bayespriv release --script`: a query is code, so it is not

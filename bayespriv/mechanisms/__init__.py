@@ -13,6 +13,7 @@ from .groupdp import GroupDP
 from .quilt import APMQM, MQM
 from .wasserstein import ApproxWasserstein, Wasserstein
 from .utility import utility_curves
+from .on_demand import OnDemand, build_on_demand, draws_for_delta
 from . import privacy_loss
 from .privacy_loss import gaussian_delta, gaussian_privacy_curve
 from .noise import analytic_gaussian_log_delta, classic_constant, gaussian_radius, gaussian_sigma
@@ -41,6 +42,9 @@ __all__ = [
     "NoiselessReport",
     "noiseless_ok",
     "utility_curves",
+    "build_on_demand",
+    "draws_for_delta",
+    "OnDemand",
     "GroupDP",
     "APMQM",
     "MQM",

@@ -45,6 +45,7 @@ the same noise and guarantee.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,9 +55,11 @@ from scipy.special import ndtri
 
 from .._validation import check_delta, check_epsilon, described, fail
 from ..calibration.laws import SAMPLED_LAW, Condition, SampledLaw
-from ..errors import ValidationError
+from ..errors import DrawsNeededError, ValidationError
 from .finite_exact import finite_hockey
-from .mixture_1d import grid_hockey, grid_hockey_both
+from .mixture_1d import atoms_of, grid_hockey, grid_hockey_both
+from .certified import certified_bound, coupling_plan, noise_transform
+from .draw_bounds import draws_for_floor, mean_lower, mean_upper, upper_floor
 from .mixture_mc import mixture_hockey
 from .privacy_loss import one_direction_delta
 
@@ -67,8 +70,13 @@ __all__ = [
     "PrivacyAccount",
     "account",
     "scale_to_delta",
+    "check_draws",
+    "certified_account",
+    "certified_scale",
     "ACCOUNTANT_SEED",
     "ESTIMATED_FRACTION",
+    "Levels",
+    "LEVEL_SHARES",
 ]
 
 #: Seed of the accountant's Monte-Carlo points (with the condition's index and the direction).
@@ -140,7 +148,13 @@ Noise = GaussianNoise | LaplaceNoise
 # --------------------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class DirectionBound:
-    """H_ε in one direction of one condition: the value, its bound, and how it was obtained."""
+    """H_ε in one direction of one condition: the value, its bound, and how it was obtained.
+
+    ``upper = value + (Monte-Carlo margin) + margin_a + margin_b`` (clipped at 1) for a law known
+    through draws: the error of the computation (quadrature error, or z·se_mc for importance
+    sampling), the first law's draws' margin, and the second law's times e^ε (module docstring).
+    ``floor`` is the smallest margin_a the first law's draws could give (:func:`upper_floor`).
+    """
 
     label: str
     direction: str
@@ -148,13 +162,20 @@ class DirectionBound:
     value: float
     upper: float
     se_mc: float = 0.0
-    se_draws: float = 0.0
+    margin_a: float = 0.0
+    margin_b: float = 0.0
     halves: tuple[float, float] | None = None
     gaussian_fit: float = math.nan
+    floor: float = 0.0
 
     @property
     def exact(self) -> bool:
         return self.method in ("gaussian_exact", "finite_exact")
+
+    @property
+    def draws_margin(self) -> float:
+        """What the draws add to the bound: the first law's margin plus e^ε times the second's."""
+        return self.margin_a + self.margin_b
 
 
 @dataclass(frozen=True)
@@ -196,7 +217,8 @@ class PrivacyAccount:
     def table(self) -> pd.DataFrame:
         """One row per condition and direction."""
         return pd.DataFrame([{"condition": r.label, "direction": r.direction, "method": r.method, "delta": r.value,
-                              "delta_upper": r.upper, "se_mc": r.se_mc, "se_draws": r.se_draws,
+                              "delta_upper": r.upper, "se_mc": r.se_mc, "margin_a": r.margin_a,
+                              "margin_b": r.margin_b, "floor": r.floor,
                               "half_1": r.halves[0] if r.halves else math.nan,
                               "half_2": r.halves[1] if r.halves else math.nan,
                               "gaussian_fit": r.gaussian_fit} for r in self.rows])
@@ -207,6 +229,20 @@ def _atoms(law: Any) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(law, SampledLaw):
         return law.draws, np.full(law.n, 1.0 / law.n)
     return law.points, law.weights
+
+
+#: One-dimensional laws' distinct atoms, computed once per law object (a scale search accounts the same
+#: laws at many noise scales).
+_ATOMS_1D: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def _atoms_1d(law: Any) -> Any:
+    """:class:`~bayespriv.mechanisms.mixture_1d.Atoms` of a one-dimensional law (cached per law object;
+    laws are immutable)."""
+    cached = _ATOMS_1D.get(law)
+    if cached is None:
+        cached = _ATOMS_1D[law] = atoms_of(*_atoms(law))
+    return cached
 
 
 def _gaussian_row(cond: Condition, noise: Noise, eps: float, label: str, forward: bool) -> DirectionBound:
@@ -230,69 +266,119 @@ def _finite_1d_row(cond: Condition, noise: Noise | None, eps: float, label: str,
     return DirectionBound(label, _dir(forward), "finite_exact", r.value, upper)
 
 
+@dataclass(frozen=True)
+class Levels:
+    """Error probabilities of one estimated direction (a Bonferroni share of 1 − confidence).
+
+    Attributes
+    ----------
+    alpha_a : float
+        Of the first law's draws' margin (an upper bound on P_a(A)).
+    alpha_b : float
+        Of the second law's draws' margin (a lower bound on P_b(A)).
+    z_mc : float
+        Normal quantile of the importance sampler's Monte-Carlo margin.
+    """
+
+    alpha_a: float
+    alpha_b: float
+    z_mc: float
+
+
+#: Shares of one direction's error probability: the first law's margin, the second's, the Monte-Carlo error.
+LEVEL_SHARES = (0.5, 0.25, 0.25)
+
+
+def _levels(conditions: tuple[Condition, ...], confidence: float | None) -> Levels | None:
+    """Each estimated direction's share of 1 − confidence (Bonferroni over every estimated direction of every
+    condition); None for a plug-in account (point estimates)."""
+    if confidence is None:
+        return None
+    estimated = sum(2 for c in conditions if not (c.kind == "gaussian" or (c.kind == "finite" and c.k == 1)))
+    alpha = (1.0 - confidence) / max(estimated, 1)
+    share_a, share_b, share_mc = LEVEL_SHARES
+    return Levels(alpha * share_a, alpha * share_b, float(ndtri(1.0 - alpha * share_mc)))
+
+
+def _garwood(counts: np.ndarray, alpha: float) -> np.ndarray:
+    """Exact upper confidence bound on a Poisson mean seen as ``counts`` (Garwood 1936): χ²_{1−α}(2(c+1))/2,
+    computed once per distinct count."""
+    from scipy.stats import chi2
+
+    distinct, inverse = np.unique(counts, return_inverse=True)
+    return (chi2.ppf(1.0 - alpha, 2.0 * (distinct + 1.0)) / 2.0)[inverse]
+
+
+def _first_law_values(c: Any, alpha: float) -> np.ndarray:
+    """P(x + Z ∈ A) per atom of the first law, with every *isolated* atom taken as 1.
+
+    An atom seen c times stands for a region the true law may weigh up to G(c) draws' worth (Garwood's bound);
+    where that much weight would put the region's peak above e^ε·p_b (``peak_ratio_a``), the true law's
+    optimal set can hold the whole kernel around the atom, larger than the empirical optimal set: its
+    probability is taken as 1 (an upper bound), so the margin counts the region as it may truly be."""
+    values = np.array(c.values_a, float)
+    ratio = c.peak_ratio_a
+    if ratio is not None:
+        values[_garwood(c.counts_a, alpha) > ratio] = 1.0
+    return values
+
+
+def _draws_margins(est: Any, eps: float, levels: Levels) -> tuple[float, float, float]:
+    """(first law's margin, e^ε × second law's margin, the first law's floor) from the per-draw probabilities
+    of the optimal set (:mod:`~bayespriv.mechanisms.draw_bounds`)."""
+    c = est.contributions
+    if c is None:
+        return 0.0, 0.0, 0.0
+    margin_a = margin_b = floor = 0.0
+    if c.values_a is not None:
+        values = _first_law_values(c, levels.alpha_a)
+        mean = float(c.counts_a @ values) / float(c.counts_a.sum())
+        margin_a = mean_upper(values, c.counts_a, alpha=levels.alpha_a) - mean
+        floor = upper_floor(c.draws_a, levels.alpha_a)
+    if c.values_b is not None:
+        mean = float(c.counts_b @ c.values_b) / float(c.counts_b.sum())
+        margin_b = math.exp(eps) * (mean - mean_lower(c.values_b, c.counts_b, alpha=levels.alpha_b))
+    return margin_a, margin_b, floor
+
+
 def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward: bool, index: int,
-                 z: float | None, halves: bool = True, est: Any = None) -> DirectionBound:
+                 levels: Levels | None, halves: bool = True, est: Any = None) -> DirectionBound:
     """One direction of a condition known through draws or atoms: by quadrature in one dimension (or
     ``est``, already computed so), else by Monte Carlo over the released mixture."""
     a, b = (cond.law_a, cond.law_b) if forward else (cond.law_b, cond.law_a)
     (xa, wa), (xb, wb) = _atoms(a), _atoms(b)
-    sampled = isinstance(a, SampledLaw) or isinstance(b, SampledLaw)
+    sampled = (isinstance(a, SampledLaw), isinstance(b, SampledLaw))
     if est is None and cond.k == 1:
-        est = grid_hockey(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves)
+        est = grid_hockey(_atoms_1d(a), None, _atoms_1d(b), None, noise, eps, sampled=sampled, halves=halves)
     quadrature = est is not None
     if est is None:
         points = POINTS_GAUSSIAN if noise.kind == "gaussian" else POINTS_LAPLACE
         est = mixture_hockey(xa, wa, xb, wb, noise, eps, n_points=points,
                              seed=[ACCOUNTANT_SEED, index, int(forward)], sampled=sampled, halves=halves)
-    upper = est.value if z is None else min(1.0, est.value + z * _skew_safe_se(est, eps, z))
-    method = ("sampled" if sampled else "finite") + ("_quadrature" if quadrature else "_mixture")
-    return DirectionBound(label, _dir(forward), method, est.value, upper, est.se_mc, est.se_draws, est.halves,
-                          est.gaussian_fit)
+    method = ("sampled" if any(sampled) else "finite") + ("_quadrature" if quadrature else "_mixture")
+    if levels is None:
+        return DirectionBound(label, _dir(forward), method, est.value, est.value, est.se_mc, halves=est.halves,
+                              gaussian_fit=est.gaussian_fit)
+    mc = est.se_mc if quadrature else levels.z_mc * est.se_mc  # the grid's error is a bound, not a deviation
+    margin_a, margin_b, floor = _draws_margins(est, eps, levels)
+    upper = min(1.0, est.value + mc + margin_a + margin_b)
+    return DirectionBound(label, _dir(forward), method, est.value, upper, est.se_mc, margin_a, margin_b, est.halves,
+                          est.gaussian_fit, floor)
 
 
-def _quadrature_pair(cond: Condition, noise: Noise | None, eps: float, index: int, z: float | None,
+def _quadrature_pair(cond: Condition, noise: Noise | None, eps: float, index: int, levels: Levels | None,
                      halves: bool) -> dict[tuple[int, bool], DirectionBound]:
     """Both directions of a one-dimensional condition known through draws or atoms, from one evaluation of
     the two densities; empty when the condition takes another route (:func:`_row`)."""
     if cond.k != 1 or cond.kind != "sampled" or _is_noiseless(noise) or not noise.full_rank:
         return {}
-    (xa, wa), (xb, wb) = _atoms(cond.law_a), _atoms(cond.law_b)
-    sampled = isinstance(cond.law_a, SampledLaw) or isinstance(cond.law_b, SampledLaw)
-    both = grid_hockey_both(xa, wa, xb, wb, noise, eps, sampled=sampled, halves=halves)
+    sampled = (isinstance(cond.law_a, SampledLaw), isinstance(cond.law_b, SampledLaw))
+    both = grid_hockey_both(_atoms_1d(cond.law_a), None, _atoms_1d(cond.law_b), None, noise, eps, sampled=sampled,
+                            halves=halves)
     if both is None:
         return {}
-    return {(index, fwd): _mixture_row(cond, noise, eps, cond.label, fwd, index, z, halves, est)
+    return {(index, fwd): _mixture_row(cond, noise, eps, cond.label, fwd, index, levels, halves, est)
             for fwd, est in zip((True, False), both)}
-
-
-#: Below this effective number of draws carrying P̂(A*), the draws' term is bounded as a Poisson count.
-SKEW_DRAWS = 50.0
-
-
-def _skew_safe_se(est: Any, eps: float, z: float) -> float:
-    """The standard error behind the upper bound, robust to a divergence carried by few draws.
-
-    The delta method's normal approximation undercovers a sum carried by a few draws (a rare value of
-    the query, far from the other law): when the fewest draws carrying half of P̂(A*) are K < 50, their
-    part of P̂(A*) is treated as K × (their mean share) with K a Poisson count, whose exact upper bound
-    at the same level, χ²_{1−α}(2(K+1))/2 (Garwood 1936), gives the draws' term. The larger of the two
-    is used.
-    """
-    if est.draw_terms is None or z <= 0:
-        return est.se
-    from scipy.special import ndtr
-    from scipy.stats import chi2
-
-    alpha = float(ndtr(-z))
-    parts = []
-    for (mass, neff), weight in zip(est.draw_terms, (1.0, math.exp(eps))):
-        if 0 < neff < SKEW_DRAWS:
-            ucb = float(chi2.ppf(1.0 - alpha, 2.0 * (neff + 1.0))) / 2.0
-            parts.append(weight * mass * (ucb / neff - 1.0) / z)
-        else:
-            parts.append(0.0)
-    poisson = math.hypot(*parts)
-    return math.hypot(est.se_mc, max(est.se_draws, poisson))
 
 
 def _dir(forward: bool) -> str:
@@ -303,7 +389,7 @@ def _is_noiseless(noise: Noise | None) -> bool:
     return noise is None or not np.any(noise.cov)
 
 
-def _row(cond: Condition, noise: Noise | None, eps: float, index: int, forward: bool, z: float | None, *,
+def _row(cond: Condition, noise: Noise | None, eps: float, index: int, forward: bool, levels: Levels | None, *,
          halves: bool = True) -> DirectionBound:
     """H_ε for one direction of one condition, by the method its laws allow (module docstring)."""
     kind = cond.kind
@@ -317,7 +403,7 @@ def _row(cond: Condition, noise: Noise | None, eps: float, index: int, forward: 
                               "calibrate both secrets the same way")
     if _is_noiseless(noise) or not noise.full_rank:
         return DirectionBound(cond.label, _dir(forward), "not_accountable", 1.0, 1.0)
-    return _mixture_row(cond, noise, eps, cond.label, forward, index, z, halves)
+    return _mixture_row(cond, noise, eps, cond.label, forward, index, levels, halves)
 
 
 # -------------------------------------------------------------------------------------- account
@@ -332,16 +418,6 @@ def _one_blas_thread() -> Any:
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _z(conditions: tuple[Condition, ...], confidence: float | None) -> float | None:
-    """Normal quantile of the upper bounds, Bonferroni over every estimated direction."""
-    if confidence is None:
-        return None
-    estimated = sum(2 for c in conditions if not (c.kind == "gaussian" or (c.kind == "finite" and c.k == 1)))
-    if estimated == 0:
-        return 0.0
-    return float(ndtri(1.0 - (1.0 - confidence) / estimated))
-
-
 def _assumptions(conditions: tuple[Condition, ...], rows: tuple[DirectionBound, ...]) -> tuple[str, ...]:
     out: list[str] = []
     kinds = {c.kind for c in conditions}
@@ -349,43 +425,40 @@ def _assumptions(conditions: tuple[Condition, ...], rows: tuple[DirectionBound, 
         out.append("gaussian_query")
     if "sampled" in kinds:
         out.append(SAMPLED_LAW)
-    if any(r.method.endswith("_mixture") for r in rows) or any(r.se_draws > 0 for r in rows):
+    if any(r.method.endswith("_mixture") for r in rows):
         out.append("monte_carlo_clt")
     return tuple(out)
 
 
 def _notes(rows: tuple[DirectionBound, ...], target: float | None) -> tuple[str, ...]:
-    """Stability diagnostics of the sampled rows: split halves and the draws' share of the margin."""
+    """Stability diagnostics of the sampled rows: split halves and the draws' share of the bound."""
     out = []
     for r in rows:
         if r.method == "not_accountable":
             out.append(f"{r.label} ({r.direction}): no noise in some direction; a law known through draws (or a "
                        "finite law in k > 1 dimensions) cannot be accounted there, so δ is taken as 1")
             continue
-        if r.halves is None:
-            continue
-        gap = abs(r.halves[0] - r.halves[1])
-        if gap > 3.0 * max(2.0 * r.se_draws, r.se_mc, 1e-300):
+        if r.halves is not None and abs(r.halves[0] - r.halves[1]) > 2.0 * max(r.draws_margin, r.se_mc, 1e-300):
             out.append(f"{r.label} ({r.direction}): the two halves of the draws disagree ({r.halves[0]:.3g} vs "
-                       f"{r.halves[1]:.3g}, more than 3 standard errors): the draws do not resolve the released law; "
-                       "draw more")
+                       f"{r.halves[1]:.3g}, more than twice the draws' margin): the draws do not resolve the "
+                       "released law; draw more")
         ref = target if target is not None else r.upper
-        margin = r.upper - r.value
-        if ref > 0 and margin > ESTIMATED_FRACTION * ref and r.se_draws > r.se_mc:
-            share = (r.se_draws / max(r.se_mc, r.se_draws)) ** 2
-            factor = (margin / (ESTIMATED_FRACTION * ref)) ** 2 * share
-            out.append(f"{r.label} ({r.direction}): the confidence margin {margin:.3g} is {margin / ref:.0%} of δ; "
-                       f"about {factor:.3g}× the draws would bring it within {ESTIMATED_FRACTION:.0%}")
+        if ref > 0 and r.draws_margin > ESTIMATED_FRACTION * ref:
+            factor = r.draws_margin / (ESTIMATED_FRACTION * ref)
+            out.append(f"{r.label} ({r.direction}): the draws' margin {r.draws_margin:.3g} is "
+                       f"{r.draws_margin / ref:.0%} of δ (of which {r.floor:.3g} no number of these draws can "
+                       f"remove); about {factor:.3g}× the draws would bring it within {ESTIMATED_FRACTION:.0%}")
     return tuple(out)
 
 
 def _rows(conds: tuple[Condition, ...], noise: Noise | None, eps: float, which: list[tuple[int, bool]],
-          z: float | None, halves: bool) -> tuple[DirectionBound, ...]:
+          levels: Levels | None, halves: bool) -> tuple[DirectionBound, ...]:
     """The requested directions; a one-dimensional condition asked in both directions shares its densities."""
     shared: dict[tuple[int, bool], DirectionBound] = {}
     for i in sorted({i for i, fwd in which if (i, not fwd) in which}):
-        shared.update(_quadrature_pair(conds[i], noise, eps, i, z, halves))
-    return tuple(shared.get((i, fwd)) or _row(conds[i], noise, eps, i, fwd, z, halves=halves) for i, fwd in which)
+        shared.update(_quadrature_pair(conds[i], noise, eps, i, levels, halves))
+    return tuple(shared.get((i, fwd)) or _row(conds[i], noise, eps, i, fwd, levels, halves=halves)
+                 for i, fwd in which)
 
 
 def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence: float | None,
@@ -428,11 +501,11 @@ def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence:
     conds = tuple(conditions)
     if not conds or not all(isinstance(c, Condition) for c in conds):
         raise fail("conditions", "a non-empty sequence of Condition", described(f"{len(conds)} items"))
-    z = _z(conds, confidence)
+    levels = _levels(conds, confidence)
     which = [(i, fwd) for i in range(len(conds)) for fwd in (True, False)] if rows is None else list(rows)
     final = rows is None and diagnostics
     with _one_blas_thread():  # small products over many atoms are memory-bound: one thread is faster, and robust
-        out = _rows(conds, noise, eps, which, z, final)
+        out = _rows(conds, noise, eps, which, levels, final)
     exact = all(r.exact for r in out)
     conf = 1.0 if exact else confidence
     return PrivacyAccount(eps, max(r.upper for r in out), max(r.value for r in out), conf,
@@ -460,6 +533,10 @@ def scale_to_delta(conditions: Any, noise: Noise, epsilon: float, delta: float, 
 
     Raises
     ------
+    DrawsNeededError
+        When the draws cannot certify δ whatever the noise (:func:`check_draws`),
+        or when at the largest scale tried the draws' margins still hold the
+        bound above δ; it names the draws per secret that would do.
     ValidationError
         When no t up to ``max_factor`` times the start meets δ (the noise
         misses a direction in which the released laws differ, or a law cannot
@@ -467,6 +544,7 @@ def scale_to_delta(conditions: Any, noise: Noise, epsilon: float, delta: float, 
     """
     eps, target = check_epsilon(epsilon), check_delta(delta)
     conds = tuple(conditions)
+    check_draws(conds, target, confidence)
     t0 = _fit_start(conds, noise, eps, target) if start is None else float(start)
     search = _Search(conds, noise, eps, target, confidence, max(t0, 1e-12), max_factor)
     if start is None:  # the second point: where the fits meet δ corrected by the ratio seen at the first
@@ -498,12 +576,18 @@ class _Search:
         full = full or self.active is None or len(self.active) == 2 * len(self.conds)
         rows = None if full else self.active
         acc = account(self.conds, self.noise.scaled(t), self.eps, confidence=self.confidence, target=self.target,
-                      rows=rows)
+                      rows=rows, diagnostics=False)
         if full:
-            self.full_t = t
-            self.active = tuple((i, r.direction == "a‖b") for i, r in _indexed(self.conds, acc.rows)
-                                if r.upper >= self.target / ACTIVE_FACTOR) or None
+            self.track(t, acc)
         return acc
+
+    def track(self, t: float, acc: PrivacyAccount) -> None:
+        """Remember a full evaluation: its scale and the directions to evaluate until the next one. The draws'
+        floor does not move with the noise: a direction is active when what does move is within a factor
+        :data:`ACTIVE_FACTOR` of the room the floor leaves."""
+        self.full_t = t
+        self.active = tuple((i, r.direction == "a‖b") for i, r in _indexed(self.conds, acc.rows)
+                            if r.upper - r.floor >= (self.target - r.floor) / ACTIVE_FACTOR) or None
 
     def step(self, t: float) -> float:
         """Evaluate at t (every direction when t is well below the last full evaluation), update the bracket,
@@ -566,25 +650,168 @@ class _Search:
             if self.hi is None and t > self.max_factor * self.t0:
                 raise self.refusal()
             if self.lo is None and self.hi is not None and self.hi[0] < 1e-9 * self.t0:
-                return self.hi[0], self.account(self.hi[0], True)  # (almost) no noise needed
+                return self.hi[0], self.diagnosed(self.hi[0])  # (almost) no noise needed
             t = self.next_t(pts)
         raise self.refusal()  # pragma: no cover - the bracket closes within a few dozen steps
 
     def finish(self) -> tuple[float, PrivacyAccount] | None:
         """Check the passing end on every direction; None (and the bracket moved up) when some direction fails."""
         t = self.hi[0]
-        acc = self.hi[2] if self.full_t == t else self.account(t, True)
+        acc = self.diagnosed(t)  # every direction, with the diagnostics (the same δ as without them)
         if acc.delta <= self.target:
             return t, acc
+        self.track(t, acc)
         self.lo, self.hi = (t, math.log(acc.delta / self.target)), None
         return None
 
+    def diagnosed(self, t: float) -> PrivacyAccount:
+        """The full account at t with its stability diagnostics (split halves, notes), which the search skips."""
+        return account(self.conds, self.noise.scaled(t), self.eps, confidence=self.confidence, target=self.target)
+
     def refusal(self) -> ValidationError:
         acc = account(self.conds, self.noise.scaled(self.max_factor * self.t0), self.eps, confidence=self.confidence)
+        worst = acc.worst
+        if worst.draws_margin >= 0.5 * self.target:  # the draws, not the noise, hold the bound up
+            n = _draws_of(self.conds)
+            ask = int(math.ceil(n * worst.draws_margin / (ASK_FLOOR_SHARE * self.target)))
+            return DrawsNeededError(
+                f"no noise scale meets delta={self.target:g} at epsilon={self.eps:g} with {n} draws per secret: "
+                f"however large the noise, the draws' margin stays at {worst.draws_margin:.3g} ({worst.label}, "
+                f"{worst.direction}) — what {n} draws cannot rule out. About {ask} draws per secret would leave "
+                f"two thirds of delta for the noise; or ask a larger delta", draws_needed=ask, draws=n)
         return ValidationError(
             f"no noise scale up to {self.max_factor:g}× the start meets delta={self.target:g} at epsilon={self.eps:g}: "
-            f"δ stays at {acc.delta:.3g} ({acc.worst.label}, {acc.worst.method}); the noise misses a direction in which "
+            f"δ stays at {acc.delta:.3g} ({worst.label}, {worst.method}); the noise misses a direction in which "
             "the released laws differ, or a law cannot be accounted")
+
+
+#: A refusal for lack of draws asks for enough that the draws' margin takes at most this share of δ.
+ASK_FLOOR_SHARE = 1.0 / 3.0
+
+
+def _draws_of(conds: tuple[Condition, ...]) -> int:
+    """The fewest draws of any law known through draws (0 when none is)."""
+    sizes = [law.n for c in conds for law in (c.law_a, c.law_b) if isinstance(law, SampledLaw)]
+    return min(sizes) if sizes else 0
+
+
+def check_draws(conditions: Any, delta: float, confidence: float | None) -> None:
+    """Refuse a request that the draws cannot certify whatever the noise.
+
+    A law known through n draws may hold a region of mass up to the floor
+    :func:`~bayespriv.mechanisms.draw_bounds.upper_floor` (n, α) that no draw
+    hit (α this direction's share of 1 − confidence); the bound on δ(ε) of any
+    released law can never go below it. With ``confidence=None`` (plug-in) nothing
+    is checked.
+
+    Raises
+    ------
+    DrawsNeededError
+        When the floor of some law reaches ``delta``: names the draws per secret
+        whose floor leaves two thirds of δ for the noise (:data:`ASK_FLOOR_SHARE`).
+    """
+    conds = tuple(conditions)
+    levels = _levels(conds, confidence)
+    n = _draws_of(conds)
+    if levels is None or n == 0:
+        return
+    floor = upper_floor(n, levels.alpha_a)
+    if floor < delta:
+        return
+    need = draws_for_floor(delta, levels.alpha_a)
+    ask = draws_for_floor(ASK_FLOOR_SHARE * delta, levels.alpha_a)
+    raise DrawsNeededError(
+        f"certifying delta={delta:g} from draws needs more than {need} draws per secret; got {n}. With {n} draws a "
+        f"region of mass up to {floor:.3g} may hold none of them (at confidence {confidence:g}, its share "
+        f"{levels.alpha_a:.2g} for this direction), so no noise can bring the bound on delta below that. About {ask} "
+        f"draws per secret leave two thirds of delta for the noise (n_draws={ask}); or ask a larger delta",
+        draws_needed=ask, draws=n)
+
+
+# ------------------------------------------------------------------------------- certified route
+def certified_account(conditions: Any, noise: Noise, epsilon: float, *, confidence: float,
+                      plans: Any = None) -> PrivacyAccount | None:
+    """The distribution-free bound of :mod:`~bayespriv.mechanisms.certified` at this noise: every condition
+    known through draws bounded by joint convexity over matched blocks (both directions at once), every
+    exact condition computed exactly; None when some condition cannot take this route (a law known
+    through draws paired with one that is not, or a noise the closed forms do not cover).
+
+    ``plans``: the conditions' coupling plans in this noise's metric at scale 1 (from
+    :func:`certified_plans`), reused across the scales of a search.
+    """
+    conds = tuple(conditions)
+    eps = check_epsilon(epsilon)
+    plans = certified_plans(conds, noise) if plans is None else plans
+    if plans is None:
+        return None
+    sampled = sum(p is not None for p in plans)
+    alpha = (1.0 - confidence) / max(sampled, 1)
+    laplace = noise.kind == "laplace"
+    rows: list[DirectionBound] = []
+    for i, (cond, plan) in enumerate(zip(conds, plans)):
+        if plan is None:
+            rows.extend(_row(cond, noise, eps, i, fwd, None) for fwd in (True, False))
+            continue
+        b = certified_bound(plan, 1.0, eps, alpha, laplace=laplace)
+        rows.append(DirectionBound(cond.label, "both", "certified_coupling", b.mean, b.upper,
+                                   margin_a=b.upper - b.mean))
+    out = tuple(rows)
+    return PrivacyAccount(eps, max(r.upper for r in out), max(r.value for r in out), confidence,
+                          ("independent_draws",) if sampled else (), out)
+
+
+def certified_plans(conditions: Any, noise: Noise) -> tuple[Any, ...] | None:
+    """Coupling plans (:func:`~bayespriv.mechanisms.certified.coupling_plan`) of every condition in the
+    metric of ``noise`` (None for exact conditions); None when the route does not apply."""
+    frame = noise_transform(noise)
+    if frame is None:
+        return None
+    transform, _ = frame
+    plans = []
+    for cond in conditions:
+        if cond.kind in ("gaussian", "finite"):
+            plans.append(None)
+            continue
+        plan = coupling_plan(cond, transform)
+        if plan is None or not plan.distances:
+            return None
+        plans.append(plan)
+    return tuple(plans)
+
+
+def certified_scale(conditions: Any, noise: Noise, epsilon: float, delta: float, *, confidence: float,
+                    max_factor: float = 1e6) -> tuple[float, PrivacyAccount] | None:
+    """The smallest t (to :data:`SCALE_RTOL`) at which :func:`certified_account` meets δ, by bisection in
+    log t (the bound is monotone in t); None when the route does not apply or no t up to ``max_factor``
+    meets δ."""
+    conds = tuple(conditions)
+    eps, target = check_epsilon(epsilon), check_delta(delta)
+    plans = certified_plans(conds, noise)
+    if plans is None:
+        return None
+
+    def acc_at(t: float) -> PrivacyAccount:
+        return certified_account(conds, noise.scaled(t), eps, confidence=confidence,
+                                 plans=tuple(None if p is None else _rescaled(p, t) for p in plans))
+
+    lo, hi = 1e-6, 1.0
+    while acc_at(hi).delta > target:
+        lo, hi = hi, hi * 4.0
+        if hi > max_factor:
+            return None
+    while acc_at(lo).delta <= target and lo > 1e-12:
+        hi, lo = lo, lo / 4.0
+    while hi - lo > SCALE_RTOL * hi:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if acc_at(mid).delta <= target else (mid, hi)
+    return hi, acc_at(hi)
+
+
+def _rescaled(plan: Any, t: float) -> Any:
+    """The plan at noise scale t: every distance divided by t."""
+    from .certified import CouplingPlan
+
+    return CouplingPlan(plan.label, plan.draws, {m: d / t for m, d in plan.distances.items()})
 
 
 def _indexed(conds: tuple[Condition, ...], rows: tuple[DirectionBound, ...]) -> list[tuple[int, DirectionBound]]:

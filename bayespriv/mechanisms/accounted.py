@@ -41,14 +41,14 @@ import numpy as np
 
 from .._validation import check_choice
 from ..calibration.laws import Condition, conditions_of
-from ..errors import ValidationError
+from ..errors import DrawsNeededError, ValidationError
 from .accountant import GaussianNoise, LaplaceNoise, PrivacyAccount, scale_to_delta
 
 __all__ = ["ACCOUNTANTS", "Accounted", "uses_real_law", "account_gaussian_shape", "account_laplace_shape",
-           "FLOOR_LEVELS", "accounted_theorem"]
+           "FLOOR_LEVELS", "accounted_theorem", "with_certificate"]
 
 #: The ``accountant=`` choices of the additive-noise mechanisms.
-ACCOUNTANTS = ("auto", "gaussian")
+ACCOUNTANTS = ("auto", "gaussian", "certified")
 #: Floor levels tried, in standard deviations of F in the unnoised directions.
 FLOOR_LEVELS = (1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0, 8.0)
 
@@ -66,17 +66,26 @@ class Accounted:
     floor : float
         f: the floor level (0 when the shape needed none).
     account : PrivacyAccount
-        The accounted profile at the requested ε, at this noise.
+        The accounted profile at the requested ε, at this noise: the distribution-free certificate
+        (:mod:`~bayespriv.mechanisms.certified`) when it meets δ at this noise, else the estimated route's.
+    estimated : PrivacyAccount or None
+        The estimated route's account when the certificate replaced it (for its diagnostics).
     """
 
     noise: Any
     factor: float
     floor: float
     account: PrivacyAccount
+    estimated: PrivacyAccount | None = None
+
+    @property
+    def certified(self) -> bool:
+        """True when the guarantee rests on the distribution-free certificate (no assumption on F's law)."""
+        return any(r.method == "certified_coupling" for r in self.account.rows)
 
     @property
     def notes(self) -> tuple[str, ...]:
-        out = self.account.notes
+        out = self.account.notes + (self.estimated.notes if self.estimated is not None else ())
         if self.floor:
             out = (f"floor: the noise shape leaves directions with little or no noise, where a law known through draws "
                    f"cannot be accounted; the noise there was raised to {self.floor:g} times F's variance (level chosen "
@@ -139,10 +148,48 @@ def account_gaussian_shape(mech: Any, shape: np.ndarray) -> Accounted:
         return quiet
     exact_1d = all(c.kind == "finite" for c in conds) and shape.shape == (1, 1)  # accounted exactly at any noise
     floor = _floor_frame(shape, conds) if not exact_1d and any(c.kind != "gaussian" for c in conds) else None
+    if getattr(mech, "accountant", "auto") == "certified":
+        return _certified_only(conds, shape if floor is None else shape + floor.level(1.0), 0.0 if floor is None else 1.0,
+                               mech)
     if floor is None:
         t, acc = _scale(conds, GaussianNoise(shape), eps, target, conf, mech)
-        return Accounted(GaussianNoise(shape * t * t), t, 0.0, acc)
-    return _floor_descent(conds, shape, floor, mech)
+        return with_certificate(conds, Accounted(GaussianNoise(shape * t * t), t, 0.0, acc), eps, target, conf)
+    return with_certificate(conds, _floor_descent(conds, shape, floor, mech), eps, target, conf)
+
+
+def with_certificate(conds: tuple[Condition, ...], acc: Accounted, eps: float, target: float,
+                     conf: float | None) -> Accounted:
+    """The same noise, with the distribution-free certificate as its account when that meets δ there.
+
+    The certificate's bound is monotone in the noise scale, so it holds at a scale chosen from the same draws by
+    the estimated route (:mod:`~bayespriv.mechanisms.certified`): where it meets δ, the guarantee rests on
+    nothing but the draws' independence, and the estimated account is kept for its diagnostics."""
+    if conf is None or acc.noise is None or not any(c.kind == "sampled" for c in conds):
+        return acc
+    from .accountant import certified_account
+
+    cert = certified_account(conds, acc.noise, eps, confidence=conf)
+    if cert is None or cert.delta > target:
+        return acc
+    return Accounted(acc.noise, acc.factor, acc.floor, cert, acc.account)
+
+
+def _certified_only(conds: tuple[Condition, ...], shape: np.ndarray, floor: float, mech: Any) -> Accounted:
+    """``accountant="certified"``: the smallest scale of the shape the distribution-free route certifies."""
+    from .accountant import certified_scale
+
+    conf = mech.calibration.confidence
+    if conf is None:
+        raise ValidationError("accountant='certified' needs a calibration with a confidence (a plug-in calibration's "
+                              "bounds are estimates, which the certificate does not rest on)")
+    found = certified_scale(conds, GaussianNoise(shape), mech.epsilon, _target(mech), confidence=conf)
+    if found is None:
+        raise ValidationError(f"{type(mech).__name__} cannot certify (epsilon={mech.epsilon:g}, delta={mech.delta:g}) "
+                              "without assumptions: every condition must be known through draws of both secrets (or "
+                              "exactly), and no noise scale up to 1e6× the shape meets delta on the draws' coupling "
+                              "bound; draw more, or use accountant='auto'")
+    t, acc = found
+    return Accounted(GaussianNoise(shape * t * t), t, floor, acc)
 
 
 def _floor_descent(conds: tuple[Condition, ...], shape: np.ndarray, floor: _Floor, mech: Any) -> Accounted:
@@ -203,13 +250,17 @@ def account_laplace_shape(mech: Any, scale: np.ndarray, basis: np.ndarray) -> Ac
         raise ValidationError("Laplace noise along fewer directions than the query's cannot be accounted on a law "
                               "known through draws")
     t, acc = _scale(conds, noise, mech.epsilon, mech.delta, mech.calibration.confidence, mech)
-    return Accounted(noise.scaled(t), t, 0.0, acc)
+    return with_certificate(conds, Accounted(noise.scaled(t), t, 0.0, acc), mech.epsilon, mech.delta,
+                            mech.calibration.confidence)
 
 
 def _scale(conds: tuple[Condition, ...], noise: Any, eps: float, target: float, conf: float | None,
            mech: Any, start: float | None = None) -> tuple[float, PrivacyAccount]:
     try:
         return scale_to_delta(conds, noise, eps, target, confidence=conf, start=start)
+    except DrawsNeededError as exc:
+        raise DrawsNeededError(f"{type(mech).__name__} cannot meet (epsilon={mech.epsilon:g}, delta={mech.delta:g}) "
+                               f"on the released law: {exc}", draws_needed=exc.draws_needed, draws=exc.draws) from None
     except ValidationError as exc:
         raise ValidationError(f"{type(mech).__name__} cannot meet (epsilon={mech.epsilon:g}, delta={mech.delta:g}) on "
                               f"the released law: {exc}. Draw more (the accountant's confidence margin shrinks "

@@ -34,31 +34,20 @@ from typing import Any
 
 import numpy as np
 
-from .mixture_mc import MixtureEstimate, draw_terms, draws_variance
+from .kernel_sums import atom_sums, grid_density
+from .mixture_mc import DrawContributions, MixtureEstimate, atom_counts, sampled_pair
 
-__all__ = ["grid_hockey", "grid_hockey_both", "MAX_GRID"]
+__all__ = ["grid_hockey", "grid_hockey_both", "MAX_GRID", "Atoms", "atoms_of"]
 
 #: Most grid points (beyond, the Monte-Carlo estimator is used).
 MAX_GRID = 400_000
 #: Grid points per noise scale.
 _PER_SCALE = 16
-#: Kernel values computed at once (grid points × atoms), to bound memory.
-_BLOCK = 8_000_000
-#: Noise scales beyond which a kernel value is not summed (Gaussian: e^{-72}; Laplace: e^{-70} of the peak).
-_WINDOW = {False: 12.0, True: 70.0}
-
-
 def _scale(noise: Any) -> tuple[float, bool]:
     """(σ or b, laplace?) of a one-dimensional noise."""
     if noise.kind == "gaussian":
         return math.sqrt(float(np.asarray(noise.cov, float).reshape(-1)[0])), False
     return float(abs(np.asarray(noise.basis, float).reshape(-1)[0]) * np.asarray(noise.scale, float).reshape(-1)[0]), True
-
-
-def _kernel(d: np.ndarray, s: float, laplace: bool) -> np.ndarray:
-    if laplace:
-        return np.exp(-np.abs(d) / s) / (2.0 * s)
-    return np.exp(-0.5 * (d / s) ** 2) / (s * math.sqrt(2.0 * math.pi))
 
 
 def _unique(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,32 +56,54 @@ def _unique(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _density(y: np.ndarray, z: np.ndarray, w: np.ndarray, s: float, laplace: bool) -> np.ndarray:
-    """Σ_u w_u φ(y − z_u) at every grid point, in blocks of grid points; each block sums the atoms (sorted)
-    within :data:`_WINDOW` noise scales of it (a kernel value beyond is below e^{-69} of its peak)."""
-    out = np.zeros(y.size)
+    """Σ_u w_u φ(y − z_u) at every grid point (:func:`~bayespriv.mechanisms.kernel_sums.grid_density`)."""
     if z.size == 0:
-        return out
-    reach = _WINDOW[laplace] * s
-    spacing = float(y[1] - y[0]) if y.size > 1 else reach
-    rows = max(1, min(_BLOCK // z.size, int(2.0 * reach / spacing) + 1))  # a block spans about two windows of atoms
-    for i in range(0, y.size, rows):
-        block = y[i:i + rows]
-        lo, hi = np.searchsorted(z, [block[0] - reach, block[-1] + reach], side="left")
-        if hi > lo:
-            out[i:i + rows] = _kernel(block[:, None] - z[None, lo:hi], s, laplace) @ w[lo:hi]
-    return out
+        return np.zeros(y.size)
+    return grid_density(float(y[0]), float(y[1] - y[0]), y.size, z, w, s, laplace)
+
+
+@dataclass(frozen=True, eq=False)
+class Atoms:
+    """A one-dimensional law as the grid needs it: its distinct atoms ``z`` with weights ``u``, the number
+    ``n`` of draws (or atoms) they summarise, and each half's distinct atoms, normalised weights and mass
+    (the split-half diagnostic; None below 4 atoms). Build once per law with :func:`atoms_of` and reuse
+    across noise scales."""
+
+    n: int
+    z: np.ndarray
+    u: np.ndarray
+    halves: tuple[tuple[np.ndarray, np.ndarray, float], tuple[np.ndarray, np.ndarray, float]] | None
+
+
+def atoms_of(points: Any, weights: Any) -> Atoms:
+    """:class:`Atoms` of a one-dimensional law given by its points (draws) and weights."""
+    x, w = np.asarray(points, float).reshape(-1), np.asarray(weights, float).reshape(-1)
+    z, u = _unique(x, w)
+    if x.size < 4:
+        return Atoms(x.size, z, u, None)
+    parts = (slice(0, x.size // 2), slice(x.size // 2, x.size))
+    halves = []
+    for p in parts:
+        mass = float(w[p].sum())
+        halves.append((*_unique(x[p], w[p] / mass), mass))
+    return Atoms(x.size, z, u, (halves[0], halves[1]))
 
 
 @dataclass(frozen=True)
 class _Law:
-    """One law's atoms on the grid: distinct atoms and weights, its density, and each half's density."""
+    """One law on the grid: its atoms, its density, and each half's density."""
 
-    x: np.ndarray
-    w: np.ndarray
-    z: np.ndarray
-    u: np.ndarray
+    atoms: Atoms
     density: np.ndarray
     halves: tuple[np.ndarray, np.ndarray] | None
+
+    @property
+    def z(self) -> np.ndarray:
+        return self.atoms.z
+
+    @property
+    def u(self) -> np.ndarray:
+        return self.atoms.u
 
 
 @dataclass(frozen=True)
@@ -110,47 +121,42 @@ class _Grid:
         return _Grid(self.y, self.h, self.s, self.laplace, self.b, self.a)
 
 
-def _law(y: np.ndarray, x: np.ndarray, w: np.ndarray, s: float, laplace: bool, halves: bool) -> _Law:
-    """A law's densities. With halves, each half's (normalised) density is computed and the law's density is
-    their weighted sum — the same sum Σ_u w_u φ(y − z_u) regrouped, so the halves cost nothing extra."""
-    z, u = _unique(x, w)
-    if not halves:
-        return _Law(x, w, z, u, _density(y, z, u, s, laplace), None)
-    parts = (slice(0, x.size // 2), slice(x.size // 2, x.size))
-    mass = [float(w[p].sum()) for p in parts]
-    dens = tuple(_density(y, *_unique(x[p], w[p] / m), s, laplace) for p, m in zip(parts, mass))
-    return _Law(x, w, z, u, (mass[0] * dens[0] + mass[1] * dens[1]) / (mass[0] + mass[1]), dens)
+def _law(y: np.ndarray, at: Atoms, s: float, laplace: bool, halves: bool) -> _Law:
+    """A law's density on the grid, and with ``halves`` each half's (normalised) density (the split-half
+    diagnostic)."""
+    density = _density(y, at.z, at.u, s, laplace)  # the same arithmetic whether or not the halves are asked
+    if not halves or at.halves is None:
+        return _Law(at, density, None)
+    return _Law(at, density, tuple(_density(y, z, u, s, laplace) for z, u, _ in at.halves))
+
+
+def _as_atoms(points: Any, weights: Any) -> Atoms:
+    return points if isinstance(points, Atoms) else atoms_of(points, weights)
 
 
 def _grid(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, halves: bool) -> _Grid | None:
     """Grid and densities of two one-dimensional released mixtures (None when too fine or no noise)."""
-    xa, xb = np.asarray(atoms_a, float).reshape(-1), np.asarray(atoms_b, float).reshape(-1)
-    wa, wb = np.asarray(weights_a, float), np.asarray(weights_b, float)
+    at_a, at_b = _as_atoms(atoms_a, weights_a), _as_atoms(atoms_b, weights_b)
     s, laplace = _scale(noise)
     if not s > 0:
         return None
     reach = (40.0 if laplace else 12.0) * s
-    lo, hi = min(xa.min(), xb.min()) - reach, max(xa.max(), xb.max()) + reach
+    lo, hi = min(at_a.z[0], at_b.z[0]) - reach, max(at_a.z[-1], at_b.z[-1]) + reach
     h = s / _PER_SCALE
     n_grid = int(math.ceil((hi - lo) / h)) + 1
     if n_grid > MAX_GRID:
         return None
     n_grid += n_grid % 2 == 0  # odd: the coarse rule uses every other point of the same span
     y = lo + h * np.arange(n_grid)
-    halves = halves and min(xa.size, xb.size) >= 4
-    return _Grid(y, h, s, laplace, _law(y, xa, wa, s, laplace, halves), _law(y, xb, wb, s, laplace, halves))
+    halves = halves and at_a.halves is not None and at_b.halves is not None
+    return _Grid(y, h, s, laplace, _law(y, at_a, s, laplace, halves), _law(y, at_b, s, laplace, halves))
 
 
 def _masses(y: np.ndarray, inside: np.ndarray, x: np.ndarray, s: float, laplace: bool, h: float) -> np.ndarray:
-    """P(x_i + Z ∈ A*) for every atom x_i, by the trapezoid rule on the grid points of A*."""
-    pts = y[inside]
-    out = np.zeros(x.size)
-    if pts.size == 0:
-        return out
-    step = max(1, _BLOCK // max(pts.size, 1))
-    for i in range(0, x.size, step):
-        out[i:i + step] = _kernel(pts[None, :] - x[i:i + step, None], s, laplace).sum(axis=1) * h
-    return out
+    """P(x_i + Z ∈ A*) for every atom x_i, by the rectangle rule on the grid points of A*."""
+    if not inside.any():
+        return np.zeros(x.size)
+    return atom_sums(float(y[0]), h, inside * h, x, s, laplace)
 
 
 def _hockey(pa: np.ndarray, pb: np.ndarray, epsilon: float, h: float) -> tuple[float, float]:
@@ -161,21 +167,38 @@ def _hockey(pa: np.ndarray, pb: np.ndarray, epsilon: float, h: float) -> tuple[f
     return fine, abs(fine - coarse)
 
 
-def _estimate(g: _Grid, epsilon: float, sampled: bool) -> MixtureEstimate:
-    """H_ε(P_a‖P_b) on a grid, with the draws' standard error and the split halves when sampled."""
+def _peak(s: float, laplace: bool) -> float:
+    """φ(0): the kernel's density at its centre."""
+    return 1.0 / (2.0 * s) if laplace else 1.0 / (s * math.sqrt(2.0 * math.pi))
+
+
+def _contributions(g: _Grid, inside: np.ndarray, epsilon: float, sampled: tuple[bool, bool]) -> DrawContributions:
+    """Per distinct atom: P(z + Z ∈ A*) on the grid and the draws at it; for P_a also the peak ratio
+    n_a·e^ε p̂_b(z)/φ(0) (:class:`~bayespriv.mechanisms.mixture_mc.DrawContributions`)."""
+    a, b = g.a, g.b
+    va = ca = ra = vb = cb = None
+    if sampled[0]:
+        va = np.clip(_masses(g.y, inside, a.z, g.s, g.laplace, g.h), 0.0, 1.0)
+        ca = atom_counts(a.u, a.atoms.n)
+        ra = a.atoms.n * math.exp(epsilon) * np.interp(a.z, g.y, b.density) / _peak(g.s, g.laplace)
+    if sampled[1]:
+        vb = np.clip(_masses(g.y, inside, b.z, g.s, g.laplace, g.h), 0.0, 1.0)
+        cb = atom_counts(b.u, b.atoms.n)
+    return DrawContributions(va, ca, a.atoms.n, ra, vb, cb, b.atoms.n)
+
+
+def _estimate(g: _Grid, epsilon: float, sampled: tuple[bool, bool]) -> MixtureEstimate:
+    """H_ε(P_a‖P_b) on a grid, with the per-draw probabilities of the optimal set and the split halves when
+    some law is known through draws."""
     a, b = g.a, g.b
     value, err = _hockey(a.density, b.density, epsilon, g.h)
-    se_draws, split, terms = 0.0, None, None
-    if sampled:
+    split, contributions = None, None
+    if sampled[0] or sampled[1]:
         inside = a.density > math.exp(epsilon) * b.density
-        ma = _masses(g.y, inside, a.z, g.s, g.laplace, g.h)
-        mb = _masses(g.y, inside, b.z, g.s, g.laplace, g.h)
-        se_draws = math.sqrt(draws_variance(ma, a.u, a.x.size)
-                             + math.exp(2.0 * epsilon) * draws_variance(mb, b.u, b.x.size))
-        terms = (draw_terms(ma, a.u, a.x.size), draw_terms(mb, b.u, b.x.size))
+        contributions = _contributions(g, inside, epsilon, sampled)
         if a.halves is not None and b.halves is not None:
             split = tuple(_hockey(a.halves[k], b.halves[k], epsilon, g.h)[0] for k in (0, 1))
-    return MixtureEstimate(value, err, se_draws, split, math.nan, g.y.size, terms)
+    return MixtureEstimate(value, err, split, math.nan, g.y.size, contributions)
 
 
 def grid_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, epsilon: float, *,
@@ -185,13 +208,15 @@ def grid_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, nois
     Parameters as :func:`~bayespriv.mechanisms.mixture_mc.mixture_hockey` (atoms of shape (n, 1) or (n,)).
     Returns None when the grid would be too fine for the spread of the atoms.
     """
-    g = _grid(atoms_a, weights_a, atoms_b, weights_b, noise, halves and sampled)
-    return None if g is None else _estimate(g, epsilon, sampled)
+    drawn = sampled_pair(sampled)
+    g = _grid(atoms_a, weights_a, atoms_b, weights_b, noise, halves and any(drawn))
+    return None if g is None else _estimate(g, epsilon, drawn)
 
 
 def grid_hockey_both(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, epsilon: float, *,
                      sampled: bool = True, halves: bool = True) -> tuple[MixtureEstimate, MixtureEstimate] | None:
     """(H_ε(P_a‖P_b), H_ε(P_b‖P_a)) from one evaluation of both densities (they are the same in both
     directions); each equal to :func:`grid_hockey` of its direction."""
-    g = _grid(atoms_a, weights_a, atoms_b, weights_b, noise, halves and sampled)
-    return None if g is None else (_estimate(g, epsilon, sampled), _estimate(g.swapped(), epsilon, sampled))
+    drawn = sampled_pair(sampled)
+    g = _grid(atoms_a, weights_a, atoms_b, weights_b, noise, halves and any(drawn))
+    return None if g is None else (_estimate(g, epsilon, drawn), _estimate(g.swapped(), epsilon, drawn[::-1]))

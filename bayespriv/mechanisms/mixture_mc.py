@@ -69,7 +69,8 @@ from .._validation import fail
 from ..errors import ValidationError
 from .loss_reduction import RANK_RTOL
 
-__all__ = ["MixtureEstimate", "mixture_hockey", "draw_terms", "draws_variance", "DEFENSIVE_WEIGHT", "KERNEL_BYTES"]
+__all__ = ["MixtureEstimate", "DrawContributions", "mixture_hockey", "atom_counts", "DEFENSIVE_WEIGHT", "KERNEL_BYTES",
+           "FAR_SHARE", "sampled_pair"]
 
 #: Share of the proposal drawn from the released mixture itself (bounds every weight by 1/w).
 DEFENSIVE_WEIGHT = 0.3
@@ -78,59 +79,69 @@ KERNEL_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
+class DrawContributions:
+    """What the draws' margins of the accountant need: per atom of each law, ``P(x + Z ∈ A)`` at the
+    estimate's optimal set A = {L̂ > ε}, with the number of draws at that atom.
+
+    Attributes
+    ----------
+    values_a, counts_a : array
+        Per atom of P_a (the first law): the probability and the draws at it (``None`` when P_a is
+        known exactly, not through draws).
+    draws_a : int
+        Draws of P_a in all.
+    peak_ratio_a : array
+        Per atom of P_a: ``n_a · e^ε p̂_b(x) / φ(0)`` — how many draws at x would make P_a's peak there
+        reach e^ε times P_b's density (``inf`` where not computed: atoms in the bulk of P_b). An atom
+        seen c times whose region the true law may weigh up to G(c) > this many draws lies in the
+        privacy-loss tail of the true law: its probability is taken as 1 by the accountant.
+    values_b, counts_b, draws_b :
+        The same for P_b (``None`` when exact).
+    """
+
+    values_a: np.ndarray | None
+    counts_a: np.ndarray | None
+    draws_a: int
+    peak_ratio_a: np.ndarray | None
+    values_b: np.ndarray | None
+    counts_b: np.ndarray | None
+    draws_b: int
+
+
+@dataclass(frozen=True)
 class MixtureEstimate:
-    """One direction of one condition: ``H_ε(P_a‖P_b)`` estimated by importance sampling.
+    """One direction of one condition: ``H_ε(P_a‖P_b)`` of the empirical (or finite) mixtures.
 
     Attributes
     ----------
     value : float
-        The estimate (≥ 0).
+        The estimate (≥ 0); with ``far_mass`` > 0, an upper bound that counts the atoms of P_a far from
+        every atom of P_b in full (module docstring).
     se_mc : float
-        Its Monte-Carlo standard error (over the points).
-    se_draws : float
-        Standard error due to the draws (0 for exact laws): the delta-method
-        fluctuation of the empirical-mixture divergence.
+        Its Monte-Carlo standard error (over the points; the quadrature's error estimate in 1-D).
     halves : tuple of float, or None
         Estimates from each half of the draws (sampled laws only).
     gaussian_fit : float
         The exact H_ε of the Gaussian fits (the control variate's integral); nan without one.
     n_points : int
+    contributions : DrawContributions or None
+        Per-draw probabilities of the optimal set (laws known through draws), for the accountant's margins.
+    far_mass : float
+        Weight of the atoms of P_a counted in full.
     """
 
     value: float
     se_mc: float
-    se_draws: float
     halves: tuple[float, float] | None
     gaussian_fit: float
     n_points: int
-    #: Per law (a, then b): (mass, number of the fewest draws carrying half of P̂(A*)) — for a skewed-sum bound.
-    draw_terms: tuple[tuple[float, float], tuple[float, float]] | None = None
-
-    @property
-    def se(self) -> float:
-        """Total standard error √(se_mc² + se_draws²)."""
-        return math.hypot(self.se_mc, self.se_draws)
+    contributions: DrawContributions | None = None
+    far_mass: float = 0.0
 
 
-def draw_terms(masses: np.ndarray, weights: np.ndarray, n: int) -> tuple[float, float]:
-    """The heaviest draws' share of P̂(A*) = Σ w_i P_i: (their mass Σ w_i P_i, how many draws they are), for the
-    fewest draws (largest P_i first) that carry half of it. A small count means the divergence rests on a few
-    draws, whose number is then bounded as a Poisson count."""
-    contrib = weights * masses
-    total = float(contrib.sum())
-    if not total > 0:
-        return 0.0, 0.0
-    order = np.argsort(contrib)[::-1]
-    cum = np.cumsum(contrib[order])
-    top = int(np.searchsorted(cum, 0.5 * total)) + 1
-    draws = float(weights[order[:top]].sum() * n)  # an atom of weight w stands for w·n draws
-    return float(cum[top - 1]), draws
-
-
-def draws_variance(masses: np.ndarray, weights: np.ndarray, n: int) -> float:
-    """Var_i P_i / n: the delta method's variance of P̂(A*) over the draws."""
-    mean = float(weights @ masses)
-    return float(weights @ (masses - mean) ** 2) / n
+def atom_counts(weights: np.ndarray, n: int) -> np.ndarray:
+    """Draws at each atom of an empirical law of ``n`` draws with these weights (rounded to integers)."""
+    return np.rint(np.asarray(weights, float) * n)
 
 
 # ----------------------------------------------------------------------------- coordinates
@@ -349,16 +360,16 @@ def _draw_points(fr: _Frame, tilted: "_Fit", outliers: np.ndarray, n_points: int
     return _Proposal(pts, tilted, fr.a[outliers], shares)
 
 
-def _fit_delta(fa: _Fit, fb: _Fit, epsilon: float) -> float:
-    """Exact H_ε(g_a‖g_b) of the Gaussian fits, one direction."""
+def _fit_delta(fa: _Fit, fb: _Fit, epsilon: float, mass: float = 1.0) -> float:
+    """Exact ∫ (m·g_a − e^ε g_b)₊ of the Gaussian fits, one direction (m the mass of P_a's atoms kept)."""
     from .privacy_loss import one_direction_delta
 
-    return one_direction_delta(epsilon, fa.mean - fb.mean, fa.cov, fb.cov)
+    return mass * one_direction_delta(epsilon - math.log(mass), fa.mean - fb.mean, fa.cov, fb.cov)
 
 
 @dataclass(frozen=True)
 class _Evaluation:
-    """Per point: log q and the integrand f (and per half); per atom: the delta method's sums."""
+    """Per point: log q and the integrand f (and per half); per atom: P(x + Z ∈ A*)."""
 
     lq: np.ndarray
     f: np.ndarray
@@ -372,13 +383,16 @@ def _hinge(la: np.ndarray, lb: np.ndarray, lq: np.ndarray, epsilon: float) -> np
     return np.clip(np.exp(la - lq) - np.exp(epsilon + lb - lq), 0.0, None)
 
 
-def _evaluate(prop: _Proposal, fr: _Frame, epsilon: float, *, halves: bool, sampled: bool) -> _Evaluation:
-    """Stage 3: one pass of the kernels over chunks of points, both laws together."""
+def _evaluate(prop: _Proposal, fr: _Frame, epsilon: float, *, halves: bool, masses: tuple[bool, bool],
+              log_mass: float = 0.0) -> _Evaluation:
+    """Stage 3: one pass of the kernels over chunks of points, both laws together. ``log_mass``: log of the
+    mass of P_a's atoms kept (the rest counted in full elsewhere); q uses the normalised mixture."""
     y = prop.points
     m, (na, k), nb = len(y), fr.a.shape, fr.b.shape[0]
     lq, f = np.empty(m), np.empty(m)
     f_h = np.empty((2, m)) if halves else None
-    mass_a, mass_b = (np.zeros(na), np.zeros(nb)) if sampled else (None, None)
+    mass_a = np.zeros(na) if masses[0] else None
+    mass_b = np.zeros(nb) if masses[1] else None
     cols_a, cols_b = _weight_columns(fr.wa, halves), _weight_columns(fr.wb, halves)
     step = _chunk_rows(max(na, nb), k, fr.laplace)
     for s in range(0, m, step):
@@ -387,14 +401,16 @@ def _evaluate(prop: _Proposal, fr: _Frame, epsilon: float, *, halves: bool, samp
         la_all, lb_all = ba.log_mix(cols_a), bb.log_mix(cols_b)
         la, lb = la_all[:, 0], lb_all[:, 0]
         lq[rows] = prop.log_q(y[rows], la, fr.laplace)
-        f[rows] = _hinge(la, lb, lq[rows], epsilon)
+        f[rows] = _hinge(la + log_mass, lb, lq[rows], epsilon)
         if halves:
             for h in range(2):
-                f_h[h, rows] = _hinge(la_all[:, 1 + h], lb_all[:, 1 + h], lq[rows], epsilon)
-        if sampled:
+                f_h[h, rows] = _hinge(la_all[:, 1 + h] + log_mass, lb_all[:, 1 + h], lq[rows], epsilon)
+        if masses[0] or masses[1]:
             inside = (f[rows] > 0) * np.exp(-lq[rows]) / m
-            mass_a += ba.atom_sums(inside)
-            mass_b += bb.atom_sums(inside)
+            if masses[0]:
+                mass_a += ba.atom_sums(inside)
+            if masses[1]:
+                mass_b += bb.atom_sums(inside)
     return _Evaluation(lq, f, f_h, mass_a, mass_b)
 
 
@@ -404,20 +420,76 @@ def _weight_columns(w: np.ndarray, halves: bool) -> np.ndarray:
         return w[:, None]
     n = w.size
     h1, h2 = np.zeros(n), np.zeros(n)
-    h1[: n // 2] = w[: n // 2] / w[: n // 2].sum()
-    h2[n // 2 :] = w[n // 2 :] / w[n // 2 :].sum()
+    h1[: n // 2] = w[: n // 2] / max(w[: n // 2].sum(), 1e-300)
+    h2[n // 2 :] = w[n // 2 :] / max(w[n // 2 :].sum(), 1e-300)
     return np.column_stack([w, h1, h2])
 
 
-def _draws_se(ev: _Evaluation, fr: _Frame, epsilon: float) -> float:
-    """Delta-method standard error of the empirical-mixture divergence over the draws (module docstring)."""
-    var_a = draws_variance(ev.mass_a, fr.wa, fr.a.shape[0])
-    var_b = draws_variance(ev.mass_b, fr.wb, fr.b.shape[0])
-    return math.sqrt(var_a + math.exp(2.0 * epsilon) * var_b)
+#: An atom of P_a whose kernel peak exceeds e^ε p_b at it by more than 1/FAR_SHARE is counted in full:
+#: its weight is added to H as if its whole kernel lay in the optimal set (an upper bound, tight for such
+#: atoms), instead of being probed by importance sampling.
+FAR_SHARE = 1e-3
+
+
+def _peak_ratios(fr: _Frame, idx: np.ndarray, epsilon: float, n_a: int) -> np.ndarray:
+    """``n_a · e^ε p̂_b(x) / φ(0)`` at the atoms ``idx`` of P_a (:class:`DrawContributions`)."""
+    if idx.size == 0:
+        return np.zeros(0)
+    blk = _Block.of(fr.a[idx], fr.b, fr.laplace)
+    log_pb = blk.log_mix(fr.wb[:, None])[:, 0]
+    return n_a * np.exp(epsilon + log_pb - _log_norm(fr.a.shape[1], fr.laplace))
+
+
+@dataclass(frozen=True)
+class _Split:
+    """P_a's atoms split into those counted in full (far from every atom of P_b) and the rest."""
+
+    frame: _Frame  # the rest, weights renormalised (far atoms at weight 0)
+    mass: float  # weight of the rest
+    far: np.ndarray  # indices of the far atoms
+    outliers: np.ndarray  # outlying atoms of the rest (the proposal's stratified points)
+    ratios: np.ndarray  # peak ratio per atom of P_a (inf where not computed)
+
+
+def _split_far(fr: _Frame, epsilon: float, n_a: int) -> _Split:
+    """Stage 2: peak ratios of the outlying atoms; those far from P_b leave the mixture and count in full."""
+    out = _outlying(fr)
+    ratio = _peak_ratios(fr, out, epsilon, n_a)
+    ratios = np.full(fr.a.shape[0], np.inf)
+    ratios[out] = ratio
+    far = out[ratio < FAR_SHARE * fr.wa[out] * n_a]
+    w_far = float(fr.wa[far].sum())
+    if far.size == 0 or w_far >= 1.0 - 1e-12:  # nothing far, or everything: importance sampling as it is
+        return _Split(fr, 1.0, far[:0], out, ratios)
+    wa = fr.wa.copy()
+    wa[far] = 0.0
+    rest = _Frame(fr.a, fr.b, wa / (1.0 - w_far), fr.wb, fr.laplace)
+    return _Split(rest, 1.0 - w_far, far, np.setdiff1d(out, far), ratios)
+
+
+def _contributions(ev: _Evaluation, split: _Split, fr: _Frame, weights_a: np.ndarray,
+                   sampled: tuple[bool, bool]) -> DrawContributions | None:
+    """Per-atom probabilities of the optimal set (far atoms: 1), with the draws at each atom."""
+    if not (sampled[0] or sampled[1]):
+        return None
+    na, nb = fr.a.shape[0], fr.b.shape[0]
+    va = ca = ra = vb = cb = None
+    if sampled[0]:
+        va = np.clip(ev.mass_a, 0.0, 1.0)
+        va[split.far] = 1.0
+        ca, ra = atom_counts(weights_a, na), split.ratios
+    if sampled[1]:
+        vb, cb = np.clip(ev.mass_b, 0.0, 1.0), atom_counts(fr.wb, nb)
+    return DrawContributions(va, ca, na, ra, vb, cb, nb)
+
+
+def sampled_pair(sampled: Any) -> tuple[bool, bool]:
+    """``sampled`` as (P_a drawn, P_b drawn): a bool applies to both."""
+    return (bool(sampled[0]), bool(sampled[1])) if isinstance(sampled, tuple) else (bool(sampled), bool(sampled))
 
 
 def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, epsilon: float, *,
-                   n_points: int = 512, seed: Any = 0, sampled: bool = True, halves: bool = True) -> MixtureEstimate:
+                   n_points: int = 512, seed: Any = 0, sampled: Any = True, halves: bool = True) -> MixtureEstimate:
     """Estimate H_ε(P_a‖P_b) for P_s = (Σ_i w_i δ_{x_i}) ∗ Z (module docstring).
 
     Parameters
@@ -434,9 +506,9 @@ def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, n
         Points of the importance sample.
     seed : int or sequence
         Seed of the points (the estimate is a deterministic function of it).
-    sampled : bool
-        True when the atoms are independent draws standing for the law: the
-        draws' error (and, with ``halves``, the split halves) are computed.
+    sampled : bool or (bool, bool)
+        Whether the atoms of P_a (and of P_b) are independent draws standing for the law: their per-draw
+        probabilities of the optimal set (and, with ``halves``, the split halves) are computed.
     halves : bool
         Compute the split-half diagnostic (sampled laws only).
 
@@ -446,26 +518,29 @@ def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, n
     """
     if not epsilon > 0:
         raise fail("epsilon", "a finite number > 0", epsilon)
+    drawn = sampled_pair(sampled)
     wa, wb = np.asarray(weights_a, float), np.asarray(weights_b, float)
-    fr = _frame(np.asarray(atoms_a, float), wa, np.asarray(atoms_b, float), wb, noise)
+    full = _frame(np.asarray(atoms_a, float), wa, np.asarray(atoms_b, float), wb, noise)
+    split = _split_far(full, epsilon, full.a.shape[0])
+    fr, log_mass = split.frame, math.log(split.mass)
     noise_var = 2.0 if fr.laplace else 1.0
-    fa, fb = _Fit.of(fr.a, wa, noise_var), _Fit.of(fr.b, wb, noise_var)
+    fa, fb = _Fit.of(fr.a, fr.wa, noise_var), _Fit.of(fr.b, wb, noise_var)
     q_mean, q_cov = _tilt(fa, fb, epsilon)
     q_fit = _Fit(q_mean, q_cov, np.linalg.inv(q_cov), float(np.linalg.slogdet(q_cov)[1]))
-    prop = _draw_points(fr, q_fit, _outlying(fr), n_points, seed)
+    prop = _draw_points(fr, q_fit, split.outliers, n_points, seed)
     y = prop.points
-    halves = halves and sampled and min(fr.a.shape[0], fr.b.shape[0]) >= 4
-    ev = _evaluate(prop, fr, epsilon, halves=halves, sampled=sampled)
+    halves = halves and any(drawn) and min(fr.a.shape[0], fr.b.shape[0]) >= 4
+    ev = _evaluate(prop, fr, epsilon, halves=halves, masses=drawn, log_mass=log_mass)
     if fr.laplace:  # no closed-form control variate
         base, fit, h = 0.0, math.nan, 0.0
     else:
-        fit = _fit_delta(fa, fb, epsilon)
-        base, h = fit, _hinge(fa.logpdf(y), fb.logpdf(y), ev.lq, epsilon)
+        fit = _fit_delta(fa, fb, epsilon, split.mass)
+        base, h = fit, _hinge(fa.logpdf(y) + log_mass, fb.logpdf(y), ev.lq, epsilon)
     terms = ev.f - h
-    value = max(0.0, base + float(terms.mean()))
+    far_mass = 1.0 - split.mass
+    value = max(0.0, base + float(terms.mean())) + far_mass
     se_mc = float(terms.std(ddof=1)) / math.sqrt(len(y))
-    se_draws = _draws_se(ev, fr, epsilon) if sampled else 0.0
-    terms = ((draw_terms(ev.mass_a, fr.wa, fr.a.shape[0]), draw_terms(ev.mass_b, fr.wb, fr.b.shape[0]))
-             if sampled else None)
-    split = tuple(max(0.0, base + float((ev.f_halves[i] - h).mean())) for i in range(2)) if halves else None
-    return MixtureEstimate(value, se_mc, se_draws, split, fit, len(y), terms)
+    split_h = (tuple(max(0.0, base + float((ev.f_halves[i] - h).mean())) + far_mass for i in range(2))
+               if halves else None)
+    return MixtureEstimate(min(value, 1.0), se_mc, split_h, fit, len(y), _contributions(ev, split, full, wa, drawn),
+                           far_mass)

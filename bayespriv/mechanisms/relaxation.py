@@ -112,7 +112,9 @@ class SampledMomentMechanism(Mechanism):
         cal = self.calibration
         accounted = self.__dict__.get("_accounted")
         if accounted is not None:  # the released law's profile meets (ε, δ): no structural premise to check
-            assumptions = tuple(dict.fromkeys(accounted.account.assumptions + extra + cal.assumptions))
+            # the calibration's moment bounds (and their CLT intervals) only shaped the noise: not relied on
+            inherited = tuple(a for a in cal.assumptions if a != "monte_carlo_clt")
+            assumptions = tuple(dict.fromkeys(accounted.account.assumptions + extra + inherited))
             return Guarantee(self.epsilon, self.delta if delta is None else delta, accounted.account.confidence,
                              assumptions, self.theorem)
         proof = getattr(self, "_proof_assumptions", self.proof_assumptions)

@@ -63,7 +63,7 @@ GAUSS_QUERY = bp.mean("y")
 
 @pytest.fixture(scope="module")
 def gauss_cal():
-    return bp.calibrate(GAUSS, [GAUSS_PAIR], GAUSS_QUERY, n_draws=2000, rng=11)
+    return bp.calibrate(GAUSS, [GAUSS_PAIR], GAUSS_QUERY, n_draws=20_000, rng=11)
 
 
 def _laws():
@@ -146,7 +146,7 @@ def test_gaussian_model_reaches_the_exact_bayes_accuracy(gauss_cal, noise):
     t_h = hoeffding(2 * n, ALPHA)
     assert abs(res.accuracy - fixed) <= t_h, (res.accuracy, fixed, t_h)
     assert abs(res.accuracy - bayes) <= t_h + shortfall, (res.accuracy, bayes, t_h + shortfall)
-    assert res.noise == noise and res.n_trials == n and res.n_reference == (2000, 2000)
+    assert res.noise == noise and res.n_trials == n and res.n_reference == (20_000, 20_000)
     assert res.accuracy <= res.accuracy_bound and not res.exceeds_bound and not res.contradicts_claim
 
 
@@ -174,7 +174,7 @@ def test_half_noise_twin_exceeds_the_accuracy_a_large_delta_allows(gauss_cal):
     assert res.accuracy_bound == pytest.approx(bound) and broken.accuracy_bound == pytest.approx(bound)
     assert not res.exceeds_bound, res
     twin_bayes = float(stats.norm.cdf(_gaussian_radius(mech, 0.25) / 2))
-    worst = twin_bayes - _mixture_shortfall("gaussian", math.sqrt(float(mech.noise_cov[0, 0]) / 4), 2000, ALPHA) \
+    worst = twin_bayes - _mixture_shortfall("gaussian", math.sqrt(float(mech.noise_cov[0, 0]) / 4), 20_000, ALPHA) \
         - hoeffding(2 * n, ALPHA)
     assert bp.audit.clopper_pearson(int(worst * 2 * n), 2 * n, 0.025)[0] > bound  # the test can catch it
     assert broken.exceeds_bound, broken
@@ -278,7 +278,7 @@ def _count_pmf(k_a: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def table_cal():
-    return bp.calibrate(TABLE_MODEL, [TABLE_PAIR], TABLE_QUERY, n_draws=2000, rng=31)
+    return bp.calibrate(TABLE_MODEL, [TABLE_PAIR], TABLE_QUERY, n_draws=20_000, rng=31)
 
 
 def test_noiseless_release_uses_the_empirical_pmf(table_cal):
@@ -329,7 +329,7 @@ def test_proportion_pair_with_noise_and_held_out_reference(table_cal):
     other = likelihood_ratio_attack(mech, TABLE_MODEL, n_trials=2000, rng=34, reference_draws=held_out)
     given = likelihood_ratio_attack(mech, TABLE_MODEL, n_trials=2000, rng=34, reference_draws={
         s: held_out.sample_array[held_out.index(s)] for s in TABLE_PAIR.secrets})
-    assert "calibration (2000" in res.reference and "separate calibration (1500" in other.reference
+    assert "calibration (20000" in res.reference and "separate calibration (1500" in other.reference
     assert other.n_reference == (1500, 1500) and given.reference.startswith("given draws")
     np.testing.assert_array_equal(other.scores, given.scores)
     assert abs(res.accuracy - other.accuracy) < 0.02  # same trials (same seed), nearly the same rule
@@ -374,7 +374,7 @@ def test_family_calibration_uses_the_member_of_the_model():
     family = bp.DataModelFamily(
         lambda rho: bp.GaussianDataModel([0.0, 0.0], [[1.0, rho], [rho, 1.0]], ["x", "y"], n_records=N_RECORDS),
         {"rho": [0.5, 0.8]})
-    cal = bp.calibrate(family, [GAUSS_PAIR], GAUSS_QUERY, n_draws=300, rng=61)
+    cal = bp.calibrate(family, [GAUSS_PAIR], GAUSS_QUERY, n_draws=20_000, rng=61)
     mech = APGM(cal, epsilon=1.0, delta=1e-3)
     member = family.members[0]
     res = likelihood_ratio_attack(mech, member, n_trials=200, rng=62)
@@ -441,11 +441,11 @@ CENSUS_MECHANISMS = {
 
 @pytest.fixture(scope="module")
 def census(adult_dir):
-    """Θ = 100-record subsets of Adult, income >50K share 0.45 vs 0.55; calibration of 2000 draws per secret."""
+    """Θ = 100-record subsets of Adult, income >50K share 0.45 vs 0.55; calibration of 20 000 draws per secret."""
     from bayespriv.models.census import census_model, census_query, income_pairs, load_adult
 
     model = census_model(load_adult(adult_dir))
-    cal = bp.calibrate(model, income_pairs(0.1), census_query(), n_draws=2000, rng=71)
+    cal = bp.calibrate(model, income_pairs(0.1), census_query(), n_draws=20_000, rng=71)
     return types.SimpleNamespace(model=model, cal=cal)
 
 

@@ -36,7 +36,7 @@ ARRAYS = ("mean_array", "cov_array", "mean_se", "cov_se", "cov_se_white", "sampl
 N = 30
 
 
-def _gaussian_calibration(seed: int = 1, n_draws: int = 300, **kw) -> bp.Calibration:
+def _gaussian_calibration(seed: int = 1, n_draws: int = 20_000, **kw) -> bp.Calibration:
     model = bp.GaussianDataModel([0.0, 1.0, 2.0], [[1.0, 0.5, 0.3], [0.5, 2.0, 0.0], [0.3, 0.0, 1.0]], ["x", "y", "w"], N)
     pair = bp.SecretPair(bp.DatasetSecret.mean("x", -1.0), bp.DatasetSecret.mean("x", 2.0))
     return bp.calibrate(model, pair, _query(), n_draws=n_draws, rng=seed, **kw)
@@ -136,7 +136,7 @@ def test_empirical_model_with_string_categories(tmp_path):
     table = pd.DataFrame({"sex": rng.choice(["F", "M"], 400), "income": rng.normal(50, 10, 400)})
     model = bp.EmpiricalDataModel(table, n_records=40)
     pair = bp.SecretPair(bp.DatasetSecret.proportion("sex", "F", 0.25), bp.DatasetSecret.proportion("sex", "F", 0.75))
-    cal = bp.calibrate(model, pair, bp.mean("income"), n_draws=300, rng=4)
+    cal = bp.calibrate(model, pair, bp.mean("income"), n_draws=20_000, rng=4)
     loaded = load_calibration(cal.to_netcdf(tmp_path / "emp.nc"), query=bp.mean("income"))
     _assert_identical(cal, loaded)
     assert loaded.secrets[0].category == "F" and loaded.assumptions == cal.assumptions
@@ -150,7 +150,8 @@ def test_pymc_family_round_trip(tmp_path):
     share = lambda p: bp.DatasetSecret.proportion("gender", 1, p)  # noqa: E731
     grid = {k: list(v) for k, v in QUERY_GRIDS["average blood pressure"].items()}
     query = QUERIES["average blood pressure"]
-    cal = bp.calibrate(hospital_family(50, grid), bp.SecretPair(share(0.26), share(0.74)), query, n_draws=200, rng=3)
+    cal = bp.calibrate(hospital_family(50, grid), bp.SecretPair(share(0.26), share(0.74)), query, n_draws=20_000,
+                       rng=3)
     path = cal.to_netcdf(tmp_path / "fam.nc")
     loaded = load_calibration(path, query=query)
     assert loaded.is_family and dict(loaded.worst_theta) == dict(cal.worst_theta)

@@ -121,7 +121,7 @@ def _forge_consistent(path: Path) -> None:
 
 
 def test_attack_a_a_consistent_forgery_is_refused_by_the_mac(tmp_path):
-    cal = _calibration()
+    cal = _calibration(n_draws=20_000)  # enough draws to certify δ = 1e-3
     path = cal.to_netcdf(tmp_path / "cal.nc")
     _forge_consistent(path)
     with pytest.raises(UnverifiedCalibrationError, match="valid MAC.*contents changed after signing") as caught:
@@ -369,7 +369,7 @@ def test_content_hash_is_stable_none_in_memory_and_none_when_unverified(tmp_path
 
 # -- releases from unverified calibrations -------------------------------------------------------------------------------
 def test_unverified_releases_need_the_opt_in_and_say_so(tmp_path):
-    path = _calibration().to_netcdf(tmp_path / "cal.nc", key=OTHER_KEY)
+    path = _calibration(n_draws=20_000).to_netcdf(tmp_path / "cal.nc", key=OTHER_KEY)
     cal = load_calibration(path, query=_query(), trust="unverified")
     mech = APGM(cal, epsilon=1.0, delta=1e-3)
     ledger = bp.Ledger(tmp_path / "budget.sqlite")
@@ -385,7 +385,7 @@ def test_unverified_releases_need_the_opt_in_and_say_so(tmp_path):
     assert UNVERIFIED in release.guarantee.assumptions and release.verified is False
     assert "UNVERIFIED calibration" in repr(release) and "UNVERIFIED calibration" in release._repr_html_()
     assert ledger.spent("x")[0] == 1.0
-    verified = APGM(load_calibration(_calibration().to_netcdf(tmp_path / "own.nc"), query=_query()),
+    verified = APGM(load_calibration(_calibration(n_draws=20_000).to_netcdf(tmp_path / "own.nc"), query=_query()),
                     epsilon=1.0, delta=1e-3).release(_data())
     assert verified.verified and "UNVERIFIED" not in repr(verified)
 

@@ -103,7 +103,7 @@ def test_box_has_corners_and_interior_and_records_the_assumption():
     assert [t["rho"] for t in fam.thetas] == pytest.approx([0.2, 0.5, 0.8])
     cal = bp.calibrate(fam, _pair(), bp.mean("y"), n_draws=200, rng=0)
     assert "extremes_at_grid" in cal.assumptions
-    g = bp.mechanisms.ExpM(cal, epsilon=1.0, delta=1e-5).guarantee
+    g = bp.mechanisms.ExpM(cal, epsilon=1.0, delta=0.1).guarantee  # a δ 200 draws per member can certify
     assert "extremes_at_grid" in g.assumptions
 
 

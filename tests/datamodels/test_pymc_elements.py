@@ -136,8 +136,9 @@ def test_element_secret_in_a_hierarchy_needs_the_posterior_of_its_parents_and_re
     assert _hier_failures(cal) == []
     assert set(cal.posteriors) == {s.label for s in HIER_PAIR.secrets}
     assert all(entry["variables"] == ("mu",) for entry in cal.diagnostics["mcmc"].values())
-    # F | θ[2] = a is exactly Gaussian with a variance free of a: APGM's premises hold, and it releases
-    release = APGM(cal, epsilon=1.0, delta=1e-3).release(pd.DataFrame({"y": np.linspace(-1.0, 2.0, N)}), rng=3)
+    # F | θ[2] = a is exactly Gaussian with a variance free of a: APGM's premises hold, and it releases (at a δ
+    # that D = 3 000 draws can certify)
+    release = APGM(cal, epsilon=1.0, delta=1e-2).release(pd.DataFrame({"y": np.linspace(-1.0, 2.0, N)}), rng=3)
     assert release.guarantee.established and np.all(np.isfinite(np.atleast_1d(release.value)))
 
 

@@ -1,4 +1,4 @@
-"""Small results shared by the diagnostics tests (built once per module, each in well under a second)."""
+"""Small results shared by the diagnostics tests (built once per module, each in about a second)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def _skewed_sampler(secret, n_draws, rng):
 SECRETS = [bp.DatasetSecret.mean("x", v) for v in (0.0, 0.5, 2.0)]
 
 
-def gaussian_calibration(n_draws: int = 2000, seed: int = 0, two_components: bool = True) -> bp.Calibration:
+def gaussian_calibration(n_draws: int = 20_000, seed: int = 0, two_components: bool = True) -> bp.Calibration:
+    """Enough draws (three pairs) for the accountant to certify δ = 1e-3."""
     model = bp.FunctionDataModel(_normal_sampler, columns=["x", "y"], n_records=10)
     query = bp.stack(bp.mean("x"), bp.mean("y")) if two_components else bp.mean("x")
     return bp.calibrate(model, bp.all_pairs(SECRETS), query, n_draws=n_draws, rng=seed)

@@ -120,8 +120,8 @@ def test_joint_gaussian_html():
     cal_x = F.gaussian_calibration(two_components=False)
     cal_xy = F.gaussian_calibration()
     model_y = bp.calibrate(bp.FunctionDataModel(F._normal_sampler, columns=["x", "y"], n_records=10),
-                           cal_xy.pairs, bp.mean("y"), n_draws=2000, rng=1)
-    joint = JointGaussian([APGM(cal_x, epsilon=0.5, delta=1e-4), APGM(model_y, epsilon=0.5, delta=1e-4)], cal_xy)
+                           cal_xy.pairs, bp.mean("y"), n_draws=20_000, rng=1)
+    joint = JointGaussian([APGM(cal_x, epsilon=0.5, delta=1e-3), APGM(model_y, epsilon=0.5, delta=1e-3)], cal_xy)
     out = joint._repr_html_()
     assert out == joint_gaussian_html(joint) and "<table" in out
     cells = _cells(out)

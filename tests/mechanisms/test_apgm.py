@@ -262,7 +262,7 @@ def test_guarantee_from_moments():
 def test_guarantee_plug_in_calibration():
     """A plug-in calibration (confidence=None) gives confidence None and 'estimated_moments'."""
     rng = np.random.default_rng(3)
-    samples = np.stack([rng.normal(100.0, 1.5, size=(500, 1)), rng.normal(102.5, 1.5, size=(500, 1))])
+    samples = np.stack([rng.normal(100.0, 1.5, size=(20_000, 1)), rng.normal(102.5, 1.5, size=(20_000, 1))])
     cal = calibration_from_samples(samples, (LOW, HIGH), (PAIR,), None, confidence=None)
     mech = APGM(cal, epsilon=1.0, delta=1e-3, accountant="gaussian")
     g = mech.guarantee
@@ -278,7 +278,7 @@ def test_guarantee_plug_in_calibration():
 def test_guarantee_sampled_calibration_is_more_conservative():
     """With confidence 0.95 the bounds widen: more noise than plug-in, confidence recorded."""
     rng = np.random.default_rng(4)
-    samples = np.stack([rng.normal(100.0, 1.5, size=(500, 1)), rng.normal(102.5, 1.5, size=(500, 1))])
+    samples = np.stack([rng.normal(100.0, 1.5, size=(20_000, 1)), rng.normal(102.5, 1.5, size=(20_000, 1))])
     plug = APGM(calibration_from_samples(samples, (LOW, HIGH), (PAIR,), None, confidence=None), epsilon=1.0, delta=1e-3)
     conf = APGM(calibration_from_samples(samples, (LOW, HIGH), (PAIR,), None, confidence=0.95), epsilon=1.0, delta=1e-3)
     assert conf.sigma2 > plug.sigma2

@@ -310,11 +310,11 @@ def test_too_few_draws_leave_the_assumptions_unchecked_not_passed():
 def test_default_accountant_keeps_the_checks_as_diagnostics(gamma_cal):
     """On the skewed Gamma law the normality check fails; the default mechanism accounts the law actually
     released, states exactly the (ε, δ) asked, is established, and still reports the failed check."""
-    mech = APGM(gamma_cal, epsilon=1.0, delta=1e-5)
+    mech = APGM(gamma_cal, epsilon=1.0, delta=1e-3)
     g = mech.guarantee
-    assert (g.epsilon, g.delta) == (1.0, 1e-5) and g.established and g.failed_assumptions == ()
+    assert (g.epsilon, g.delta) == (1.0, 1e-3) and g.established and g.failed_assumptions == ()
     assert "sampled_law" in g.assumptions and "gaussian_query" not in g.assumptions
     assert mech.assumption_checks.failed == ("gaussian_query",)  # a diagnostic: explains the shape
-    assert mech.accounting.account.delta <= 1e-5
+    assert mech.accounting.account.delta <= 1e-3
     with pytest.raises(bp.ValidationError, match="must be asked of a mechanism whose guarantee assumes"):
         mech.relaxed_guarantee  # nothing to relax: no distributional premise

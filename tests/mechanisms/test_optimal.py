@@ -358,7 +358,7 @@ def test_sampled_k12_uses_one_sdp_and_holds_at_every_corner():
     released noise meets the condition at all 3 × 4096 corners (vectorized direct check)."""
     rng = np.random.default_rng(3)
     cal = _sampled(rng, 12, n=3000)
-    mech = OptimalGaussian(cal, epsilon=1.0, delta=1e-5)
+    mech = OptimalGaussian(cal, epsilon=1.0, delta=1e-5, accountant="gaussian")  # the SDP on the corners
     r2 = gaussian_radius(1.0, 1e-5) ** 2
     assert mech.source.startswith("solver"), (mech.source, mech.fallback_reason)
     for p in PAIRS:
@@ -381,7 +381,7 @@ def test_polynomial_box_bound_is_sound_and_close():
         k = int(rng.integers(2, 9))
         cal = _sampled(rng, k)
         cons = cal.pair_constraints()
-        for S in (np.zeros((k, k)), OptimalGaussian(cal, epsilon=1.0, delta=1e-5).noise_cov):
+        for S in (np.zeros((k, k)), OptimalGaussian(cal, epsilon=1.0, delta=1e-5, accountant="gaussian").noise_cov):
             corner = cons.mahalanobis_sq(S)
             bound = optimal_module.box_mahalanobis_sq_bound(cons, S)
             finite = np.isfinite(corner)

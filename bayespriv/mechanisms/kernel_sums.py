@@ -1,0 +1,150 @@
+"""Kernel sums between many atoms and a regular grid in one dimension, in O(G log G + n).
+
+The one-dimensional accountant needs two sums of the noise density φ (Gaussian of standard
+deviation s, or Laplace of scale s) between n atoms x_i and a grid y_g = lo + g·h:
+
+* the released density on the grid, ``p(y_g) = Σ_i w_i φ(y_g − x_i)`` (:func:`grid_density`);
+* per atom, a weighted sum over the grid, ``Σ_g v_g φ(y_g − x_i)`` (:func:`atom_sums`) — with v the
+  indicator of the optimal set times h, the probability that the atom's noisy value falls in it.
+
+Computed directly they cost n × (grid points within the kernel's reach). Here each atom is written
+as its nearest grid point plus an offset, ``x = y_j + t`` with ``|t| ≤ h/2``, and the kernel is
+factored around the grid point:
+
+* Gaussian: ``φ(d − t) = φ(d) e^{−t²/2s²} e^{d t/s²}`` with ``d = y_g − y_j``, and the last factor
+  expanded, ``e^{dt/s²} = Σ_m (d/s)^m (t/s)^m / m!``. The sum becomes M discrete convolutions (one
+  batch of FFTs) of per-cell moments ``Σ w (t/s)^m e^{−t²/2s²}/m!`` with the kernels ``φ(d)(d/s)^m``.
+  Over the kernel's reach (|d| ≤ 12 s, as the direct sums) ``|dt/s²| ≤ x = 6h/s``; the remainder
+  after M terms is at most ``x^M/M!·e^x`` relative to each kernel value, and M is the smallest
+  with that below 1e-13 (M = 11 on the accountant's grid, h = s/16; at most :data:`TERMS`).
+* Laplace: the factorisation is exact — ``e^{−|d − t|/s} = e^{−|d|/s} e^{± t/s}`` for d ≠ 0 — and
+  the sums are two first-order recursions over the grid (no reach, no truncation).
+
+Both are checked against the direct sums in ``tests/mechanisms/test_kernel_sums.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+from scipy import fft as scipy_fft
+from scipy.signal import lfilter
+
+__all__ = ["grid_density", "atom_sums", "TERMS", "REACH"]
+
+#: Most terms of the Taylor expansion of the Gaussian factor (the grid spacing sets how many: module docstring).
+TERMS = 24
+#: Relative remainder of the expansion.
+REMAINDER = 1e-13
+#: Reach of the Gaussian kernel in standard deviations (e^{-72} of its peak beyond).
+REACH = 12.0
+
+
+def _cells(x: np.ndarray, lo: float, h: float, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest grid index of each atom and its offset from it (|t| ≤ h/2), atoms inside the grid's span."""
+    j = np.rint((x - lo) / h).astype(np.int64)
+    if j.size and (j.min() < 0 or j.max() >= size):
+        raise ValueError("atoms must lie within the grid")
+    return j, x - (lo + j * h)
+
+
+def _gauss_kernels(h: float, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(d/s) on the kernel's reach and φ(d) there (normalised density)."""
+    half = int(math.ceil(REACH * s / h))
+    u = np.arange(-half, half + 1) * h / s
+    return u, np.exp(-0.5 * u * u) / (s * math.sqrt(2.0 * math.pi))
+
+
+@functools.lru_cache(maxsize=64)
+def _terms(ratio: float) -> int:
+    """Terms needed for a grid spacing of ``ratio`` noise scales (module docstring); at most :data:`TERMS`."""
+    x = REACH * ratio / 2.0
+    m = 1
+    while m < TERMS and x**m / math.factorial(m) * math.exp(x) > REMAINDER:
+        m += 1
+    if x**m / math.factorial(m) * math.exp(x) > REMAINDER:
+        raise ValueError(f"grid spacing {ratio:g} noise scales is too coarse for the expansion")
+    return m
+
+
+@functools.lru_cache(maxsize=32)
+def _kernel_spectra(size: int, ratio: float) -> tuple[np.ndarray, int, int]:
+    """The real FFTs of the TERMS kernels φ(d)(d/s)^m / φ-normaliser on a grid of spacing h = ratio·s (one row
+    each), the FFT length for a signal of ``size`` points and the kernel's half-width: the convolutions of every
+    term share one transform of the kernels per grid size (the accountant's grid spacing is a fixed share of
+    the noise scale)."""
+    half = int(math.ceil(REACH / ratio))
+    u = np.arange(-half, half + 1) * ratio
+    base = np.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
+    kernels = base[None, :] * u[None, :] ** np.arange(_terms(ratio))[:, None]
+    n_fft = scipy_fft.next_fast_len(size + 2 * half, real=True)
+    spectra = scipy_fft.rfft(kernels, n_fft, axis=1)
+    spectra.setflags(write=False)
+    return spectra, n_fft, half
+
+
+def grid_density(lo: float, h: float, size: int, atoms: Any, weights: Any, s: float, laplace: bool) -> np.ndarray:
+    """Σ_i w_i φ(y_g − x_i) on the grid y_g = lo + g·h, g < size (module docstring)."""
+    x, w = np.asarray(atoms, float), np.asarray(weights, float)
+    j, t = _cells(x, lo, h, size)
+    if laplace:
+        return _laplace_density(j, t, w, h, s, size)
+    spectra, n_fft, half = _kernel_spectra(size, round(h / s, 15))
+    ts = t / s
+    terms = _scaled_powers(ts, w * np.exp(-0.5 * ts * ts), len(spectra))  # w e^{−t²/2s²} (t/s)^m / m!
+    moments = np.zeros((len(spectra), size))
+    for m in range(len(spectra)):  # per-cell moments
+        moments[m] = np.bincount(j, weights=terms[m], minlength=size)
+    total = (scipy_fft.rfft(moments, n_fft, axis=1) * spectra).sum(axis=0)
+    out = scipy_fft.irfft(total, n_fft)[half:half + size] / s
+    return np.maximum(out, 0.0)
+
+
+def atom_sums(lo: float, h: float, values: Any, atoms: Any, s: float, laplace: bool) -> np.ndarray:
+    """Σ_g v_g φ(y_g − x_i) for every atom x_i (module docstring); ``values`` on the grid."""
+    v, x = np.asarray(values, float), np.asarray(atoms, float)
+    j, t = _cells(x, lo, h, v.size)
+    if laplace:
+        return _laplace_atom_sums(j, t, v, h, s)
+    spectra, n_fft, half = _kernel_spectra(v.size, round(h / s, 15))
+    # Σ_g v_g K_m(y_g − y_j): a correlation of v with each kernel, read at every cell j (K_m reversed is
+    # (−1)^m K_m, the kernels being even times (d/s)^m)
+    sign = (-1.0) ** np.arange(len(spectra))
+    corr = scipy_fft.irfft(scipy_fft.rfft(v, n_fft)[None, :] * spectra * sign[:, None], n_fft, axis=1)
+    corr = corr[:, half:half + v.size] / s
+    ts = t / s
+    out = np.einsum("mi,mi->i", corr[:, j], _scaled_powers(ts, np.exp(-0.5 * ts * ts), len(spectra)))
+    return np.maximum(out, 0.0)
+
+
+def _scaled_powers(ts: np.ndarray, base: np.ndarray, terms: int) -> np.ndarray:
+    """``base · ts^m / m!`` for m < ``terms``, one row each, by running products (no pow)."""
+    out = np.empty((terms, ts.size))
+    out[0] = base
+    for m in range(1, terms):
+        np.multiply(out[m - 1], ts, out=out[m])
+        out[m] /= m
+    return out
+
+
+def _laplace_density(j: np.ndarray, t: np.ndarray, w: np.ndarray, h: float, s: float, size: int) -> np.ndarray:
+    """Exact: atoms left of y_g contribute e^{−(g−j)h/s}·w e^{t/s}, right of it e^{−(j−g)h/s}·w e^{−t/s}."""
+    r = math.exp(-h / s)
+    up = np.bincount(j, weights=w * np.exp(t / s), minlength=size)
+    down = np.bincount(j, weights=w * np.exp(-t / s), minlength=size)
+    same = np.bincount(j, weights=w * np.exp(-np.abs(t) / s), minlength=size)
+    left = lfilter([0.0, r], [1.0, -r], up)  # Σ_{j<g} r^{g−j} up_j
+    right = lfilter([0.0, r], [1.0, -r], down[::-1])[::-1]  # Σ_{j>g} r^{j−g} down_j
+    return np.maximum(left + right + same, 0.0) / (2.0 * s)
+
+
+def _laplace_atom_sums(j: np.ndarray, t: np.ndarray, v: np.ndarray, h: float, s: float) -> np.ndarray:
+    """Exact: Σ_{g>j} v_g e^{−((g−j)h − t)/s} + Σ_{g<j} v_g e^{−((j−g)h + t)/s} + v_j e^{−|t|/s}."""
+    r = math.exp(-h / s)
+    above = lfilter([0.0, r], [1.0, -r], v[::-1])[::-1]  # Σ_{g>j} r^{g−j} v_g
+    below = lfilter([0.0, r], [1.0, -r], v)  # Σ_{g<j} r^{j−g} v_g
+    out = above[j] * np.exp(t / s) + below[j] * np.exp(-t / s) + v[j] * np.exp(-np.abs(t) / s)
+    return np.maximum(out, 0.0) / (2.0 * s)
