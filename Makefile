@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench study screenshots venv clean
+.PHONY: demo test coverage bench study screenshots venv clean
 
 venv: $(STAMP)
 
@@ -26,6 +26,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q --durations=25
+
+# The long coverage harness (tests/audit/test_coverage.py): 100 calibrations per law, on two workers (its laws are
+# independent and CPU-bound); CI runs it after `make test`.
+coverage: $(STAMP)
+	$(PY) -m pytest -q -n 2 tests/audit/test_coverage.py -m coverage_long --durations=15
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

@@ -1,6 +1,8 @@
-"""Audits: property-inference and likelihood-ratio attacks on mechanisms, empirical lower bounds on ε."""
+"""Audits: property-inference and likelihood-ratio attacks on mechanisms, empirical lower bounds on ε, and the
+coverage of a confidence statement over repeated calibrations."""
 
 from .accuracy import accuracy_bound, direct_accuracy, n_leaked
+from .coverage import CoverageLaw, CoverageResult, failure_threshold, measure_coverage
 from .attack import AttackResult, default_classifier, noise_sampler, property_inference_attack
 from .densities import log_likelihood_ratio
 from .empirical import EmpiricalEpsilon, clopper_pearson, empirical_epsilon, epsilon_lower_bound
@@ -23,4 +25,8 @@ __all__ = [
     "direct_accuracy",
     "n_leaked",
     "sequence_attack",
+    "CoverageLaw",
+    "CoverageResult",
+    "measure_coverage",
+    "failure_threshold",
 ]

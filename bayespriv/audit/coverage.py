@@ -16,7 +16,7 @@ normal, and two-dimensional Gaussian and rare-far laws. Each gives the exact tru
 law as an interval ``(lo, hi)`` (quadrature and truncation error included); a calibration fails
 when ``lo`` exceeds the request, so a failure is never an artefact of the oracle.
 
-:func:`coverage` returns the counts; :func:`failure_threshold` the largest number of failures that
+:func:`measure_coverage` returns the counts; :func:`failure_threshold` the largest number of failures that
 ``runs`` calibrations may show when the true failure rate is at most ``1 − confidence``, at a
 stated false-alarm probability (a one-sided binomial test).
 """
@@ -34,7 +34,7 @@ from scipy.special import log_ndtr
 
 from .._validation import check_delta, check_epsilon, check_positive_int, fail
 
-__all__ = ["CoverageLaw", "CoverageResult", "coverage", "failure_threshold", "gaussian_mean_law", "binomial_law",
+__all__ = ["CoverageLaw", "CoverageResult", "measure_coverage", "failure_threshold", "gaussian_mean_law", "binomial_law",
            "hypergeometric_law", "rare_far_law", "student_t_law", "gaussian_2d_law", "rare_far_2d_law",
            "mixture_delta_1d", "gaussian_pair_delta"]
 
@@ -281,7 +281,7 @@ def rare_far_2d_law(p: float, far: Sequence[float] = (20.0, 10.0), shift: Sequen
         cov = np.eye(2) + noise_cov
         return _mixture_delta_2d(np.vstack([m, f]), np.array([1.0 - p, p]), np.zeros((1, 2)), np.ones(1), cov, eps)
 
-    return CoverageLaw(f"rare far component 2-D (p {p:g} at {tuple(f)})", 2, sample, oracle)
+    return CoverageLaw(f"rare far component 2-D (p {p:g} at ({f[0]:g}, {f[1]:g}))", 2, sample, oracle)
 
 
 # ------------------------------------------------------------------------------------ harness
@@ -351,7 +351,7 @@ def _model(law: CoverageLaw) -> tuple[Any, Any, Any]:
     return model, pair, query
 
 
-def coverage(law: CoverageLaw, *, n_draws: int, epsilon: float = 1.0, delta: float = 1e-3, runs: int = 100,
+def measure_coverage(law: CoverageLaw, *, n_draws: int, epsilon: float = 1.0, delta: float = 1e-3, runs: int = 100,
              seed: int = 0, build: Callable[..., Any] | None = None, noise_factor: float = 1.0,
              confidence: float = 0.95) -> CoverageResult:
     """Calibrate ``runs`` times with independent seeds, build the mechanism, and count the failures.
