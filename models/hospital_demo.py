@@ -467,7 +467,7 @@ def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta
     ----------
     n_draws : int, optional
         Datasets drawn per secret and member of the family. Default: what certifying δ needs
-        (:func:`bayespriv.mechanisms.draws_for_delta` over the family's pairs and members).
+        (:func:`bayespriv.mechanisms.draws_for_delta` over the family's pairs and members), at least 2 000.
     seed : int
         Root of the calibration seeds (one per query, apart from those of :func:`demo_setting`).
     epsilon, delta : float
@@ -484,7 +484,8 @@ def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta
     for (name, query), seed_q in zip(H.QUERIES.items(), np.random.SeedSequence([seed, 1]).spawn(len(H.QUERIES))):
         grid = {k: list(v) for k, v in H.QUERY_GRIDS[name].items()}
         family = H.hospital_family(H.N_RECORDS, grid)
-        draws = n_draws or bp.mechanisms.draws_for_delta(pairs, delta, members=len(family.members))
+        # what certifying δ needs, and never fewer than the calibration's own bounds ask for a large δ
+        draws = n_draws or max(2000, bp.mechanisms.draws_for_delta(pairs, delta, members=len(family.members)))
         cal = bp.calibrate(family, pairs, query, n_draws=draws, rng=seed_q)
         exact = H.family_exact(name, H.N_RECORDS, grid, pairs)
         theta = ", ".join(f"{k}={v:g}" for k, v in (cal.worst_theta or {}).items())

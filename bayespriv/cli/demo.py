@@ -37,8 +37,8 @@ def _demo(args: argparse.Namespace) -> int:
     eps, delta, quiet = args.epsilon, args.delta, args.quiet
     out_dir = _out_dir(Path(args.out), "--out")  # before the calibration: a wrong --out fails at once
     setting = demo_setting(args.seed)
-    if args.draws is None:  # enough draws to certify δ from them, with room for the noise
-        args.draws = bp.mechanisms.draws_for_delta(setting.pairs, delta)
+    if args.draws is None:  # enough draws to certify δ from them, with room for the noise (at least 2 000)
+        args.draws = max(2000, bp.mechanisms.draws_for_delta(setting.pairs, delta))
     for line in header_lines(setting, epsilon=eps, delta=delta, n_draws=args.draws, seed=args.seed):
         _say(quiet, line)
     comparisons = _compared_queries(setting, args)

@@ -35,7 +35,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--draws", type=_int_at_least(2), default=None,
                       help="datasets drawn per secret (default: what certifying --delta needs, "
-                           "bayespriv.mechanisms.draws_for_delta)")
+                           "bayespriv.mechanisms.draws_for_delta, and at least 2000)")
     demo.add_argument("--seed", type=_int_at_least(0), default=2022,
                       help="seed of the calibration and of the simulated hospital (default 2022); "
                            "release noise always comes from fresh OS entropy")

@@ -20,20 +20,28 @@ Gaussian (moments only)   exact curve of two Gaussians               ``gaussian_
 finite, one dimension     exact (:mod:`~bayespriv.mechanisms.finite_exact`)   nothing (confidence 1)
 finite, k dimensions      importance sampling, upper confidence      ``monte_carlo_clt``
                           bound (:mod:`~bayespriv.mechanisms.mixture_mc`)
-sampled (draws)           importance sampling of the empirical       ``sampled_law``,
-                          mixtures, upper confidence bound covering  ``monte_carlo_clt``
-                          the Monte-Carlo error and the draws' error
+sampled (draws)           the empirical mixtures' divergence (grid   ``sampled_law`` (and
+                          in 1-D, importance sampling above) plus    ``monte_carlo_clt`` above
+                          the draws' betting margins, refused below  one dimension)
+                          the floor the draws can certify
+sampled, certified        joint convexity over matched blocks of     ``independent_draws``
+                          draws, betting bound                       (``accountant="certified"``,
+                          (:mod:`~bayespriv.mechanisms.certified`)   or stated by ``"auto"`` when
+                                                                     it holds at its noise)
 ========================  =========================================  ==========================
 
-Upper confidence bound (sampled and finite k-D laws): ``value + z·se`` with
-``se = √(se_mc² + se_draws²)`` and z the normal quantile at the level
-``confidence`` split (Bonferroni) over every estimated direction of every
-condition, so that all the bounds hold together with probability
-``confidence`` under the normal approximation. For draws, the plug-in value is
-itself biased upward in expectation (joint convexity of H_ε, see
-:mod:`~bayespriv.mechanisms.mixture_mc`), and both its bias and its error
-shrink with more draws — more draws never make the accounted δ worse, up to
-Monte-Carlo error. A plug-in calibration (``confidence=None``, the papers'
+Upper confidence bound of a law known through draws (docs/design.rst, "The confidence statement").
+The plug-in Ĥ of the empirical mixtures is at least the empirical difference at the *true* optimal
+set A*, whose expectation is the true δ; so δ ≤ Ĥ + (U_a − ḡ_a) + e^ε (ḡ_b − L_b), with ḡ the
+draws' mean probability of the optimal set and U_a, L_b betting confidence bounds on its
+expectation (:mod:`~bayespriv.mechanisms.draw_bounds`: valid for every law of [0, 1]-valued draws
+at any n), plus the Monte-Carlo or quadrature error. The level 1 − confidence is split
+(Bonferroni) over every estimated direction of every condition, and within a direction by
+:data:`LEVEL_SHARES`. The margins use the plug-in's optimal set for the true one (the assumption
+the coverage harness measures), with every atom a plausible true weight would put in the
+privacy-loss tail taken at probability 1 (Garwood's bound on its count). A request below the
+floor the draws can certify at all — about ln(1/α)/n — is refused before any search, naming the
+draws that would do (:func:`check_draws`). A plug-in calibration (``confidence=None``, the papers'
 setting) uses the point estimate.
 
 The Monte-Carlo points are seeded by a constant per condition and direction
@@ -58,7 +66,7 @@ from ..calibration.laws import SAMPLED_LAW, Condition, SampledLaw
 from ..errors import DrawsNeededError, ValidationError
 from .finite_exact import finite_hockey
 from .mixture_1d import atoms_of, grid_hockey, grid_hockey_both
-from .certified import certified_bound, coupling_plan, noise_transform
+from .certified import BLOCK_SIZES, certified_bound, coupling_plan, noise_transform, usable_block_sizes
 from .draw_bounds import draws_for_floor, mean_lower, mean_upper, upper_floor
 from .mixture_mc import mixture_hockey
 from .privacy_loss import one_direction_delta
@@ -730,22 +738,22 @@ def check_draws(conditions: Any, delta: float, confidence: float | None) -> None
 
 # ------------------------------------------------------------------------------- certified route
 def certified_account(conditions: Any, noise: Noise, epsilon: float, *, confidence: float,
-                      plans: Any = None) -> PrivacyAccount | None:
+                      plans: Any = None, target: float | None = None) -> PrivacyAccount | None:
     """The distribution-free bound of :mod:`~bayespriv.mechanisms.certified` at this noise: every condition
     known through draws bounded by joint convexity over matched blocks (both directions at once), every
     exact condition computed exactly; None when some condition cannot take this route (a law known
     through draws paired with one that is not, or a noise the closed forms do not cover).
 
     ``plans``: the conditions' coupling plans in this noise's metric at scale 1 (from
-    :func:`certified_plans`), reused across the scales of a search.
+    :func:`certified_plans`), reused across the scales of a search. ``target``: only a δ to compare with —
+    block sizes too few to certify it are not matched (the bound is then that of the remaining sizes).
     """
     conds = tuple(conditions)
     eps = check_epsilon(epsilon)
-    plans = certified_plans(conds, noise) if plans is None else plans
+    alpha = (1.0 - confidence) / max(sum(c.kind == "sampled" for c in conds), 1)
+    plans = certified_plans(conds, noise, alpha=alpha, target=target) if plans is None else plans
     if plans is None:
         return None
-    sampled = sum(p is not None for p in plans)
-    alpha = (1.0 - confidence) / max(sampled, 1)
     laplace = noise.kind == "laplace"
     rows: list[DirectionBound] = []
     for i, (cond, plan) in enumerate(zip(conds, plans)):
@@ -756,13 +764,17 @@ def certified_account(conditions: Any, noise: Noise, epsilon: float, *, confiden
         rows.append(DirectionBound(cond.label, "both", "certified_coupling", b.mean, b.upper,
                                    margin_a=b.upper - b.mean))
     out = tuple(rows)
+    sampled = any(p is not None for p in plans)
     return PrivacyAccount(eps, max(r.upper for r in out), max(r.value for r in out), confidence,
                           ("independent_draws",) if sampled else (), out)
 
 
-def certified_plans(conditions: Any, noise: Noise) -> tuple[Any, ...] | None:
+def certified_plans(conditions: Any, noise: Noise, *, alpha: float | None = None,
+                    target: float | None = None) -> tuple[Any, ...] | None:
     """Coupling plans (:func:`~bayespriv.mechanisms.certified.coupling_plan`) of every condition in the
-    metric of ``noise`` (None for exact conditions); None when the route does not apply."""
+    metric of ``noise`` (None for exact conditions); None when the route does not apply. With ``alpha`` and
+    ``target``, block sizes whose blocks are too few to certify ``target`` at all (the bound's floor reaches it)
+    are left out, so no block is matched in vain."""
     frame = noise_transform(noise)
     if frame is None:
         return None
@@ -772,8 +784,10 @@ def certified_plans(conditions: Any, noise: Noise) -> tuple[Any, ...] | None:
         if cond.kind in ("gaussian", "finite"):
             plans.append(None)
             continue
-        plan = coupling_plan(cond, transform)
-        if plan is None or not plan.distances:
+        sizes = BLOCK_SIZES if alpha is None or target is None else usable_block_sizes(
+            _draws_of((cond,)), alpha, target)
+        plan = coupling_plan(cond, transform, sizes) if sizes else None
+        if plan is None or not plan.distances:  # not both laws drawn, or no block size could certify the target
             return None
         plans.append(plan)
     return tuple(plans)

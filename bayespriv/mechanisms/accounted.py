@@ -168,7 +168,7 @@ def with_certificate(conds: tuple[Condition, ...], acc: Accounted, eps: float, t
         return acc
     from .accountant import certified_account
 
-    cert = certified_account(conds, acc.noise, eps, confidence=conf)
+    cert = certified_account(conds, acc.noise, eps, confidence=conf, target=target)
     if cert is None or cert.delta > target:
         return acc
     return Accounted(acc.noise, acc.factor, acc.floor, cert, acc.account)

@@ -41,15 +41,22 @@ from scipy.optimize import linear_sum_assignment
 from scipy.special import log_ndtr
 
 from ..calibration.laws import Condition, SampledLaw
-from .draw_bounds import mean_upper
+from .draw_bounds import mean_upper, upper_floor
 
 __all__ = ["BLOCK_SIZES", "CertifiedBound", "CouplingPlan", "coupling_plan", "certified_bound", "pair_delta",
-           "noise_transform"]
+           "noise_transform", "usable_block_sizes"]
 
 #: Block sizes tried (each with a Bonferroni share of the level).
 BLOCK_SIZES = (1, 4, 16)
 #: Largest block size matched by the assignment solver in k > 1 dimensions (cost m³ per block).
 MAX_MATCHED = 64
+
+
+def usable_block_sizes(n: int, alpha: float, target: float, sizes: tuple[int, ...] = BLOCK_SIZES) -> tuple[int, ...]:
+    """The block sizes whose n // m blocks could certify ``target`` at all: the betting bound of blocks whose terms
+    are all 0 (its floor) is below it, at the size's share of ``alpha``."""
+    share = alpha / len(sizes)
+    return tuple(m for m in sizes if n // m >= 2 and upper_floor(n // m, share) < target)
 
 
 def pair_delta(distance: np.ndarray, epsilon: float, laplace: bool = False) -> np.ndarray:

@@ -13,15 +13,16 @@ atoms: every distinct value of both laws enters every density evaluated.
   the smallest atom to as far above the largest; the trapezoid rule on the positive part. Its error
   (kinks at the roots only) is estimated by the difference with the rule on every other point,
   reported as ``se_mc`` (conservative: the coarser rule's error is about four times the finer one's).
-  Each density sums, per grid point, the atoms within 12σ (Gaussian) or 70b (Laplace) of it: a kernel
-  value beyond is below e^{-69} of its peak, far below any δ asked for.
+  The densities and the per-atom sums are computed in O(G log G + n) by cell moments and FFT
+  (:mod:`~bayespriv.mechanisms.kernel_sums`; Gaussian kernels within 12σ, e^{-72} of their peak beyond,
+  with a Taylor remainder below 1e-13; Laplace kernels exactly).
 * Both directions share one evaluation of the two densities (:func:`grid_hockey_both`), and a law's
   density is the weighted sum of its two halves' densities, so the split-half diagnostic is free.
 * Draws standing for the law: as in :mod:`~bayespriv.mechanisms.mixture_mc`, the estimate is of the
-  divergence between the *empirical* mixtures (biased upward in expectation); its fluctuation over the
-  draws by the delta method, with the per-draw masses P(x_i + Z ∈ A*) of the optimal set
-  A* = {p_a > e^ε p_b} computed on the same grid; the split halves are the same computation on each
-  half of the draws.
+  divergence between the *empirical* mixtures; the per-atom probabilities P(z_u + Z ∈ A*) of its optimal
+  set A* = {p_a > e^ε p_b} are computed on the same grid, with the atoms' draw counts and, for P_a, their
+  peak ratios n·e^ε p̂_b(z)/φ(0) (:class:`~bayespriv.mechanisms.mixture_mc.DrawContributions`): the
+  accountant's margins come from them. The split halves are the same computation on each half of the draws.
 
 Returns None (the caller samples instead) when the grid would exceed :data:`MAX_GRID` points.
 """

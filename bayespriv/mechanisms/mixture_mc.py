@@ -43,18 +43,18 @@ hockey-stick divergence is invariant under such bijections.
 Draws standing for the law
 --------------------------
 For independent draws the estimate is of ``H_ε(P̂_a‖P̂_b)``, the divergence
-between the *empirical* mixtures. Because H_ε is jointly convex (a supremum of
-linear functionals) and E[P̂_s] = P_s, Jensen's inequality gives
-``E[H_ε(P̂_a‖P̂_b)] ≥ H_ε(P_a‖P_b)``: the plug-in is biased *upward* in
-expectation over the draws, and (writing P̂_n as the average of its n
-leave-one-out versions) its expectation is non-increasing in n — more draws
-never make the expected estimate worse. Its fluctuation over the draws is
-estimated by the delta method: H_ε(P̂_a‖P̂_b) = P̂_a(A*) − e^ε P̂_b(A*) at the
-optimal set A* = {L̂ > ε}, so ``se_draws² = Var_i P(x_i + Z ∈ A*)/n_a +
-e^{2ε} Var_j P(x'_j + Z ∈ A*)/n_b``, each per-draw probability estimated from
-the same points (one matrix-vector product per chunk of the kernel pass).
+between the *empirical* mixtures, a supremum over sets: it is at least the
+empirical difference at the true optimal set, whose expectation is the true
+divergence. The estimator reports, per atom, the probability ``P(x + Z ∈ Â*)``
+of its own optimal set Â* = {L̂ > ε} (one matrix-vector product per chunk of
+the kernel pass) and the draws at it (:class:`DrawContributions`), from which
+the accountant's betting margins bound the gap
+(:mod:`~bayespriv.mechanisms.accountant`). Atoms of P_a whose kernel peak
+exceeds e^ε p̂_b at them by 1/:data:`FAR_SHARE` are counted in full — their
+weight added to the divergence as if their whole kernel lay in Â*, an upper
+bound tight for them — instead of being probed by one importance point each.
 ``halves`` are the estimates from each half of the draws (same points): their
-agreement within the draws' error is the stability diagnostic.
+agreement is a stability diagnostic.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ accountant, and computes the true δ(ε) of the noise built from the law itself,
 ``bayespriv.mechanisms``. A calibration *fails* when its guarantee is established and the true δ (the
 oracle's lower end) exceeds the request; a refusal is safe.
 
+Twins. The same mechanism with half its noise variance must be flagged. Where δ is carried by a far region's
+mass (the rare component at 60), half the variance hardly moves the true δ — that twin still meets the request
+in most calibrations (``RESULTS_coverage.md``: 12 of 100 fail), so there the twin is half the noise's standard
+deviation (a quarter of its variance).
+
 Tolerance. Under the claim each calibration fails with probability at most 5 %, independently, so the
 failures of ``runs`` calibrations are at most Binomial(runs, 0.05) in distribution; a law is flagged when they
 exceed ``failure_threshold(runs, 0.95, FALSE_ALARM)``, the count such a binomial exceeds with probability at
@@ -104,13 +109,13 @@ def test_failure_threshold_is_a_binomial_tail():
 
 
 # ------------------------------------------------------------------------------------------ harness
-def _check(law, n_draws, delta, runs, seed, twin=True):
-    """Coverage within the threshold; the half-noise twin flagged on the same seeds."""
+def _check(law, n_draws, delta, runs, seed, twin=0.5):
+    """Coverage within the threshold; the twin (noise variance × ``twin``; None: none) flagged on the same seeds."""
     limit = failure_threshold(runs, CONFIDENCE, FALSE_ALARM)
     result = measure_coverage(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed)
     assert result.failures <= limit, result
-    if twin:
-        broken = measure_coverage(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed, noise_factor=0.5)
+    if twin is not None:
+        broken = measure_coverage(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed, noise_factor=twin)
         assert broken.failures > limit, broken
     return result
 
@@ -141,21 +146,21 @@ def test_a_request_the_draws_cannot_show_is_refused_naming_the_draws():
     assert enough.established == 5 and enough.failures == 0
 
 
-LONG = [
-    (gaussian_mean_law(), 20_000, 1e-3, 100),
-    (binomial_law(), 20_000, 1e-3, 100),
-    (hypergeometric_law(), 20_000, 1e-3, 100),
-    (rare_far_law(2e-3, 31.0), 10_000, 1e-3, 100),
-    (rare_far_law(5e-4, 60.0), 20_000, 1e-3, 100),
-    (student_t_law(3.0), 20_000, 1e-3, 100),
-    (gaussian_2d_law(), 10_000, 1e-3, 100),
-    (rare_far_2d_law(2e-3), 10_000, 1e-3, 100),
-    (rare_far_law(2e-3, 31.0), 1_551_360, 1e-5, 10),
-    (rare_far_law(5e-4, 60.0), 1_551_360, 1e-5, 10),
+LONG = [  # law, draws per secret, δ, calibrations, twin's variance factor (None: the δ = 1e-3 twins stand for it)
+    (gaussian_mean_law(), 20_000, 1e-3, 100, 0.5),
+    (binomial_law(), 20_000, 1e-3, 100, 0.5),
+    (hypergeometric_law(), 20_000, 1e-3, 100, 0.5),
+    (rare_far_law(2e-3, 31.0), 10_000, 1e-3, 100, 0.5),
+    (rare_far_law(5e-4, 60.0), 20_000, 1e-3, 100, 0.25),
+    (student_t_law(3.0), 20_000, 1e-3, 100, 0.5),
+    (gaussian_2d_law(), 10_000, 1e-3, 100, 0.5),
+    (rare_far_2d_law(2e-3), 10_000, 1e-3, 100, 0.5),
+    (rare_far_law(2e-3, 31.0), 1_551_360, 1e-5, 10, None),
+    (rare_far_law(5e-4, 60.0), 1_551_360, 1e-5, 10, None),
 ]
 
 
 @pytest.mark.coverage_long
-@pytest.mark.parametrize("law,n_draws,delta,runs", LONG, ids=[f"{c[0].name}, δ={c[2]:g}" for c in LONG])
-def test_long_coverage_and_the_twin(law, n_draws, delta, runs):
-    _check(law, n_draws, delta, runs=runs, seed=2026, twin=delta >= 1e-3)
+@pytest.mark.parametrize("law,n_draws,delta,runs,twin", LONG, ids=[f"{c[0].name}, δ={c[2]:g}" for c in LONG])
+def test_long_coverage_and_the_twin(law, n_draws, delta, runs, twin):
+    _check(law, n_draws, delta, runs=runs, seed=2026, twin=twin)
