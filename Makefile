@@ -5,7 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test coverage bench study screenshots venv clean
+.PHONY: demo test test-next coverage bench study screenshots venv clean
+
+# Extra pytest arguments (CI passes "-n 2": the suite on two workers).
+TEST_ARGS ?=
+# CI's second interpreter (PyMC 6 / ArviZ 1) gets an environment of its own.
+NEXT_VENV ?= .venv-next
 
 venv: $(STAMP)
 
@@ -25,7 +30,13 @@ demo: $(STAMP)
 	$(VENV)/bin/bayespriv demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q --durations=25 $(TEST_ARGS)
+
+# The suite on Python 3.12 (or 3.13), where pip resolves PyMC 6 / ArviZ 1 (.ci/next-python finds it).
+test-next:
+	@next=$$(.ci/next-python) || { echo "test-next: no CPython 3.12 or 3.13 found (pyenv, PATH): skipped"; exit 0; }; \
+	echo "test-next: $$next ($$($$next --version))"; \
+	$(MAKE) test PYTHON="$$next" VENV=$(NEXT_VENV) TEST_ARGS="$(TEST_ARGS)"
 
 # The long coverage harness (tests/audit/test_coverage.py): 100 calibrations per law, on two workers (its laws are
 # independent and CPU-bound); CI runs it after `make test`.
@@ -43,4 +54,4 @@ screenshots: $(STAMP)
 	$(PY) examples/notebooks/screenshots.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(NEXT_VENV) build *.egg-info .pytest_cache

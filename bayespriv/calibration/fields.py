@@ -25,6 +25,7 @@ from .._validation import (
 )
 from ..errors import ParameterTypeError, ReleaseMismatchError, ValidationError
 from ..queries import Query
+from ..queries.query import fingerprint_matches
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair, as_pairs
 from .laws import FiniteLaw
 from .moments import bonferroni_z, law_mismatch
@@ -33,13 +34,17 @@ __all__ = ["n_intervals", "moments_fields", "laws_fields"]
 
 
 def _checked_fingerprint(query: Query | None, given: Any) -> str | None:
-    """The query's fingerprint; a given one must be a string and match the query's."""
+    """The query's fingerprint (current scheme); a given one must be a string and match the query's.
+
+    A given fingerprint of the legacy scheme (a file written before scheme 2, on this Python version) that
+    matches is replaced by the current one, so saving the calibration again writes the current scheme.
+    """
     if given is not None and not isinstance(given, str):
         raise ParameterTypeError(f"query_fingerprint must be None or a str; got {type(given).__name__}")
     if query is None or not isinstance(query, Query):
         return given
     actual = query.fingerprint
-    if given is not None and given != actual:
+    if given is not None and given != actual and not fingerprint_matches(query, given):
         raise ReleaseMismatchError(
             f"query must be the calibrated query (fingerprint {given[:12]}…); got query {query.name!r} with "
             f"fingerprint {actual[:12]}… (its code, columns, name or bounds differ)")
@@ -59,10 +64,10 @@ def _checked_posteriors(posteriors: Any) -> Mapping[str, Any]:
         raise ParameterTypeError(f"posteriors must be a mapping of secret labels to arviz.InferenceData; got "
                                  f"{type(posteriors).__name__}")
     if posteriors:
-        import arviz as az
+        from ..datamodels.compat import is_inference_data
 
         for label, idata in posteriors.items():
-            if not isinstance(label, str) or not isinstance(idata, az.InferenceData):
+            if not isinstance(label, str) or not is_inference_data(idata):
                 raise fail("posteriors", "a mapping of secret labels (str) to arviz.InferenceData",
                            described(f"{label!r}: {type(idata).__name__}"))
     return MappingProxyType(dict(posteriors))

@@ -67,6 +67,7 @@ import xarray as xr
 from .._validation import fail, thaw
 from ..errors import ParameterTypeError, ReleaseMismatchError, UnverifiedCalibrationError, ValidationError
 from ..queries import Query
+from ..queries.query import fingerprint_matches
 from ..secrets import DatasetSecret, DistributionSecret, Secret, SecretPair
 import bayespriv.calibration.consistency as consistency  # the modules (a flag and a check read at call time)
 import bayespriv.calibration.signing as signing
@@ -259,19 +260,21 @@ _MCMC_DIM = "mcmc__"
 
 def _posterior_groups(cal: Calibration, base: str) -> dict[str, xr.Dataset]:
     """The groups of the MCMC posteriors of ``cal`` under the node ``base`` ("" for the root)."""
+    from ..datamodels.compat import group, group_names
+
     out: dict[str, xr.Dataset] = {}
     for i, (label, idata) in enumerate(cal.posteriors.items()):
         where = f"{base}/posterior_{i:03d}"
         out[where] = xr.Dataset(attrs={"bayespriv_secret_label": label})
-        for group in idata.groups():
-            ds = idata[group]
-            out[f"{where}/{group}"] = ds.rename({d: _MCMC_DIM + str(d) for d in ds.dims})
+        for name in group_names(idata):
+            ds = group(idata, name)
+            out[f"{where}/{name}"] = ds.rename({d: _MCMC_DIM + str(d) for d in ds.dims})
     return out
 
 
 def _read_posteriors(nodes: dict[str, xr.Dataset], base: str, labels: list[str], p: Path) -> dict[str, Any]:
-    """The InferenceData saved by :func:`_posterior_groups` under ``base``, by secret label."""
-    import arviz as az
+    """The runs saved by :func:`_posterior_groups` under ``base``, by secret label (the installed ArviZ's type)."""
+    from ..datamodels.compat import make_inference_data
 
     out: dict[str, Any] = {}
     for i, label in enumerate(labels):
@@ -285,7 +288,7 @@ def _read_posteriors(nodes: dict[str, xr.Dataset], base: str, labels: list[str],
             parent, _, group = path.rpartition("/")
             if parent == where:
                 groups[group] = ds.rename({d: str(d)[len(_MCMC_DIM):] for d in ds.dims if str(d).startswith(_MCMC_DIM)})
-        out[label] = az.InferenceData(**groups)
+        out[label] = make_inference_data(groups)
     return out  # never put in the process's posterior cache: pass the calibration to calibrate(reuse=...) instead
 
 
@@ -454,7 +457,8 @@ def _root_meta(nodes: dict[str, xr.Dataset], p: Path) -> dict[str, Any]:
     return meta
 
 
-def check_query(query: Any, fingerprint: str | None, *, source: str = "the calibration") -> None:
+def check_query(query: Any, fingerprint: str | None, *, source: str = "the calibration",
+                written_by: str | None = None) -> None:
     """Refuse a query whose :attr:`~bayespriv.Query.fingerprint` is not ``fingerprint``.
 
     Parameters
@@ -465,6 +469,9 @@ def check_query(query: Any, fingerprint: str | None, *, source: str = "the calib
         The calibrated one (``Calibration.query_fingerprint``).
     source : str
         Names where ``fingerprint`` comes from, in the message.
+    written_by : str or None
+        The Python version that wrote ``source`` (a file's ``python_version``): a refusal under another
+        minor version says how to move the file to this one.
 
     Raises
     ------
@@ -479,12 +486,25 @@ def check_query(query: Any, fingerprint: str | None, *, source: str = "the calib
         raise ReleaseMismatchError(
             f"query must match the calibrated query, but {source} recorded no query fingerprint (calibrated "
             f"without a query); got query {query.name!r}")
-    actual = query.fingerprint
-    if actual != fingerprint:
+    if not fingerprint_matches(query, fingerprint):
         raise ReleaseMismatchError(
             f"query must be the query {source} was calibrated with (fingerprint {fingerprint[:12]}…); got query "
-            f"{query.name!r} with fingerprint {actual[:12]}…: its code, columns, name or bounds differ (or the "
-            "Python version changed its bytecode). Recalibrate with this query, or pass the original one.")
+            f"{query.name!r} with fingerprint {query.fingerprint[:12]}…: its code, columns, name or bounds differ"
+            f"{_written_by_note(written_by)}. Recalibrate with this query, or pass the original one.")
+
+
+def _written_by_note(written_by: str | None) -> str:
+    """What a refusal adds when the file was written by another Python minor version (fingerprints of scheme 1
+    and of code known only by its bytecode hold on that version alone)."""
+    import platform
+
+    here = platform.python_version()
+    if written_by is None or written_by.split(".")[:2] == here.split(".")[:2]:
+        return ""
+    return (f", or the file was written under Python {written_by} (this is {here}) with a fingerprint of its "
+            "bytecode — files of bayespriv before fingerprint scheme 2, or a query defined without a source "
+            f"file: load it under Python {'.'.join(written_by.split('.')[:2])} and save it again to give it a "
+            "fingerprint of the query's source, valid on every Python version")
 
 
 #: Values of ``load_calibration(trust=...)``.
@@ -595,7 +615,8 @@ def load_calibration(path: str | os.PathLike, *, query: Query | None = None, tru
     provenance = _provenance(nodes, p, trust, key)
     meta = _root_meta(nodes, p)
     if query is not None:
-        check_query(query, meta.get("query_fingerprint"), source=f"the calibration in {str(p)!r}")
+        check_query(query, meta.get("query_fingerprint"), source=f"the calibration in {str(p)!r}",
+                    written_by=meta.get("python_version"))
     check = signing._ENABLED
     source = f"the calibration file {str(p)!r}"
     from .quilts.persist import _load_chain, _load_quilt

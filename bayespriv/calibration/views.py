@@ -42,8 +42,8 @@ def posterior_variable(cal: Any) -> str:
 
 
 def inference_data(cal: Any) -> Any:
-    """The draws of F(X) | secret as arviz.InferenceData (see ``Calibration.to_inference_data``)."""
-    import arviz as az
+    """The draws of F(X) | secret as the installed ArviZ's run type (see ``Calibration.to_inference_data``)."""
+    from ..datamodels.compat import make_inference_data
 
     if cal.sample_array is None:
         raise fail("calibration", "a sampled calibration (with draws of F) to become InferenceData",
@@ -63,7 +63,7 @@ def inference_data(cal: Any) -> Any:
     attrs = {"query": name, "n_draws_per_secret": int(cal.sample_array.shape[1]),
              "confidence": "plug-in" if cal.confidence is None else float(cal.confidence),
              "inference_library": "bayespriv"}
-    return az.InferenceData(posterior=xr.Dataset(data, coords=coords, attrs=attrs))
+    return make_inference_data({"posterior": xr.Dataset(data, coords=coords, attrs=attrs)})
 
 
 def summary_table(cal: Any) -> pd.DataFrame:

@@ -64,8 +64,15 @@ def swap_samplers(outputs: list) -> list:
     an applied operation is cloned with its rebuilt inputs, and a
     ``BernoulliRV`` / ``NormalRV`` (exact class, not a subclass) becomes the
     corresponding fast operation with the same properties (dtype, signature).
+    Under a linker that compiles random variables itself (Numba, PyTensor 3's
+    default) ``rng_fn`` is never called, so ``outputs`` are returned unchanged.
     """
     from pytensor.graph.traversal import toposort
+
+    from .compat import random_draws_call_rng_fn
+
+    if not random_draws_call_rng_fn():
+        return list(outputs)
 
     memo: dict[Any, Any] = {}
     for node in toposort(outputs):

@@ -56,10 +56,9 @@ _stats = {"hits": 0, "misses": 0}
 
 def _nbytes(idata: Any) -> int:
     """Bytes of the arrays of every group of ``idata`` (an estimate for the memory bound)."""
-    total = 0
-    for group in idata.groups():
-        total += int(getattr(idata[group], "nbytes", 0))
-    return total
+    from .compat import group, group_names
+
+    return sum(int(getattr(group(idata, name), "nbytes", 0)) for name in group_names(idata))
 
 
 def _evict() -> None:
@@ -129,8 +128,10 @@ def put(key: str, idata: Any, size: int | None = None) -> None:
 def key_of(idata: Any) -> str | None:
     """The cache key stored in ``idata.posterior.attrs`` (None when absent)."""
     try:
-        key = idata.posterior.attrs.get(KEY_ATTR)
-    except AttributeError:
+        from .compat import group_attrs
+
+        key = group_attrs(idata, "posterior").get(KEY_ATTR)
+    except (AttributeError, KeyError, TypeError):
         return None
     return key if isinstance(key, str) and key else None
 

@@ -121,8 +121,11 @@ class Query:
     def fingerprint(self) -> str:
         """A hash of what the query computes, stable across processes (hex sha256).
 
-        Covers the code of ``fn`` (its bytecode ``co_code``, constants and
-        referenced names, recursively through nested functions, closures,
+        Covers the code of ``fn`` (the syntax tree of its definition, read
+        from its source file and verified to be what the interpreter compiled
+        — :mod:`bayespriv.queries.source_code` —, or its bytecode when no
+        such source exists, e.g. code built by ``exec``), recursively through
+        nested functions, closures,
         default arguments, :func:`functools.partial` and callable objects'
         fields; arrays and pandas objects by their values; objects of
         installed libraries, such as a PyMC model, by their type only), the
@@ -131,8 +134,12 @@ class Query:
         ``output_names``, ready-made components (with their bounds) and
         declared column sensitivities. Lambdas are covered like any function.
         Source positions (file name, line numbers) are not: moving a script
-        keeps the fingerprint, editing what it computes changes it. Bytecode
-        differs between Python minor versions, and so does the fingerprint.
+        keeps the fingerprint, editing what it computes changes it. The same
+        source gives the same fingerprint on every supported Python version
+        (a calibration file survives an upgrade); a function known only by
+        its bytecode gives one valid on this Python minor version alone.
+        Files written before this scheme hold :func:`legacy_fingerprint`,
+        which :func:`fingerprint_matches` still accepts.
 
         A saved calibration stores it (:meth:`Calibration.to_netcdf`) so that
         :func:`~bayespriv.load_calibration` can refuse a different query.
@@ -381,6 +388,11 @@ _FINGERPRINT_NODES = 20_000
 _SIMPLE = (type(None), bool, int, float, complex, str, bytes)
 
 
+#: The fingerprint scheme: 2 reads a function's verified source (the same on every Python version);
+#: 1, the scheme of files written before it, read bytecode (valid on one Python minor version).
+FINGERPRINT_SCHEME = 2
+
+
 def query_fingerprint(query: Query) -> str:
     """Hex sha256 of what ``query`` computes (see :attr:`Query.fingerprint`).
 
@@ -391,13 +403,34 @@ def query_fingerprint(query: Query) -> str:
     Returns
     -------
     str
-        64 hexadecimal digits, equal in every process for the same code and settings.
+        64 hexadecimal digits, equal in every process and on every supported Python version for the
+        same source and settings.
     """
+    return _fingerprint(query, FINGERPRINT_SCHEME)
+
+
+def legacy_fingerprint(query: Query) -> str:
+    """The fingerprint of scheme 1 (bytecode), which calibration files and ledgers written before scheme 2 hold.
+
+    Equal to what those files recorded only on the Python minor version that wrote them.
+    """
+    return _fingerprint(query, 1)
+
+
+def fingerprint_matches(query: Query, fingerprint: str) -> bool:
+    """Whether ``fingerprint`` is ``query``'s, in the current scheme or in the legacy one (same Python only)."""
+    return fingerprint == query_fingerprint(query) or fingerprint == legacy_fingerprint(query)
+
+
+def _fingerprint(query: Query, scheme: int) -> str:
     if not isinstance(query, Query):
         raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
     import hashlib
 
-    return hashlib.sha256(_Canon().encode(query).encode("utf-8")).hexdigest()
+    text = _Canon(scheme).encode(query)
+    if scheme != 1:  # scheme 1 hashed the text alone; later schemes name themselves
+        text = f"bayespriv-fingerprint/{scheme};{text}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def complete_fingerprint(query: Query) -> str | None:
@@ -414,7 +447,7 @@ def complete_fingerprint(query: Query) -> str | None:
     """
     import hashlib
 
-    canon = _Canon()
+    canon = _Canon(FINGERPRINT_SCHEME)
     text = canon.encode(query)
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if canon.complete else None
 
@@ -423,7 +456,8 @@ class _Canon:
     """A canonical text of a callable and the data it closes over: no ids, no addresses, no
     hash-order (sets and mappings are sorted), no source positions."""
 
-    def __init__(self) -> None:
+    def __init__(self, scheme: int = FINGERPRINT_SCHEME) -> None:
+        self.scheme = scheme
         self._stack: set[int] = set()
         self._count = 0
         #: False once anything was cut off or covered by its type only (:func:`complete_fingerprint`).
@@ -510,6 +544,19 @@ class _Canon:
         return f"ndarray:{arr.dtype.str}:{arr.shape}:{hashlib.sha256(data.tobytes()).hexdigest()}"
 
     def _code(self, code: Any, depth: int) -> str:
+        """Scheme 2: the verified source's syntax tree, else the bytecode tagged with this Python's version."""
+        if self.scheme != 1:
+            import sys
+
+            from .source_code import canonical_source
+
+            source = canonical_source(code)
+            if source is not None:
+                return f"source({source})"
+            return f"bytecode-{sys.version_info[0]}.{sys.version_info[1]}:{self._bytecode(code, depth)}"
+        return self._bytecode(code, depth)
+
+    def _bytecode(self, code: Any, depth: int) -> str:
         return (f"code(co_code={code.co_code.hex()};consts=[{self._many(code.co_consts, depth)}];"
                 f"names={code.co_names!r};freevars={code.co_freevars!r})")
 

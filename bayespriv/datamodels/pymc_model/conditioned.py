@@ -197,8 +197,10 @@ def _intervene_on_draws(model, interventions: Mapping[str, Any], drawn: Mapping[
     are simultaneous: every intervention reads the original draws of all the W. Each W stays a free
     variable; its replacement is the deterministic ``do_W``.
     """
-    from pymc.model.fgraph import extract_dims, fgraph_from_model, model_deterministic, model_from_fgraph
+    from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
     from pymc.pytensorf import replace_vars_in_graphs, toposort_replace
+
+    from ..compat import deterministic_like
 
     names = list(interventions)
     clash = [f"do_{w}" for w in names if f"do_{w}" in model.named_vars]
@@ -209,7 +211,7 @@ def _intervene_on_draws(model, interventions: Mapping[str, Any], drawn: Mapping[
     replacements = []
     for w, expr in zip(names, exprs):
         target = memo[model[w]]
-        replacements.append((target, model_deterministic(expr.copy(name=f"do_{w}"), *extract_dims(target))))
+        replacements.append((target, deterministic_like(target, expr, f"do_{w}")))
     toposort_replace(fgraph, tuple(replacements))
     for w in names:  # the placeholders become the free variables' own draws
         fgraph.replace(drawn[w], memo[model[w]], import_missing=True)

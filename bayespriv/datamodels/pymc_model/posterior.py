@@ -87,10 +87,11 @@ class PosteriorRuns:
     def _usable_run(self, idata: Any, key: str, plan: _Plan) -> bool:
         """An MCMC run found under ``key`` is used only if it says it is that run and holds what is read from it."""
         from .._posterior_cache import key_of as cache_key_of
+        from ..compat import group, group_names
 
         try:
-            post = idata.posterior
-            if cache_key_of(idata) != key or "sample_stats" not in idata.groups():
+            post = group(idata, "posterior")
+            if cache_key_of(idata) != key or "sample_stats" not in group_names(idata):
                 return False
             json.loads(post.attrs[_FREE_ATTR])
             names = [plan.sources.get(name, name) for name in plan.pool]
@@ -101,12 +102,11 @@ class PosteriorRuns:
 
     def _sample_posterior(self, secret: Secret | None, plan: _Plan, seed: int) -> Any:
         """The InferenceData of :func:`pymc.sample` for ``secret``: from the posterior cache, or run and cached."""
-        import arviz as az
-
         from .._posterior_cache import KEY_ATTR, get as cache_get, put as cache_put
+        from ..compat import group_attrs, inference_data_types
 
         key = self._posterior_key(secret, plan, seed)
-        idata = cache_get(key, az.InferenceData)
+        idata = cache_get(key, inference_data_types())
         if idata is not None and self._usable_run(idata, key, plan):
             return idata
         pm = _pm()
@@ -121,8 +121,9 @@ class PosteriorRuns:
             )
         finally:
             logger.setLevel(level)
-        idata.posterior.attrs[KEY_ATTR] = key
-        idata.posterior.attrs[_FREE_ATTR] = json.dumps([v.name for v in m.free_RVs])
+        attrs = group_attrs(idata, "posterior")
+        attrs[KEY_ATTR] = key
+        attrs[_FREE_ATTR] = json.dumps([v.name for v in m.free_RVs])
         cache_put(key, idata)
         return idata
 
@@ -135,8 +136,10 @@ class PosteriorRuns:
         from a new run.
         """
         label = "no secret" if secret is None else secret.label
+        from ..compat import group
+
         idata = self._sample_posterior(secret, plan, seed)
-        post = idata.posterior
+        post = group(idata, "posterior")
         free = json.loads(post.attrs[_FREE_ATTR])
         total = self.chains * self.draws
         pool = {}
@@ -144,7 +147,7 @@ class PosteriorRuns:
             values = np.asarray(post[plan.sources.get(name, name)].values)
             pool[name] = values.reshape((total,) + values.shape[2:])
         r_hat, ess_bulk, ess_tail = self._convergence(idata, free)
-        divergences = int(idata.sample_stats["diverging"].values.sum()) if "diverging" in idata.sample_stats else 0
+        divergences = _divergences(idata)
         diag: dict[str, Any] = {
             "route": plan.route, "note": plan.note, "variables": free,
             "r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_tail_min": ess_tail,
@@ -197,7 +200,9 @@ class PosteriorRuns:
     def _convergence(idata, names: Sequence[str]) -> tuple[float, float, float]:
         import arviz as az
 
-        post = idata.posterior[list(names)]
+        from ..compat import group
+
+        post = group(idata, "posterior")[list(names)]
         r_hat = az.rhat(post)
         bulk = az.ess(post, method="bulk")
         tail = az.ess(post, method="tail")
@@ -223,3 +228,11 @@ class PosteriorRuns:
         tag = zlib.crc32(repr(secret).encode())
         seq = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (tag,))
         return int(seq.generate_state(1, np.uint32)[0])
+
+
+def _divergences(idata: Any) -> int:
+    """Divergent transitions of a run (0 when its sampler records none)."""
+    from ..compat import group
+
+    stats = group(idata, "sample_stats")
+    return int(stats["diverging"].values.sum()) if "diverging" in stats else 0

@@ -7,6 +7,15 @@ Regenerating them would defeat that purpose; run this script only to add a new k
 
     PYTHONPATH=<checkout> python tests/calibration/data/make_saved_calibrations.py
 
+Those files hold query fingerprints of scheme 1 (bytecode), which only their Python (3.11) can verify when the
+query has code of its own (the chain's and the quilt's lambdas). ``--python-version`` writes, under
+``saved/python-<major>.<minor>/``, the gaussian, chain and quilt files again with the running interpreter and
+the current scheme (the queries' verified source), and their ``expected.json``: the tests load every such
+folder under every Python, so a file written under 3.11 must verify and release under 3.12 and back. Run it
+once per supported interpreter (written at commit 3c1e0f5+ with Python 3.11.7 and 3.12.1)::
+
+    .venv/bin/python tests/calibration/data/make_saved_calibrations.py --python-version
+
 ``saved/expected.json`` holds what each file must give once loaded: SHA-256 digests of its arrays and of
 the noise covariance of mechanisms built on it, and their guarantees (floats as ``float.hex``) — or, where
 the file's draws cannot certify the request, the refusal and the draws it names. The arrays are the file's
@@ -125,6 +134,43 @@ def main() -> None:
     (HERE / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
 
 
+def version_folder() -> Path:
+    """``saved/python-<major>.<minor>`` of the running interpreter."""
+    import sys
+
+    return HERE / f"python-{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def write_version_files() -> None:
+    """The gaussian, chain and quilt files of the running Python, fingerprinted by the current scheme."""
+    import platform
+
+    warnings.filterwarnings("ignore")
+    import bayespriv as bp
+    from bayespriv.calibration import save_calibration
+    from bayespriv.calibration.quilts import calibrate_chain
+    from bayespriv.mechanisms import APMQM, MQM
+    from bayespriv.models import school
+
+    folder = version_folder()
+    folder.mkdir(exist_ok=True)
+    expected = {"generated": f"by make_saved_calibrations.py --python-version under Python {platform.python_version()}"}
+    model, pair, query = gaussian_setting()
+    cal = bp.calibrate(model, pair, query, n_draws=300, rng=3)
+    save_calibration(cal, folder / "gaussian.nc", seed=3, key=FIXTURE_KEY)
+    expected["gaussian"] = {**calibration_figures(cal), "fingerprint": query.fingerprint}
+    chains, query = chain_setting()
+    chain = calibrate_chain(chains, query, length=7)
+    save_calibration(chain, folder / "chain.nc", seed=None, key=FIXTURE_KEY)
+    expected["chain"] = {"influence": digest(chain.influence), "MQM": mechanism_figures(MQM(chain, epsilon=EPSILON)),
+                         "fingerprint": query.fingerprint}
+    quilt = school.calibration("tall")
+    save_calibration(quilt, folder / "quilt.nc", seed=5, key=FIXTURE_KEY)
+    expected["quilt"] = {**{f"APMQM@{eps}": mechanism_figures(APMQM(quilt, epsilon=eps)) for eps in (0.1, 1.0)},
+                         "fingerprint": school.QUERIES["tall"].fingerprint}
+    (folder / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+
+
 def rewrite_mechanisms() -> None:
     """Rewrite the mechanisms' entries of ``expected.json`` for the sampled files, after checking that every
     array digest of the files is unchanged (the files themselves are never rewritten)."""
@@ -142,4 +188,9 @@ def rewrite_mechanisms() -> None:
 if __name__ == "__main__":  # pytest imports this file for doctests: nothing runs then
     import sys
 
-    rewrite_mechanisms() if "--mechanisms" in sys.argv else main()
+    if "--mechanisms" in sys.argv:
+        rewrite_mechanisms()
+    elif "--python-version" in sys.argv:
+        write_version_files()
+    else:
+        main()
