@@ -12,6 +12,7 @@ import importlib.util
 import linecache
 import sys
 
+import numpy as np
 import pytest
 
 import bayespriv as bp
@@ -88,3 +89,49 @@ def test_the_current_and_the_legacy_scheme_differ_and_both_are_accepted(tmp_path
     assert query.fingerprint != legacy_fingerprint(query)
     assert fingerprint_matches(query, query.fingerprint) and fingerprint_matches(query, legacy_fingerprint(query))
     assert not fingerprint_matches(query, "0" * 64)
+
+
+STATE = '''
+import numpy as np
+WEIGHTS = {"x": 1.0, "y": 0.0}
+LONG = [0.0] * 1000
+
+class Scale:
+    def __init__(self, factor):
+        self.factor = factor
+
+SCALE = Scale(1.0)
+
+def f(t):
+    return (WEIGHTS["x"] * t["x"].mean(1) + WEIGHTS["y"] * t["y"].mean(1) + LONG[-1] + SCALE.factor)[:, None]
+'''
+
+
+@pytest.mark.parametrize("change", ["dict", "long list", "object"])
+def test_module_level_state_read_by_a_query_is_covered_by_its_value(tmp_path, change):
+    """Weights loaded at import and edited after calibration change the fingerprint, so the release is refused
+    (scheme 1 covered such names by their type only: the audit released with true ε 15.8 against 1)."""
+    from bayespriv.errors import ReleaseMismatchError
+
+    module, _ = _module(tmp_path, f"state_{change.replace(' ', '_')}", STATE)
+    query = bp.Query(module.f, ["x", "y"], "weighted")
+    sa, sb = bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 1.0)
+    cal = bp.Calibration.from_moments({sa: [0.0], sb: [1.0]}, {sa: [[1.0]], sb: [[1.0]]}, bp.SecretPair(sa, sb),
+                                      query, n_records=5)
+    mech = bp.mechanisms.APGM(cal, epsilon=1.0, delta=1e-3)
+    import pandas as pd
+
+    data = pd.DataFrame({"x": [0.0] * 5, "y": [1.0] * 5})
+    assert np.isfinite(mech.release(data).value).all()
+    before, old_scheme = query.fingerprint, legacy_fingerprint(query)
+    if change == "dict":
+        module.WEIGHTS["y"] = 50.0
+    elif change == "long list":
+        module.LONG[-1] = 1.0  # past what a node-by-node encoding of 1 000 items would have kept
+    else:
+        module.SCALE.factor = 2.0
+    assert query.fingerprint != before
+    if change != "long list":
+        assert legacy_fingerprint(query) == old_scheme  # the twin: the old scheme saw nothing
+    with pytest.raises(ReleaseMismatchError, match="its code, columns, name or bounds differ"):
+        mech.release(data)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._validation import fail
 from ..errors import ParameterTypeError, ValidationError
+from ..mechanisms.release_path import UNVERIFIED
 from .joint import DECLARED_INDEPENDENT
 
 
@@ -191,8 +192,10 @@ class _Request:
         assumptions = tuple(g.assumptions)
         if not composes_unconditionally(mechanism) and COMPOSITION_ASSUMPTION not in assumptions:
             assumptions += (COMPOSITION_ASSUMPTION,)
-        return cls(type(mechanism).__name__, eps, delta, g.confidence, assumptions,
-                   tuple(getattr(g, "failed_assumptions", ()) or ()),
+        failed = tuple(getattr(g, "failed_assumptions", ()) or ())
+        if UNVERIFIED in assumptions and UNVERIFIED not in failed:  # an opt-in release from a file that did not verify:
+            failed += (UNVERIFIED,)  # nothing vouches for its noise, so the row (and report()) says not established
+        return cls(type(mechanism).__name__, eps, delta, g.confidence, assumptions, failed,
                    tuple(getattr(g, "unchecked_assumptions", ()) or ()),
                    str(getattr(g, "theorem", "")), protected, tuple(getattr(mechanism, "variables", ()) or ()),
                    query, chash, content)

@@ -180,6 +180,8 @@ def _read_key_file(path: Path) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise SigningKeyError(f"key file {str(path)!r} must be a regular file")
+        if os.name == "posix":
+            _check_key_owner(path, info)
         if os.name == "posix" and info.st_mode & 0o077:
             raise SigningKeyError(
                 f"key file {str(path)!r} must be readable by its owner only (mode 0600); got mode "
@@ -190,6 +192,32 @@ def _read_key_file(path: Path) -> bytes:
     finally:
         os.close(fd)
     return _parse_hex(text, f"key file {str(path)!r}")
+
+
+def _check_key_owner(path: Path, info: os.stat_result) -> None:
+    """The key file must be the current user's, in a directory nobody else can write to (or own): whoever can
+    replace the key can sign forged calibration files."""
+    me = os.geteuid()
+    if info.st_uid != me:
+        raise SigningKeyError(
+            f"key file {str(path)!r} must be owned by the user running bayespriv (uid {me}); got uid {info.st_uid}. "
+            "Its owner can replace the key and forge calibration files: use a key file of your own "
+            "(BAYESPRIV_KEY_FILE), created by `bayespriv key`")
+    folder = path.parent
+    try:
+        where = os.stat(folder)
+    except OSError as exc:
+        raise SigningKeyError(f"the directory of the key file {str(path)!r} must be readable; got "
+                              f"{type(exc).__name__}: {exc}") from exc
+    if where.st_uid not in (me, 0):
+        raise SigningKeyError(
+            f"the directory of the key file {str(path)!r} must be owned by you (uid {me}) or root; got uid "
+            f"{where.st_uid}, who can replace the key: move the key file to a directory of your own")
+    if where.st_mode & 0o022:
+        raise SigningKeyError(
+            f"the directory of the key file {str(path)!r} must be writable by its owner only; got mode "
+            f"{stat.S_IMODE(where.st_mode):04o}, so others can replace the key and forge calibration files: run "
+            f"`chmod go-w {folder}` (and rotate the key with `bayespriv key --rotate` if it may have been replaced)")
 
 
 def _new_key_file(path: Path, key: bytes, *, replace: bool) -> None:

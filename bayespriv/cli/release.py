@@ -135,9 +135,12 @@ def _release_on(mech: Any, data: Any, ledger: Any, args: argparse.Namespace) -> 
         raise _ArgumentProblem("--data", str(exc), "release with more noise (a smaller --epsilon), or on other data",
                                code=1) from exc
     except JointAccountingError as exc:
-        raise _ArgumentProblem("--independent", str(exc), "pass --independent to declare the release independent of "
-                               "the earlier ones on this data (recorded), or --dataset-name if it is other data",
-                               code=1) from exc
+        raise _ArgumentProblem("--data", str(exc), "nothing was released or spent: this release and the earlier ones "
+                               "on the same data cannot be accounted together, so releasing it could reveal the "
+                               "secret. Calibrate the queries together (one stacked query) and release that, or "
+                               "release with more noise. --independent and --dataset-name are declarations, not "
+                               "ways around this refusal: they are recorded, and if the releases do read the same "
+                               "data the guarantee they state is false", code=1) from exc
     except BudgetExceededError as exc:
         protected = tuple(getattr(mech, "protected", ()) or ())
         name = shlex.quote(protected[0]) if len(protected) == 1 else "NAME"

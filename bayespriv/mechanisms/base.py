@@ -349,16 +349,21 @@ class Mechanism(abc.ABC):
         (:mod:`bayespriv.mechanisms.whole_dataset`)."""
         declared = type(self)._composition
         fixed = self.__dict__["_fixed"]
-        if declared != "joint" or fixed.query is None or getattr(fixed.query, "output_range", None) is not None:
+        if declared != "joint" or fixed.query is None:
             return declared
+        from ..queries.query import verified_range
         from .whole_dataset import gaussian_covers_box, laplace_covers_box
+
+        box = verified_range(fixed.query, fixed.records, fixed.k)  # a claimed range never makes releases summable
+        if box is None:
+            return declared
 
         gauss, lap = self.__dict__.get("_gaussian_cov"), self.__dict__.get("_laplace")
         if gauss is not None and lap is None and self.delta > 0:
             radius = gaussian_radius(self.epsilon, self._noise_delta, "analytic")
-            covered = gaussian_covers_box(gauss, fixed.valid_range, radius)
+            covered = gaussian_covers_box(gauss, box, radius)
         elif lap is not None and gauss is None:
-            covered = laplace_covers_box(lap[0], lap[1], fixed.valid_range, self.epsilon)
+            covered = laplace_covers_box(lap[0], lap[1], box, self.epsilon)
         else:
             covered = False
         return "dataset_dp" if covered else declared
@@ -655,6 +660,8 @@ class Mechanism(abc.ABC):
             )
         check_ledger(ledger)
         check_release_rng(rng)
+        if dataset_name is not None and (not isinstance(dataset_name, str) or not dataset_name.strip()):
+            raise fail("dataset_name", "None or a non-empty string naming the data the release reads", dataset_name)
         fingerprint = fixed.query_fingerprint
         if fingerprint is not None:  # the query's code or state changed since calibration
             check_query(query, fingerprint)

@@ -14,6 +14,9 @@ from .relaxation import SampledMomentMechanism
 
 __all__ = ["GroupDP"]
 
+#: The assumption a GroupDP with fewer than all records fails: that the secrets change at most group_size records.
+GROUP_COVERS_SECRET = "group_covers_secret"
+
 
 class GroupDP(SampledMomentMechanism):
     """Laplace or Gaussian mechanism of differential privacy for groups of
@@ -37,6 +40,13 @@ class GroupDP(SampledMomentMechanism):
 
     ``noise=None`` (default) is Laplace when ``delta`` is 0 and Gaussian when a
     δ > 0 is given.
+
+    A ``group_size`` below ``n_records`` gives the noise of record- or
+    group-level DP, a baseline to compare with, but no guarantee for the
+    calibration's secrets: a share or a mean over the dataset, or a parameter
+    of the distribution, can change every record. Its guarantee fails the
+    assumption ``group_covers_secret`` (not established): ``release`` refuses
+    without ``accept_failed_assumptions=True``.
     """
 
     #: Differential privacy: sequential composition is a theorem (the ledger adds its charges).
@@ -74,4 +84,7 @@ class GroupDP(SampledMomentMechanism):
         theorem = f"group DP, group of {self.group_size} of {self.n_records} records (Dwork & Roth 2014)"
         # Only n_records and the query come from the calibration; a file that did not verify still says so.
         unverified = tuple(a for a in self.calibration.assumptions if a == "unverified_calibration")
-        return Guarantee(self.epsilon, delta, 1.0, unverified, theorem)
+        # Every secret bayespriv knows (a share or a mean over the dataset, a distribution parameter) can change all
+        # n records: groups of fewer cover no secret pair, so the guarantee is not established for the secrets.
+        failed = (GROUP_COVERS_SECRET,) if self.group_size < self.n_records else ()
+        return Guarantee(self.epsilon, delta, 1.0, unverified + failed, theorem, failed_assumptions=failed)

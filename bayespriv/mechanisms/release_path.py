@@ -201,6 +201,10 @@ def _remedies(mechanism: Any, guarantee: Guarantee) -> str:
     if any(a in guarantee.failed_assumptions for a in ("gaussian_query", "translation", "equal_covariance")):
         out.append("use mechanism.relaxed(eta) (Theorem 4.6) or mechanism.with_extra_laplace(lam) (Theorem 4.7), "
                    "or APGMnG")
+    if "group_covers_secret" in guarantee.failed_assumptions:
+        out.append("use GroupDP's default group_size (all n_records): the secrets (a share or a mean over the "
+                   "dataset, a distribution parameter) can change every record")
+        return "; ".join(out)
     out.append("calibrate again with more draws if the failure may be a fluke")
     return "; ".join(out)
 

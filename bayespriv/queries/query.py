@@ -129,8 +129,9 @@ class Query:
         default arguments, :func:`functools.partial` and callable objects'
         fields; arrays and pandas objects by their values; objects of
         installed libraries, such as a PyMC model, by their type only), the
-        simple module-level values and same-module functions it refers to by
-        name, and the query's ``columns``, ``name``,
+        values of the module-level names it reads (dicts, lists, objects and
+        functions by their contents; modules and installed libraries'
+        functions by name), and the query's ``columns``, ``name``,
         ``output_names``, ready-made components (with their bounds) and
         declared column sensitivities. Lambdas are covered like any function.
         Source positions (file name, line numbers) are not: moving a script
@@ -360,6 +361,36 @@ def _knows_k(query: Query) -> bool:
     return isinstance(query.fn, _Concatenated) and all(_knows_k(q) for q in query.fn.queries)
 
 
+def verified_range(query: Query, n_records: int | None, k: int | None = None) -> np.ndarray | None:
+    """:meth:`Query.valid_range` when it follows from what the query computes, else None.
+
+    A range is a fact, not a claim, only for the library's own additive queries (the library's evaluator of
+    exactly those components, each a per-record function of the library's with its own bounds: counts,
+    proportions, clipped means) and for stacks of such queries. A declared ``output_range``, components
+    beside a function of the user's, or a per-record function of the user's declaring ``bounds`` are
+    claims: the range is not used where it would weaken a guarantee (the whole-dataset condition of
+    :mod:`bayespriv.mechanisms.whole_dataset`).
+    """
+    from .components import _AdditiveFn
+
+    if query.output_range is not None:
+        return None
+    if isinstance(query.fn, _Concatenated):
+        parts = [verified_range(q, n_records) for q in query.fn.queries]
+        if any(part is None for part in parts):
+            return None
+        out = np.concatenate(parts, axis=0)
+        return out if k is None or out.shape[0] == k else None
+    own = isinstance(query.fn, _AdditiveFn) and tuple(query.fn.components) == tuple(query.components or ())
+    if not own or not all(_library_object(c.h) for c in query.fn.components):
+        return None
+    return query.valid_range(n_records, k=k)
+
+
+def _library_object(obj: Any) -> bool:
+    return (getattr(type(obj), "__module__", "") or "").split(".")[0] == "bayespriv"
+
+
 def _component_range(component: Component, n: int | None) -> tuple[float, float]:
     """[low, high] of ``scale * sum_r h(x_r)`` from the per-record range of ``h`` (its ``bounds``)."""
     lo, hi = getattr(component.h, "bounds", (-np.inf, np.inf))
@@ -525,6 +556,8 @@ class _Canon:
         if isinstance(obj, (set, frozenset)):
             return "set{" + ",".join(sorted(self.encode(v, depth) for v in obj)) + "}"
         if isinstance(obj, (tuple, list)):
+            if self.scheme != 1 and len(obj) > 64 and all(isinstance(v, _SIMPLE) for v in obj):
+                return f"{type(obj).__name__}#{_digest(obj)}"  # one node: a long list is never cut off
             return f"{type(obj).__name__}[{self._many(obj, depth)}]"
         if dataclasses.is_dataclass(obj):
             fields = ";".join(f"{f.name}={self.encode(getattr(obj, f.name), depth)}" for f in dataclasses.fields(obj))
@@ -567,11 +600,19 @@ class _Canon:
                 f"globals={self._globals(fn, depth)})")
 
     def _globals(self, fn: Any, depth: int) -> str:
-        """Module-level names the code reads: simple values, arrays, modules, and the functions and
-        classes of the same module, recursively (a script's constants and helpers); other objects
-        by their type only."""
+        """Module-level names the code reads.
+
+        Scheme 2: every value by its contents (dicts, lists, a user's objects and functions from any
+        module, recursively — weights loaded from a file and changed later change the fingerprint);
+        modules, and functions and classes of installed libraries, by their name (their code belongs
+        to the library's version, not to the query). Scheme 1 (files written before it): simple
+        values, arrays, modules, and the functions and classes of the same module; other objects by
+        their type only.
+        """
         names = sorted(_code_names(fn.__code__))
         scope = getattr(fn, "__globals__", {})
+        if self.scheme != 1:
+            return "{" + ",".join(self._global_value(name, scope[name], depth) for name in names if name in scope) + "}"
         out = []
         for name in names:
             if name not in scope:
@@ -587,6 +628,17 @@ class _Canon:
                 out.append(self._partial(f"{name}:{_qualname(type(value))}"))
         return "{" + ",".join(out) + "}"
 
+    def _global_value(self, name: str, value: Any, depth: int) -> str:
+        import types
+
+        if isinstance(value, types.ModuleType):
+            return self._partial(f"{name}=module:{value.__name__}")
+        library_code = isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, np.ufunc))
+        if library_code and _installed_library(value):
+            return self._partial(f"{name}=library:{getattr(value, '__module__', None)}."
+                                 f"{getattr(value, '__qualname__', getattr(value, '__name__', '?'))}")
+        return f"{name}={self.encode(value, depth)}"
+
     def _call_code(self, obj: Any, depth: int) -> str:
         """The code of a callable object's ``__call__`` unless it is the library's own (whose
         version is recorded apart): a user's callable class is code like a function."""
@@ -595,6 +647,16 @@ class _Canon:
         if call is None or module.split(".")[0] == "bayespriv" or not hasattr(call, "__code__"):
             return ""
         return f"call={self.encode(call, depth)}"
+
+
+def _digest(values: Sequence[Any]) -> str:
+    """sha256 of simple values' types and reprs, in order."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for v in values:
+        h.update(f"{type(v).__name__}:{v!r}\x00".encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def _qualname(cls: type) -> str:

@@ -383,3 +383,15 @@ def test_a_file_replaced_under_an_open_connection_is_refused(ledger, tmp_path):
             ledger.charge(workers.FixedMechanism(workers.FixedGuarantee(0.25)))
     assert Ledger(moved).spent("income") == (0.01, 0.0)
     assert Ledger(ledger.path).spent("income") == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("name", ["", "   ", 3])
+def test_an_empty_dataset_name_is_refused_naming_dataset_name_and_spends_nothing(ledger, name):
+    s1, s2 = bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 1.0)
+    cal = bp.Calibration.from_moments({s1: [0.0], s2: [1.0]}, {s1: [[1.0]], s2: [[1.0]]}, bp.SecretPair(s1, s2),
+                                      bp.mean("x"), n_records=4)
+    mech = bp.mechanisms.APGM(cal, epsilon=0.5, delta=1e-3)
+    ledger.set_budget("x", 5.0, delta=1e-2)
+    with pytest.raises(bp.ValidationError, match=r"dataset_name must be None or a non-empty string"):
+        mech.release(pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0]}), ledger=ledger, dataset_name=name)
+    assert ledger.spent("x") == (0.0, 0.0)

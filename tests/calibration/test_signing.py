@@ -98,6 +98,33 @@ def test_a_key_file_others_can_read_is_refused(own_key):
         signing.load_key()
 
 
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o702])
+def test_a_key_in_a_directory_others_can_write_is_refused(own_key, mode):
+    """Whoever can write the key's directory can replace the key (and sign forged files): refused, with the fix."""
+    signing.load_key(create=True)
+    own_key.parent.chmod(mode)
+    try:
+        with pytest.raises(SigningKeyError, match=rf"writable by its owner only; got mode {mode:04o}.*chmod go-w"):
+            signing.load_key()
+    finally:
+        own_key.parent.chmod(0o700)
+    assert len(signing.load_key()) >= 32  # the twin: the same key in a private directory is read
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_key_file_owned_by_another_user_is_refused(own_key):
+    signing.load_key(create=True)
+    os.chown(own_key, 4242, -1)
+    with pytest.raises(SigningKeyError, match=r"must be owned by the user running bayespriv \(uid 0\); got uid 4242"):
+        signing.load_key()
+    os.chown(own_key, 0, -1)
+    os.chown(own_key.parent, 4242, -1)
+    with pytest.raises(SigningKeyError, match=r"directory .* must be owned by you \(uid 0\) or root; got uid 4242"):
+        signing.load_key()
+    os.chown(own_key.parent, 0, -1)
+    assert len(signing.load_key()) >= 32
+
+
 def test_rotation_keeps_nothing_old_files_stop_verifying_naming_both_keys(own_key, tmp_path):
     path = _calibration().to_netcdf(tmp_path / "cal.nc")
     old = signing.key_fingerprint()
@@ -385,6 +412,9 @@ def test_unverified_releases_need_the_opt_in_and_say_so(tmp_path):
     assert UNVERIFIED in release.guarantee.assumptions and release.verified is False
     assert "UNVERIFIED calibration" in repr(release) and "UNVERIFIED calibration" in release._repr_html_()
     assert ledger.spent("x")[0] == 1.0
+    row = ledger.releases().iloc[-1]  # the ledger does not call it established either, and report() counts it
+    assert not row["established"] and UNVERIFIED in row["failed_assumptions"]
+    assert ledger.report().loc["x", "not established"] == 1
     verified = APGM(load_calibration(_calibration(n_draws=20_000).to_netcdf(tmp_path / "own.nc"), query=_query()),
                     epsilon=1.0, delta=1e-3).release(_data())
     assert verified.verified and "UNVERIFIED" not in repr(verified)

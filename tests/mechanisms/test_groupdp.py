@@ -151,3 +151,17 @@ def test_group_size_larger_than_n_refused(group_size):
 def test_group_size_invalid(group_size, error):
     with pytest.raises(error, match="group_size"):
         GroupDP(make_calibration(), epsilon=1.0, noise="laplace", group_size=group_size)
+
+
+def test_a_group_smaller_than_the_dataset_covers_no_secret_and_is_refused():
+    """The audit's attack: group_size=1 against a secret on mean(x) said "(1, 0) established" with Laplace scale
+    0.02 (a likelihood-ratio test right every time). A share or a mean over the dataset can change all n records:
+    the guarantee fails group_covers_secret and a release is refused, naming the remedy and spending nothing."""
+    import pandas as pd
+
+    mech = GroupDP(make_calibration(), epsilon=1.0, noise="laplace", group_size=1)
+    assert not mech.guarantee.established and mech.guarantee.failed_assumptions == ("group_covers_secret",)
+    data = pd.DataFrame({"age": np.full(N, 30.0), "income": np.full(N, 50.0)})
+    with pytest.raises(bp.AssumptionFailedError, match="group_covers_secret.*default group_size"):
+        mech.release(data)
+    assert GroupDP(make_calibration(), epsilon=1.0, noise="laplace").guarantee.established  # the twin: g = n holds

@@ -103,3 +103,34 @@ def test_a_declared_output_range_is_not_trusted():
     q = bp.Query(lambda b: b["x"].mean(axis=1)[:, None], ["x"], "mean_x", output_names=["mean_x"],
                  output_range=[(0.0, 1.0)])
     assert _apgm(q, 1.05).composition == "joint"
+
+
+def _claims() -> dict[str, bp.Query]:
+    """Queries whose range [0, 1] is claimed, not computed (the audit's attacks): the true range is wider."""
+    wide = lambda b: b["x"].mean(axis=1)[:, None]  # noqa: E731 - any value of x
+    claimed = bp.Query(wide, ["x"], "claimed", output_names=["claimed"], output_range=[(0.0, 1.0)])
+
+    class Bounded:  # a per-record function of the user's that only says it is bounded
+        bounds = (0.0, 1.0)
+
+        def __call__(self, b):
+            return b["x"]
+
+    own = bp.mean("x", bounds=(0.0, 1.0)).components[0]
+    return {
+        "stack of a claimed range": bp.stack(claimed),
+        "components beside another function": bp.Query(wide, ["x"], "hand", output_names=["hand"],
+                                                       components=bp.mean("x", bounds=(0.0, 1.0)).components),
+        "a user's bounded per-record function": bp.Query(
+            bp.queries.components._AdditiveFn((type(own)(**{**own.__dict__, "h": Bounded()}),)), ["x"], "user",
+            output_names=["user"], components=(type(own)(**{**own.__dict__, "h": Bounded()}),)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_claims()))
+def test_a_claimed_range_never_makes_releases_summable(name):
+    """Counted as dataset_dp on a false claim, two releases were summed where their joint ε is far larger (attack
+    accuracy 0.998 against 0.881 allowed). A range that does not follow from the library's own computation is not
+    used: the mechanism composes jointly. The twin: the library's own stack of bounded means is dataset_dp."""
+    assert _apgm(_claims()[name], 1.05).composition == "joint"
+    assert _apgm(bp.stack(bp.mean("x", bounds=(0.0, 1.0))), 1.05).composition == "dataset_dp"
