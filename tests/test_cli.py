@@ -111,6 +111,7 @@ def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, caps
     assert first["guarantee"]["epsilon"] == 1.0 and first["guarantee"]["delta"] == 1e-3
     assert first["established"] is True and first["seeded"] is False and first["ledger_id"] == 1
     assert first["protected"] == ["salary"] and first["query_fingerprint"] == query.fingerprint
+    assert first["pairs"] == ["mean(salary)=55 vs mean(salary)=65"]
 
     # Releases of the same query on the same table are accounted together: each costs the increase of their
     # joint ε (less than 1), until one would exceed the budget of 1.5: refused (exit 1), nothing spent.
@@ -424,3 +425,20 @@ def test_release_text_prints_a_scalar_with_its_noise_sd(scalar_workdir, capsys):
     first = capsys.readouterr().out.splitlines()[0]
     assert re.fullmatch(r"mean\(score\) = -?\d+\.\d+ ± \d+(\.\d+)? \(sd\)    95% noise interval \[\S+, \S+\]", first), first
     assert "[" not in first.split("=")[1].split("noise interval")[0]
+
+
+def test_a_script_with_other_pairs_is_refused_and_nothing_is_spent(workdir, tmp_path, capsys):
+    """The audit's attack: a valid file calibrated for one pair released under a script of another pair got the
+    file's (smaller) noise. The script's pairs must be the file's; the twin with the file's own script releases."""
+    import bayespriv as bp
+
+    script = (workdir / "script.py").read_text().replace('mean("salary", 55.0)', 'mean("salary", 50.0)')
+    assert script != (workdir / "script.py").read_text()
+    (tmp_path / "other.py").write_text(script)
+    argv = ["release", str(workdir / "cal.nc"), "--mechanism", "APGM", "--epsilon", "1", "--delta", "1e-3",
+            "--data", str(workdir / "payroll.csv"), "--ledger", str(tmp_path / "l.sqlite"), "--budget", "salary=5,1e-2"]
+    assert main(argv + ["--script", str(tmp_path / "other.py")]) == 2
+    err = capsys.readouterr().err
+    assert "--script" in err and "must be the pairs" in err and "mean(salary)=50 vs mean(salary)=65" in err
+    assert not (tmp_path / "l.sqlite").exists() or bp.Ledger(tmp_path / "l.sqlite").spent("salary") == (0.0, 0.0)
+    assert main(argv + ["--script", str(workdir / "script.py")]) == 0

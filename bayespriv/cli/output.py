@@ -6,14 +6,15 @@ import argparse
 from typing import Any
 
 
-def _release_json(release: Any, args: argparse.Namespace, query: Any) -> str:
+def _release_json(release: Any, args: argparse.Namespace, query: Any, pairs: Any = ()) -> str:
     """The release as JSON (``Release.to_dict``, which ``Release.from_dict`` reads back), with the query's
-    fingerprint and the calibration file."""
+    fingerprint, the calibration file and the labels of the secret pairs it protects."""
     import json
 
     out = release.to_dict(level=args.level)
     out["query_fingerprint"] = query.fingerprint
     out["calibration"] = str(args.calibration)
+    out["pairs"] = list(pairs)  # the secret pairs the noise hides (the file's)
     return json.dumps(out, indent=2, ensure_ascii=False)
 
 
