@@ -428,7 +428,7 @@ def test_release_text_prints_a_scalar_with_its_noise_sd(scalar_workdir, capsys):
 
 
 def test_a_script_with_other_pairs_is_refused_and_nothing_is_spent(workdir, tmp_path, capsys):
-    """The audit's attack: a valid file calibrated for one pair released under a script of another pair got the
+    """The attack: a valid file calibrated for one pair, released under a script of another pair, would get the
     file's (smaller) noise. The script's pairs must be the file's; the twin with the file's own script releases."""
     import bayespriv as bp
 

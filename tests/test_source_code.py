@@ -110,7 +110,7 @@ def f(t):
 @pytest.mark.parametrize("change", ["dict", "long list", "object"])
 def test_module_level_state_read_by_a_query_is_covered_by_its_value(tmp_path, change):
     """Weights loaded at import and edited after calibration change the fingerprint, so the release is refused
-    (scheme 1 covered such names by their type only: the audit released with true ε 15.8 against 1)."""
+    (scheme 1 covered such names by their type only: such an edit could release with a true ε of 15.8 against 1)."""
     from bayespriv.errors import ReleaseMismatchError
 
     module, _ = _module(tmp_path, f"state_{change.replace(' ', '_')}", STATE)

@@ -21,7 +21,7 @@ from .checks import (
     _numeric_output,
     batch_from_frame,
 )
-from .components import Batch, Component, Indicator, _Equals, _Indicator
+from .components import Batch, Component, Indicator, _AdditiveFn, _Equals, _Indicator
 
 __all__ = ["Query", "query_fingerprint", "complete_fingerprint"]
 
@@ -371,8 +371,6 @@ def verified_range(query: Query, n_records: int | None, k: int | None = None) ->
     claims: the range is not used where it would weaken a guarantee (the whole-dataset condition of
     :mod:`bayespriv.mechanisms.whole_dataset`).
     """
-    from .components import _AdditiveFn
-
     if query.output_range is not None:
         return None
     if isinstance(query.fn, _Concatenated):

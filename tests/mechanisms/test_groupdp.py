@@ -154,8 +154,8 @@ def test_group_size_invalid(group_size, error):
 
 
 def test_a_group_smaller_than_the_dataset_covers_no_secret_and_is_refused():
-    """The audit's attack: group_size=1 against a secret on mean(x) said "(1, 0) established" with Laplace scale
-    0.02 (a likelihood-ratio test right every time). A share or a mean over the dataset can change all n records:
+    """The attack: group_size=1 against a secret on mean(x) would state "(1, 0)" with Laplace scale 0.02, which a
+    likelihood-ratio test sees through every time. A share or a mean over the dataset can change all n records:
     the guarantee fails group_covers_secret and a release is refused, naming the remedy and spending nothing."""
     import pandas as pd
 

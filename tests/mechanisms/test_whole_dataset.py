@@ -106,7 +106,8 @@ def test_a_declared_output_range_is_not_trusted():
 
 
 def _claims() -> dict[str, bp.Query]:
-    """Queries whose range [0, 1] is claimed, not computed (the audit's attacks): the true range is wider."""
+    """Queries whose range [0, 1] is claimed, not computed (attacks on the whole-dataset condition): the
+    true range is wider."""
     wide = lambda b: b["x"].mean(axis=1)[:, None]  # noqa: E731 - any value of x
     claimed = bp.Query(wide, ["x"], "claimed", output_names=["claimed"], output_range=[(0.0, 1.0)])
 
