@@ -26,8 +26,8 @@ Query: the average weight (its exact sensitivity is 2 · 30/9 = 20/3).
 """
 
 from . import accounting, audit, diagnostics, mechanisms
-from .accounting import (JointGaussian, Ledger, SubsetCountMechanism, VariableRelease, epsilon_on, epsilon_table,
-                         subset_count_table)
+from .accounting import (JointGaussian, Ledger, Session, SubsetCountMechanism, VariableRelease, epsilon_on,
+                         epsilon_table, subset_count_table)
 from .calibration import (
     Calibration,
     MarkovChain,
@@ -76,6 +76,7 @@ __all__ = [
     "diagnostics",
     "mechanisms",
     "Ledger",
+    "Session",
     "JointGaussian",
     "VariableRelease",
     "epsilon_on",

@@ -442,3 +442,45 @@ def test_a_script_with_other_pairs_is_refused_and_nothing_is_spent(workdir, tmp_
     assert "--script" in err and "must be the pairs" in err and "mean(salary)=50 vs mean(salary)=65" in err
     assert not (tmp_path / "l.sqlite").exists() or bp.Ledger(tmp_path / "l.sqlite").spent("salary") == (0.0, 0.0)
     assert main(argv + ["--script", str(workdir / "script.py")]) == 0
+
+
+@pytest.mark.parametrize("edit, named", [
+    (("[12.0, 16.0, 0.5],", "[12.0, 25.0, 0.5],"), "other parameters"),  # a covariance entry: the digest
+    (("N_RECORDS = 40", "N_RECORDS = 39"), "n_records"),
+])
+def test_a_script_with_another_model_is_refused_and_nothing_is_spent(edit, named, workdir, tmp_path, capsys):
+    """The file's noise hides the pairs under the model it was calibrated with; a script whose model differs (its
+    parameters, or its records) is refused before any ledger is opened, naming the difference."""
+    text = (workdir / "script.py").read_text()
+    assert edit[0] in text
+    (tmp_path / "other.py").write_text(text.replace(edit[0], edit[1]))
+    argv = ["release", str(workdir / "cal.nc"), "--mechanism", "APGM", "--epsilon", "1", "--delta", "1e-3",
+            "--data", str(workdir / "payroll.csv"), "--ledger", str(tmp_path / "l.sqlite"), "--budget", "salary=5,1e-2"]
+    capsys.readouterr()
+    assert main(argv + ["--script", str(tmp_path / "other.py")]) == 2
+    err = capsys.readouterr().err
+    assert "--script" in err and "must be the one" in err and named in err and "nothing was released" in err
+    assert not (tmp_path / "l.sqlite").exists()
+
+
+def test_a_copy_of_the_data_with_an_added_column_is_accounted_with_the_first_release(workdir, tmp_path, capsys):
+    """From the shell: a second query released on a copy of payroll.csv with one added column reads the same
+    protected data; the ledger accounts it with the first (refused: the files carry no model to form the joint
+    law), where a ledger keyed by the file's bytes granted it."""
+    script = (workdir / "script.py").read_text().replace('query = bp.stack(bp.mean("years"), bp.mean("score"))',
+                                                        'query = bp.mean("years")')
+    (tmp_path / "years.py").write_text(script)
+    assert main(["calibrate", str(tmp_path / "years.py"), "--out", str(tmp_path / "years.nc"), "--draws", "20000",
+                 "--seed", "3"]) == 0
+    pd.read_csv(workdir / "payroll.csv").assign(extra=1.0).to_csv(tmp_path / "copy.csv", index=False)
+    common = ["--mechanism", "APGM", "--epsilon", "1", "--delta", "1e-3", "--ledger", str(tmp_path / "l.sqlite")]
+    assert main(["release", str(workdir / "cal.nc"), "--script", str(workdir / "script.py"), "--data",
+                 str(workdir / "payroll.csv"), "--budget", "salary=5,1e-2"] + common) == 0
+    capsys.readouterr()
+    assert main(["release", str(tmp_path / "years.nc"), "--script", str(tmp_path / "years.py"), "--data",
+                 str(tmp_path / "copy.csv")] + common) == 1
+    err = capsys.readouterr().err
+    assert "cannot be formed" in err and "not ways around this refusal" in err
+    import bayespriv as bp
+
+    assert bp.Ledger(tmp_path / "l.sqlite").spent("salary") == pytest.approx((1.0, 1e-3))

@@ -2,6 +2,8 @@
 
 * :class:`Ledger` — privacy budgets per protected attribute in SQLite; check-and-spend is atomic;
   ``void`` refunds a release that never happened; file problems raise ``LedgerError``.
+* :class:`Session` — one protected dataset, one account: releases computed on the session's copy of the
+  table and accounted together on the ledger (what "the same data" means: :mod:`.session`).
 * :func:`subset_count_table` — counts ε-private on a protected variable with exact public margins
   (Tan, *Privacy on a subset of dataset variables*, Algorithm 1).
 * :func:`epsilon_on`, :func:`epsilon_table` — ε on each subset of variables (Propositions 3.3–3.5).
@@ -17,6 +19,7 @@ from .epsilon import VariableRelease, as_variable_release, epsilon_on, epsilon_t
 from .joint import COMPOSITIONS, JointAccountingError, JointLeakError
 from .ledger import COMPOSITION_ASSUMPTION, MAX_BUDGET_EPSILON, Charge, Ledger, calibration_hash, composes_unconditionally
 from .plan import ReleasePlan, plan_releases
+from .session import Session
 from .subset import (
     SubsetCountMechanism,
     cell_variance,
@@ -30,6 +33,7 @@ from .subset import (
 
 __all__ = [
     "Ledger",
+    "Session",
     "Charge",
     "calibration_hash",
     "composes_unconditionally",

@@ -448,6 +448,21 @@ class JointGaussian:
 
     # -- what the ledger reads ------------------------------------------------------------------------------
     @property
+    def composition(self) -> str:
+        """``"joint"``: one joint release of the stacked query; the ledger accounts it jointly with every earlier
+        release on the same data, and every later one with it (:mod:`bayespriv.accounting.joint`)."""
+        return "joint"
+
+    @property
+    def noise(self) -> str:
+        """``"gaussian"``: the stacked noise is Gaussian (:attr:`noise_cov`)."""
+        return "gaussian"
+
+    def _noise_covariance(self) -> np.ndarray:
+        """A copy of the stacked noise covariance (what the ledger records for joint accounting)."""
+        return np.array(self._laws.noise_cov, dtype=float)
+
+    @property
     def protected(self) -> tuple[str, ...]:
         """Attributes protected by any of the mechanisms (the ledger charges these budgets once)."""
         return tuple(dict.fromkeys(a for m in self.mechanisms for a in m.protected))
@@ -499,13 +514,17 @@ class JointGaussian:
 
     # -- release ----------------------------------------------------------------------------------------------
     def release_values(self, answers: Sequence[Any], *, rng: RNGLike = None, ledger: Any = None,
-                       accept_failed_assumptions: bool = False) -> tuple[Release, ...]:
+                       accept_failed_assumptions: bool = False, dataset: str | None = None,
+                       independent: bool = False) -> tuple[Release, ...]:
         """Release every mechanism's value, charging the ledger once with the joint (ε, δ).
 
         Stages: check the answers and the joint premise (nothing spent on failure); charge the
-        ledger once; draw each mechanism's noise (independent child seeds when ``rng`` is given);
-        on any failure after the charge, void the ledger row and re-raise. Each returned
-        :class:`Release` carries the *joint* guarantee and the ledger row id.
+        ledger once — as one ``"joint"`` release of the stacked query, accounted with every earlier
+        release on ``dataset`` (None: the ledger's default account; a name or ``independent=True`` is a
+        recorded declaration, as in :meth:`Mechanism.release <bayespriv.mechanisms.Mechanism.release>`);
+        draw each mechanism's noise (independent child seeds when ``rng`` is given); on any failure
+        after the charge, void the ledger row and re-raise. Each returned :class:`Release` carries the
+        *joint* guarantee and the ledger row id.
         """
         values = self._check_answers(answers)
         g = self.guarantee
@@ -514,7 +533,8 @@ class JointGaussian:
                 f"the joint guarantee assumes {', '.join(g.failed_assumptions)}, which failed its check on the stacked "
                 "calibration's samples; use covariance='unequal', more draws, or accept_failed_assumptions=True")
         seeds = [None] * len(values) if rng is None else spawn_seeds(rng, len(values))
-        charge = ledger.charge(self, seeded=rng is not None) if ledger is not None else None
+        charge = (ledger.charge(self, seeded=rng is not None, dataset=dataset, independent=independent)
+                  if ledger is not None else None)
         try:
             out = tuple(self._release_one(m, v, s, getattr(charge, "release_id", None))
                         for m, v, s in zip(self.mechanisms, values, seeds))
@@ -525,8 +545,10 @@ class JointGaussian:
         return out
 
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: Any = None,
-                accept_failed_assumptions: bool = False) -> tuple[Release, ...]:
-        """Compute each mechanism's query on ``dataset`` and release them all (see :meth:`release_values`)."""
+                accept_failed_assumptions: bool = False, dataset_name: str | None = None,
+                independent: bool = False) -> tuple[Release, ...]:
+        """Compute each mechanism's query on ``dataset`` and release them all (see :meth:`release_values`;
+        ``dataset_name`` is its ``dataset``)."""
         answers = []
         for m in self.mechanisms:
             q = m.calibration.query
@@ -534,7 +556,8 @@ class JointGaussian:
                 raise ValidationError(f"release needs calibrations with a query; {type(m).__name__}'s has none. "
                                       "Use release_values(answers)")
             answers.append(q(dataset))
-        return self.release_values(answers, rng=rng, ledger=ledger, accept_failed_assumptions=accept_failed_assumptions)
+        return self.release_values(answers, rng=rng, ledger=ledger, accept_failed_assumptions=accept_failed_assumptions,
+                                   dataset=dataset_name, independent=independent)
 
     def _check_answers(self, answers: Any) -> list[np.ndarray]:
         if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence) or len(answers) != len(self.mechanisms):

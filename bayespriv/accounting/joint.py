@@ -67,16 +67,16 @@ from scipy.linalg import block_diag
 from ..calibration.laws import Condition, FiniteLaw, GaussianLaw, SampledLaw, conditions_of
 from ..errors import BudgetExceededError, ValidationError
 from ..mechanisms.accountant import GaussianNoise, LaplaceNoise, account
-from ..mechanisms.release_path import dataset_key
 
 __all__ = [
+    "ADDS_TO_ANY",
     "COMPOSITIONS",
     "DECLARED_INDEPENDENT",
     "JointAccountingError",
     "JointLeakError",
     "PriorRelease",
     "JointResult",
-    "dataset_key",
+    "composes_with",
     "joint_guarantee",
     "MAX_JOINT_EPSILON",
 ]
@@ -94,6 +94,26 @@ COMPOSITIONS: Mapping[str, str] = {
 }
 #: The assumption recorded on a row whose release the caller declared independent of the others.
 DECLARED_INDEPENDENT = "declared_independent"
+#: How a release composes when its charge adds to that of *any* other release on the same data: differential
+#: privacy for every change of the dataset (``"dp"``: GroupDP over a group that covers the secret; ``"dataset_dp"``),
+#: a release declared independent (``"independent"``), or an object that declares nothing (None: added under
+#: the assumption ``sequential_composition`` recorded on its row).
+ADDS_TO_ANY = frozenset({"dp", "dataset_dp", "independent", None})
+
+
+def composes_with(new: str | None, prior: str | None) -> bool:
+    """Whether a release composing as ``new`` may be accounted with an earlier one composing as ``prior`` on the
+    same data and budget (the ledger refuses it otherwise, :class:`JointAccountingError`).
+
+    One side differentially private for every change of the dataset: for any release M₂ and secrets s, s',
+    P(y₁, y₂ | s) = E_{X|s}[p₁(y₁|X) p₂(y₂|X)] ≤ e^{ε₁} g(y₁) E_{X|s}[p₂(y₂|X)] with g(y₁) = inf_X p₁(y₁|X), so
+    the charges add (Dwork & Roth 2014, Theorem 3.16, with the dataset as the unit). Two releases of one kind
+    compose by that kind's theorem (``"subset"``, ``"chain"``), by the ledger's common-quilt check (``"quilt"``)
+    or by joint accounting (``"joint"``). No theorem adds a subset-of-variables count table, a Markov quilt
+    release and a Pufferfish release of another kind on the same data: such a pair is refused unless declared
+    independent.
+    """
+    return new in ADDS_TO_ANY or prior in ADDS_TO_ANY or new == prior
 #: Largest joint ε searched; a profile above δ there is reported as a leak.
 MAX_JOINT_EPSILON = 50.0
 #: Relative precision of the joint ε.
@@ -236,8 +256,9 @@ def _stacked_conditions(mechanism: Any, groups: list[_Group], live: Mapping[int,
         raise JointAccountingError(
             f"the joint law of the releases on this dataset cannot be formed: {why}, and their queries differ. "
             "Release from calibrations made by bp.calibrate with the same model in this process, plan the releases "
-            "together (bp.accounting.plan_releases), or pass independent=True to declare them independent "
-            "(recorded as an assumption)")
+            "together (bp.accounting.plan_releases). independent=True declares them independent (recorded as an "
+            "assumption); it is not a way around this refusal: if they are not independent, their joint ε is "
+            "unbounded")
     pairs = tuple(dict.fromkeys([p for h in handles for p in h[2]]))
     query = stack(*[h[0] for h in handles])
     n = int(cal.n_draws or 20_000)
@@ -271,8 +292,9 @@ def _block_noise(noises: list[Any]) -> Any:
         return LaplaceNoise(np.concatenate([n.scale for n in noises]), block_diag(*[n.basis for n in noises]))
     raise JointAccountingError(
         "joint accounting needs the same kind of noise on every release of the dataset, Gaussian or Laplace along "
-        "as many directions as the query has (a noiseless release, or Gaussian and Laplace ones, are among them); "
-        "pass independent=True to declare the releases independent (recorded as an assumption)")
+        "as many directions as the query has (a noiseless release, or Gaussian and Laplace ones, are among them). "
+        "independent=True declares the releases independent (recorded as an assumption); if they are not, their "
+        "joint ε is unbounded")
 
 
 

@@ -112,7 +112,7 @@ from .epsilon import VariableRelease, epsilon_table
 from .ledger_budgets import MAX_BUDGET_EPSILON, _LedgerBudgets, _reason, _record_event
 from .ledger_checks import _LedgerChecks
 from .ledger_connection import _LedgerConnection, _ledger_path
-from .ledger_records import (COMPOSITION_ASSUMPTION, UNNAMED_DATASET, Charge, _Request, calibration_hash,
+from .ledger_records import (COMPOSITION_ASSUMPTION, Charge, account_of, _Request, calibration_hash,
                              composes_unconditionally)
 from .ledger_schema import (_SCHEMA_VERSION, DELTA_UNIT, EPSILON_UNIT, _dlt, _eps, _from_units, _invariant_problem,
                             _now, _schema_problem, _units)
@@ -434,7 +434,9 @@ class Ledger(_LedgerConnection, _LedgerBudgets, _LedgerChecks, _LedgerView):
             with self._connect() as con, self._transaction(con):
                 if plan is not None and self._priors_moved(con, req, plan):
                     continue  # another process granted a release on this dataset meanwhile: account again
-                refusal = self._no_common_quilt(con, req) if req.composition == "quilt" else None
+                refusal = self._no_theorem(con, req)
+                if refusal is None and req.composition == "quilt":
+                    refusal = self._no_common_quilt(con, req)
                 refusal = refusal or self._check_budgets(con, req, units)
                 if refusal is None:
                     rid = self._record_release(con, req, units, seeded, None if plan is None else plan.record)
@@ -589,12 +591,11 @@ class Ledger(_LedgerConnection, _LedgerBudgets, _LedgerChecks, _LedgerView):
         """
         with self._connect() as con:
             rows = con.execute(
-                "SELECT r.id, COALESCE(r.dataset, ?), c.budget, r.composition, r.joint, c.epsilon_units, c.delta_units "
-                "FROM releases r JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 ORDER BY r.id",
-                (UNNAMED_DATASET,)).fetchall()
+                "SELECT r.id, r.dataset, c.budget, r.composition, r.joint, c.epsilon_units, c.delta_units "
+                "FROM releases r JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 ORDER BY r.id").fetchall()
         table: dict[tuple[str, str], dict[str, Any]] = {}
         for _, dataset, budget, composition, joint, e_units, d_units in rows:
-            t = table.setdefault((dataset, budget), {"releases": 0, "jointly accounted": 0, "joint epsilon": np.nan,
+            t = table.setdefault((account_of(dataset), budget), {"releases": 0, "jointly accounted": 0, "joint epsilon": np.nan,
                                                      "joint delta": np.nan, "method": "-", "charged epsilon": 0,
                                                      "charged delta": 0, "compositions": set()})
             t["releases"] += 1

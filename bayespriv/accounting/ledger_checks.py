@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import BudgetExceededError, ValidationError
 from .joint import PriorRelease, joint_guarantee
-from .ledger_records import _JointPlan, _Request
+from .ledger_records import _JointPlan, _Request, account_sql
 from .ledger_schema import DELTA_UNIT, EPSILON_UNIT, _from_units, _now, _units
 
 
@@ -110,11 +110,12 @@ class _LedgerChecks:
         from .joint import JointAccountingError
 
         common = json.loads(req.noise)["valid"]
+        clause, params = account_sql(req.dataset)
         for name in req.protected:
             rows = con.execute(
                 "SELECT r.id, r.noise FROM releases r JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 "
-                "AND r.dataset = ? AND r.composition = 'quilt' AND c.budget = ? ORDER BY r.id",
-                (req.dataset, name)).fetchall()
+                f"AND {clause} AND r.composition = 'quilt' AND c.budget = ? ORDER BY r.id",
+                (*params, name)).fetchall()
             for rid, text in rows:
                 common = _shared_quilts(common, json.loads(text)["valid"])
                 empty = sorted(key for key, quilts in common.items() if not quilts)
@@ -123,16 +124,46 @@ class _LedgerChecks:
                         f"releasing {req.mechanism} on dataset {req.dataset!r} needs, for every member θ and "
                         f"sensitive node, a Markov quilt valid for it and for every earlier quilt release there "
                         f"(linear composition conditions on one quilt); none is shared with release {rid} for "
-                        f"{empty}. Use the same ε and quilts (quilts=...), more noise, or pass independent=True "
-                        "to declare the releases independent (recorded as an assumption); nothing was spent")
+                        f"{empty}. Use the same ε and quilts (quilts=...) or more noise; nothing was spent. "
+                        "independent=True declares the releases independent (recorded as an assumption): if they "
+                        "are not, their joint ε is unbounded")
+        return None
+
+    def _no_theorem(self, con: sqlite3.Connection, req: _Request) -> Exception | None:
+        """Inside the transaction: None when every earlier release of the account composes with this one by a
+        theorem or by the ledger's own accounting (:func:`~bayespriv.accounting.joint.composes_with`); else the
+        error refusing it (nothing recorded), naming the first release it cannot be added to."""
+        from .joint import ADDS_TO_ANY, COMPOSITIONS, JointAccountingError
+
+        if req.composition in ADDS_TO_ANY:
+            return None
+        clause, params = account_sql(req.dataset)
+        others = tuple(sorted(k for k in ADDS_TO_ANY if k is not None)) + (req.composition,)
+        for name in req.protected:
+            row = con.execute(
+                "SELECT r.id, r.mechanism, r.composition FROM releases r JOIN charges c ON c.release_id = r.id "
+                f"WHERE r.voided = 0 AND {clause} AND c.budget = ? AND r.composition IS NOT NULL "
+                f"AND r.composition NOT IN ({', '.join('?' * len(others))}) ORDER BY r.id LIMIT 1",
+                (*params, name, *others)).fetchone()
+            if row is not None:
+                rid, mechanism, kind = row
+                return JointAccountingError(
+                    f"releasing {req.mechanism} ({req.composition!r}: {COMPOSITIONS[req.composition]}) on dataset "
+                    f"{req.dataset!r} for budget {name!r}: release {rid} ({mechanism}) there composes as {kind!r}, and "
+                    f"no theorem adds a {req.composition!r} release to a {kind!r} one — together they can reveal more "
+                    "than the sum of their ε. Nothing was spent. Release it against another ledger only if it reads "
+                    "other data; independent=True declares the two independent (recorded as declared_independent): "
+                    "if they are not, the guarantee stated for them together is false and their joint ε is "
+                    "unbounded")
         return None
 
     # -- joint accounting of the releases on the same data --------------------------------------------
     def _priors(self, con: sqlite3.Connection, dataset: str, budget: str) -> list[tuple]:
+        clause, params = account_sql(dataset)
         return con.execute(
             "SELECT r.id, r.query_fingerprint, r.noise, r.epsilon, r.delta, r.pairs, r.joint FROM releases r "
-            "JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 AND r.dataset = ? AND r.composition = 'joint' "
-            "AND c.budget = ? ORDER BY r.id", (dataset, budget)).fetchall()
+            f"JOIN charges c ON c.release_id = r.id WHERE r.voided = 0 AND {clause} AND r.composition = 'joint' "
+            "AND c.budget = ? ORDER BY r.id", (*params, budget)).fetchall()
 
     def _joint_plan(self, mechanism: Any, req: _Request) -> "_JointPlan":
         """Outside any transaction (it takes seconds): the joint guarantee per budget with the releases

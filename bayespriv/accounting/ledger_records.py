@@ -15,7 +15,7 @@ import numpy as np
 
 from .._validation import fail
 from ..errors import ParameterTypeError, ValidationError
-from ..mechanisms.release_path import UNVERIFIED
+from ..mechanisms.release_path import LEGACY_TABLE_PREFIX, UNVERIFIED
 from .joint import DECLARED_INDEPENDENT
 
 
@@ -75,8 +75,28 @@ def composes_unconditionally(mechanism: Any) -> bool:
 _SUMMED = ("dp", "dataset_dp", "subset", "chain", "quilt")
 
 
-#: The dataset of releases made without one (``release_value`` without ``dataset=``): all accounted together.
+#: The ledger's default account: the data of every release that names none (``dataset_name=None``). All of them
+#: are accounted together, whatever frame, copy, column subset or row order each one read: the conservative default.
 UNNAMED_DATASET = "unnamed"
+#: The assumption recorded on a release made under a declared dataset name: its data is not the data of the releases
+#: on the ledger's other accounts (if it is, they were not accounted together and their joint ε is unbounded).
+DECLARED_SEPARATE_DATA = "declared_separate_data"
+
+
+def account_of(dataset: str | None) -> str:
+    """The account a recorded ``dataset`` belongs to: its name, or :data:`UNNAMED_DATASET` for the default account
+    (no name, or a table fingerprint recorded by an older version)."""
+    if dataset is None or dataset.startswith(LEGACY_TABLE_PREFIX):
+        return UNNAMED_DATASET
+    return dataset
+
+
+def account_sql(dataset: str) -> tuple[str, tuple[str, ...]]:
+    """SQL condition (on ``releases r``) and parameters selecting the rows of account ``dataset``."""
+    if dataset == UNNAMED_DATASET:
+        return "(r.dataset IS NULL OR r.dataset = ? OR substr(r.dataset, 1, 6) = ?)", (UNNAMED_DATASET,
+                                                                                     LEGACY_TABLE_PREFIX)
+    return "r.dataset = ?", (dataset,)
 
 
 def _noise_json(mechanism: Any) -> str | None:
@@ -98,6 +118,9 @@ def _dataset_name(dataset: Any) -> str:
         return UNNAMED_DATASET
     if not isinstance(dataset, str) or not dataset.strip():
         raise fail("dataset", "None or a non-empty string naming the data the release reads", dataset)
+    if dataset.startswith(LEGACY_TABLE_PREFIX):
+        raise fail("dataset", f"a name not starting with {LEGACY_TABLE_PREFIX!r} (older versions' table fingerprints, "
+                   "now read as the default account)", dataset)
     return dataset
 
 
@@ -163,7 +186,10 @@ class _Request:
             assumptions = tuple(a for a in assumptions if a != COMPOSITION_ASSUMPTION)
         if kind == "independent":
             assumptions += (DECLARED_INDEPENDENT,)
-        return dataclasses.replace(req, assumptions=assumptions, composition=kind, dataset=_dataset_name(dataset),
+        account = _dataset_name(dataset)
+        if account != UNNAMED_DATASET:
+            assumptions += (DECLARED_SEPARATE_DATA,)
+        return dataclasses.replace(req, assumptions=assumptions, composition=kind, dataset=account,
                                    query_fingerprint=getattr(cal, "query_fingerprint", None), noise=noise,
                                    pairs=json.dumps(pairs))
 

@@ -55,6 +55,7 @@ with every other file are in :mod:`bayespriv.calibration.fileformat`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -232,9 +233,19 @@ def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = N
         tree.update(_posterior_groups(m, f"/member_{i:03d}"))
     meta = json.loads(root.attrs["bayespriv_metadata"])
     meta.update({"kind": "calibration", "family_members": len(members), "samples_from_member": from_member,
-                 "dropped": enc.dropped})
+                 "dropped": enc.dropped, "model": _model_signature(cal)})
     tree["/"] = _stamp(root, meta, seed_value)
     return _write(tree, p, key)
+
+
+def _model_signature(cal: Calibration) -> dict[str, Any] | None:
+    """The signature of the data model ``cal`` was drawn from (:mod:`bayespriv.datamodels.signature`), which
+    ``bayespriv release`` compares with the script's model; None when the model is not at hand (built by hand)."""
+    from ..datamodels.signature import model_signature
+    from .engine import model_of
+
+    model = model_of(cal)
+    return None if model is None else model_signature(model)
 
 
 def _refuse_unverified(calibration: Any, p: Path) -> None:
@@ -614,6 +625,8 @@ def load_calibration(path: str | os.PathLike, *, query: Query | None = None, tru
     nodes = _open_tree(p)
     provenance = _provenance(nodes, p, trust, key)
     meta = _root_meta(nodes, p)
+    if provenance is not None:  # from the tree whose MAC was just checked, never from a second read of the file
+        provenance = dataclasses.replace(provenance, model_signature=json.dumps(meta.get("model"), sort_keys=True))
     if query is not None:
         check_query(query, meta.get("query_fingerprint"), source=f"the calibration in {str(p)!r}",
                     written_by=meta.get("python_version"))

@@ -531,6 +531,10 @@ class FileProvenance:
         The fingerprint of the key the file claims to be signed with.
     reason : str or None
         Why it did not verify (None when verified).
+    model_signature : str or None
+        JSON of the signature of the data model the file was calibrated with
+        (:mod:`bayespriv.datamodels.signature`; ``"null"`` when the file records none), read
+        from the tree whose MAC was checked.
     """
 
     path: str
@@ -538,6 +542,7 @@ class FileProvenance:
     verified: bool
     key_fingerprint: str | None = None
     reason: str | None = None
+    model_signature: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.verified, bool) or not isinstance(self.content_hash, str):

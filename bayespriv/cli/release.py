@@ -106,6 +106,7 @@ def _release_cmd(args: argparse.Namespace) -> int:
     query = _script_query(scope, args.script, "--script")
     cal = _load_trusting(args.calibration, "CAL.nc", query, args.trust_unverified)
     _check_pairs(scope, cal, args)
+    _check_model(scope, cal, args)
     data = _read_data(args.data)
     mech = _build_mechanism(cal, args)
     ledger = _open_ledger(args, mech)
@@ -137,6 +138,49 @@ def _check_pairs(scope: dict[str, Any], cal: Any, args: argparse.Namespace) -> N
             "--script", f"the script's pairs {script} must be the pairs {str(args.calibration)!r} was calibrated "
                         f"for, {saved}; nothing was released or spent",
             "release with the script the file was calibrated with, or calibrate again for these pairs")
+
+
+def _saved_signature(cal: Any, args: argparse.Namespace) -> Any:
+    """The model signature the file records, from the verified tree (its provenance); the file's metadata when
+    signing is switched off (nothing is verified then)."""
+    import json
+
+    provenance = getattr(cal, "provenance", None)
+    if provenance is not None and provenance.model_signature is not None:
+        return json.loads(provenance.model_signature)
+    from bayespriv.calibration.persist import read_metadata
+
+    return read_metadata(args.calibration).get("model")
+
+
+def _check_model(scope: dict[str, Any], cal: Any, args: argparse.Namespace) -> None:
+    """The script's ``model`` must be the one the file was calibrated with (class, records, columns, θ grid and a
+    digest of its parameters, :mod:`bayespriv.datamodels.signature`): the noise hides the pairs under that model."""
+    from bayespriv.datamodels.signature import model_signature, signature_differences
+
+    if "model" not in scope or not hasattr(cal, "pairs"):
+        return
+    saved = _saved_signature(cal, args)
+    if saved is None:
+        print(f"bayespriv: {str(args.calibration)!r} records no model (written by an older version, or from a "
+              "calibration built by hand): the script's model was not compared with it; calibrate again to bind it",
+              file=sys.stderr)
+        return
+    try:
+        given = model_signature(scope["model"])
+    except (BayesPrivError, AttributeError, TypeError) as exc:
+        raise _ArgumentProblem("--script", f"'model' in {str(args.script)!r} must be a bayespriv DataModel or "
+                                           f"DataModelFamily: {exc}", "see examples/calibration_template.py") from exc
+    differences, compared = signature_differences(saved, given)
+    if differences:
+        raise _ArgumentProblem(
+            "--script", f"the script's model must be the one {str(args.calibration)!r} was calibrated with: "
+                        f"{'; '.join(differences)}; nothing was released or spent",
+            "release with the script the file was calibrated with, or calibrate again with this model")
+    if not compared:
+        print("bayespriv: the model's class, records, columns and θ grid match the file's; its parameters could not "
+              "be written canonically (an object covered by its type only), so they were not compared",
+              file=sys.stderr)
 
 
 def _release_on(mech: Any, data: Any, ledger: Any, args: argparse.Namespace) -> Any:

@@ -616,6 +616,14 @@ class BayesNetDataModel(DataModel):
         state["_variants"] = {}  # rebuilt on demand: keeps process-pool tasks small
         return state
 
+    def _signature_state(self) -> dict[str, Any]:
+        """What defines this model's law (:mod:`bayespriv.datamodels.signature`): the network's conditional tables."""
+        cpds = {str(c.variable): {k: v for k, v in vars(c).items() if not k.startswith("_")}
+                for c in self.network.get_cpds()}
+        edges = sorted(map(str, self.network.edges()))
+        return {"columns": self.columns, "n_records": self.n_records, "theta": self.theta, "kind": self.kind,
+                "edges": edges, "cpds": cpds}
+
     def __repr__(self) -> str:
         extra = f", theta={self.theta}" if self.theta else ""
         kind = "discrete" if self.kind == "discrete" else "linear Gaussian"

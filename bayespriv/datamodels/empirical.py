@@ -672,6 +672,11 @@ class EmpiricalDataModel(DataModel):
         keep = pmf > 0
         return counts[keep].reshape(-1, 1), pmf[keep] / pmf[keep].sum()
 
+    def _signature_state(self) -> dict[str, Any]:
+        """What defines this model's law (:mod:`bayespriv.datamodels.signature`): the reference table's values."""
+        return {"columns": self.columns, "n_records": self.n_records, "theta": self.theta, "table": self._arrays,
+                "kinds": self._kinds}
+
     def __repr__(self) -> str:
         extra = f", theta={self.theta}" if self.theta else ""
         return (

@@ -653,6 +653,13 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
 
+    def _signature_state(self) -> dict[str, Any]:
+        """What defines this model's law (:mod:`bayespriv.datamodels.signature`): the built graph, its data and the
+        builder (the posterior cache's fingerprint), and the plain settings."""
+        plain = {k: v for k, v in vars(self).items()
+                 if not k.startswith("_") and isinstance(v, (str, int, float, bool, type(None), tuple, list))}
+        return {"graph": self._model_fingerprint(), **plain}
+
     def __repr__(self) -> str:
         extra = f", theta={self.theta}" if self.theta else ""
         return (

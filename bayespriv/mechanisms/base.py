@@ -31,13 +31,13 @@ from .guarantee import AccountingRecord, Guarantee, Release
 from .release_noise import ReleaseNoise, noise_of_plans
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius, sample_gaussian, sample_laplace
 from .release_path import (
+    LEGACY_TABLE_PREFIX,
     MAX_NOISE_SCALE,
     bind_answer,
     bind_dataset,
     check_ledger,
     check_mechanism_epsilon,
     check_release_rng,
-    dataset_key,
     premise_gate,
     unverified_gate,
     watch_seed,
@@ -609,9 +609,11 @@ class Mechanism(abc.ABC):
             noise replayable — for tests only; the Release says ``seeded``,
             and reusing an integer seed on one mechanism warns.
         ledger : Ledger, optional
-            Checked and charged (atomically) before any noise is drawn. Releases on the same data are
-            accounted together (:mod:`bayespriv.accounting.joint`): the dataset is the table's
-            fingerprint (:func:`~bayespriv.mechanisms.release_path.dataset_key`) unless named.
+            Checked and charged (atomically) before any noise is drawn. Every release charged to a
+            budget without a ``dataset_name`` is on one dataset, the ledger's default account, and is
+            accounted jointly with every earlier one there (:mod:`bayespriv.accounting.joint`) — whatever
+            frame is passed: a copy, a column subset, shuffled rows or a changed value read the same
+            protected data as far as the ledger is concerned.
         accept_failed_assumptions : bool
             Release even though an assumption of the proof failed its check
             (see :meth:`check`); the Release and the ledger row then record
@@ -622,12 +624,18 @@ class Mechanism(abc.ABC):
             guarantee names ``unverified_calibration``). Default False: refuse
             with :class:`~bayespriv.errors.UnverifiedCalibrationError`.
         dataset_name : str, optional
-            The name under which the ledger accounts this release with the others on the same data
-            (default: the table's fingerprint).
+            Declare that this release reads other data than the releases of the ledger's default
+            account and of its other names: it is accounted only with the releases under the same name,
+            and its row records the assumption ``declared_separate_data``. If the data is in fact the same,
+            the releases under different names were never accounted together and their joint ε is
+            unbounded (two releases each private alone can reveal the secret together). Default None:
+            the default account (conservative). :class:`~bayespriv.accounting.Session` binds a name to
+            one frame.
         independent : bool
             Declare this release independent of the others on the same data: the ledger charges its
             own (ε, δ) instead of accounting it jointly, and records the assumption
-            ``declared_independent``.
+            ``declared_independent``. If the releases are not independent, their joint ε is unbounded
+            in the same way.
         clip : bool
             Project the noisy value into the query's valid range (:meth:`Release.clipped`: counts
             into [0, n], proportions into [0, 1], bounded means into their bounds), recorded as
@@ -660,16 +668,17 @@ class Mechanism(abc.ABC):
             )
         check_ledger(ledger)
         check_release_rng(rng)
-        if dataset_name is not None and (not isinstance(dataset_name, str) or not dataset_name.strip()):
-            raise fail("dataset_name", "None or a non-empty string naming the data the release reads", dataset_name)
+        if dataset_name is not None and (not isinstance(dataset_name, str) or not dataset_name.strip()
+                                         or dataset_name.startswith(LEGACY_TABLE_PREFIX)):
+            raise fail("dataset_name", "None or a non-empty string naming the data the release reads, not starting "
+                       f"with {LEGACY_TABLE_PREFIX!r} (older versions' table fingerprints)", dataset_name)
         fingerprint = fixed.query_fingerprint
         if fingerprint is not None:  # the query's code or state changed since calibration
             check_query(query, fingerprint)
         bind_dataset(dataset, tuple(query.columns), self._calibrated_records())
-        name = dataset_name if dataset_name is not None or ledger is None else dataset_key(dataset)
         return self.release_value(query(dataset), rng=rng, ledger=ledger, n_records=len(dataset),
                                   accept_failed_assumptions=accept_failed_assumptions,
-                                  accept_unverified=accept_unverified, dataset=name, independent=independent,
+                                  accept_unverified=accept_unverified, dataset=dataset_name, independent=independent,
                                   clip=clip)
 
     def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
@@ -680,10 +689,11 @@ class Mechanism(abc.ABC):
 
         The answer must come from the calibrated query on a dataset of the
         calibrated size: pass ``n_records=`` to have the size checked;
-        without it the caller vouches for it. ``dataset`` names the data the
-        answer was computed on: a ledger accounts the releases on the same
-        dataset together, and every release without a name shares the dataset
-        ``"unnamed"``. Other parameters and errors as :meth:`release`.
+        without it the caller vouches for it. ``dataset`` is :meth:`release`'s
+        ``dataset_name``: None (default) charges the ledger's default account,
+        where every release without a name is accounted together; a name
+        declares other data (recorded as ``declared_separate_data``). Other
+        parameters and errors as :meth:`release`.
         """
         check_ledger(ledger)
         if not isinstance(clip, bool):

@@ -39,6 +39,7 @@ from ..random import as_seed_sequence
 from .guarantee import Guarantee
 
 __all__ = [
+    "LEGACY_TABLE_PREFIX",
     "MIN_EPSILON",
     "MAX_EPSILON",
     "MAX_NOISE_SCALE",
@@ -50,7 +51,6 @@ __all__ = [
     "unverified_gate",
     "watch_seed",
     "check_mechanism_epsilon",
-    "dataset_key",
 ]
 
 #: Smallest ε a mechanism accepts: below it a Laplace scale Δ/ε exceeds 10⁹ sensitivities (the release
@@ -225,15 +225,6 @@ def watch_seed(mechanism: Any, rng: Any) -> None:
     used.add(int(rng))
 
 
-def dataset_key(frame: Any) -> str:
-    """``"table:<sha256 prefix>"`` of a DataFrame's column names and values: the dataset a release reads,
-    under which a ledger accounts every release on it together (:mod:`bayespriv.accounting.joint`)."""
-    if not isinstance(frame, pd.DataFrame):
-        raise fail("dataset", "a pandas DataFrame", type(frame).__name__)
-    import hashlib
-    import json
-
-    h = hashlib.sha256()
-    h.update(json.dumps([str(c) for c in frame.columns]).encode())
-    h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
-    return "table:" + h.hexdigest()[:32]
+#: What older versions recorded as a release's dataset: a fingerprint of the frame's bytes ("table:<sha256>"). A
+#: ledger reads such rows as its default account (:mod:`bayespriv.accounting.session`); no name may start with it.
+LEGACY_TABLE_PREFIX = "table:"

@@ -213,7 +213,8 @@ def test_release_values_charges_the_joint_cost_once(hospital, tmp_path):
     rows = led.releases()
     assert len(rows) == 1 and rows.iloc[0]["mechanism"] == "JointGaussian"
     assert rows.iloc[0]["epsilon"] == joint.epsilon and rows.iloc[0]["delta"] == joint.delta
-    assert "sequential_composition" in rows.iloc[0]["assumptions"]  # still summed with the budget's other rows
+    assert rows.iloc[0]["composition"] == "joint"  # accounted with the account's other releases, not summed
+    assert "sequential_composition" not in rows.iloc[0]["assumptions"]
     assert all(getattr(r, "ledger_id", rows.index[0]) == rows.index[0] for r in out)
     assert led.spent("gender")[0] == pytest.approx(joint.epsilon, abs=1e-9)  # 1.38, where the sum would need 2
     with pytest.raises(bp.BudgetExceededError):  # a second joint release does not fit: nothing spent

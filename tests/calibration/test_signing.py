@@ -380,7 +380,9 @@ def test_content_hash_is_stable_none_in_memory_and_none_when_unverified(tmp_path
     path = cal.to_netcdf(tmp_path / "cal.nc", seed=1)
     a, b = load_calibration(path), load_calibration(path)
     assert a.content_hash == b.content_hash and len(a.content_hash) == 64
-    assert a.provenance == FileProvenance(str(path), a.content_hash, True, signing.key_fingerprint())
+    assert a.provenance == FileProvenance(str(path), a.content_hash, True, signing.key_fingerprint(),
+                                          model_signature=a.provenance.model_signature)
+    assert json.loads(a.provenance.model_signature)["type"].endswith("GaussianDataModel")  # the model it was drawn from
     assert UNVERIFIED not in a.assumptions
     assert load_calibration(cal.to_netcdf(tmp_path / "cal2.nc", seed=2)).content_hash != a.content_hash  # seed
     foreign = cal.to_netcdf(tmp_path / "foreign.nc", key=OTHER_KEY)
