@@ -160,7 +160,8 @@ class Ledger(_LedgerConnection, _LedgerBudgets, _LedgerChecks, _LedgerView):
     Parameters
     ----------
     path : str or path-like
-        The database file. Use one file per dataset.
+        The database file. Use one file per protected dataset: every release without a
+        ``dataset_name`` is on its default account (:mod:`bayespriv.accounting.session`).
     timeout : float
         Seconds a writer waits for another process's transaction before failing.
     create : bool
@@ -412,13 +413,20 @@ class Ledger(_LedgerConnection, _LedgerBudgets, _LedgerChecks, _LedgerView):
           quilt release already on the dataset — otherwise they are refused
           (:class:`~bayespriv.accounting.joint.JointAccountingError`) unless declared independent;
         * every other (Pufferfish) release is accounted **jointly** with the releases already granted
-          on the same ``dataset`` (a table's fingerprint, or a name; releases without one share the
-          dataset ``"unnamed"``) for each budget: it spends the increase of the joint ε of all of
+          on the same account for each budget: it spends the increase of the joint ε of all of
           them at the sum of their δ, and its own δ. When that joint law cannot be formed the release
           is refused (:class:`~bayespriv.accounting.joint.JointAccountingError`) unless
           ``independent=True`` declares it independent of the others: it then spends its own (ε, δ)
           and the row records the assumption ``"declared_independent"``. Releases that together
-          reveal the secret are refused (:class:`~bayespriv.accounting.joint.JointLeakError`).
+          reveal the secret are refused (:class:`~bayespriv.accounting.joint.JointLeakError`);
+        * every release is checked against every earlier row of its account and budget
+          (:func:`~bayespriv.accounting.joint.composes_with`): a kind with no composition theorem with an
+          earlier release's kind (a count table and a Pufferfish release, say) is refused
+          (:class:`~bayespriv.accounting.joint.JointAccountingError`) unless declared independent.
+
+        The account is ``dataset``: None (the default account, where every release without a name is
+        accounted together, whatever frame it read) or a declared name (recorded on the row as
+        ``declared_separate_data``).
 
         Records the release — with the guarantee's failed and unchecked assumptions, whether it is
         established, how it composed — or, when any budget is missing or would be exceeded, records a
@@ -500,8 +508,9 @@ class Ledger(_LedgerConnection, _LedgerBudgets, _LedgerChecks, _LedgerView):
         ``calibration_hash`` is the hash of the calibration's moments (:func:`calibration_hash`);
         ``calibration_content_hash`` the SHA-256 of the calibration file the mechanism was built from
         (``Calibration.content_hash``; None for an in-memory calibration and rows written before the
-        ledger recorded it). ``dataset`` is the data the release read (a table's fingerprint or a
-        name), ``composition`` how it composed (``"joint"``, ``"dp"``, ``"dataset_dp"``, ``"subset"``, ``"chain"``,
+        ledger recorded it). ``dataset`` is the account the release was charged to (``"unnamed"``:
+        the default account; a declared name; ``"table:…"`` on rows of older versions, read as the default
+        account), ``composition`` how it composed (``"joint"``, ``"dp"``, ``"dataset_dp"``, ``"subset"``, ``"chain"``,
         ``"independent"``; None: summed under ``"sequential_composition"``) and ``joint``, for joint
         rows, the joint guarantee per budget after it: ``{budget: {"epsilon", "delta", "units",
         "method", "releases", "assumptions", "seed"}}`` (``seed``: of the stacked calibration the joint law

@@ -177,7 +177,7 @@ class _Request:
         if independent:
             if not isinstance(independent, bool):
                 raise ParameterTypeError(f"independent must be a bool; got {type(independent).__name__}")
-            kind = "independent" if kind in ("joint", "quilt", None) else kind
+            kind = kind if kind in ("dp", "dataset_dp") else "independent"  # DP for every change adds anyway
         cal = getattr(mechanism, "calibration", None)
         pairs = [p.label for p in getattr(cal, "pairs", ())]
         noise = _noise_json(mechanism) if kind in ("joint", "quilt") else None

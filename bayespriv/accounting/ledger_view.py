@@ -18,7 +18,9 @@ _COMPOSITION_NOTE = (
     "Releases on the same data are accounted together: a Pufferfish release is charged the increase of the joint "
     "guarantee of everything released on its dataset (bayespriv.accounting.joint), DP and subset-of-variables "
     "releases add their own (ε, δ) by theorem (Dwork & Roth 2014, Theorem 3.16; Tan, Proposition 3.4), releases "
-    "declared independent add theirs under that assumption, and releases on different datasets add up. Rows marked "
+    "declared independent add theirs under that assumption, and releases under different declared dataset names "
+    "(declared_separate_data) add up; every release without a name is on the ledger's one default account. "
+    "Kinds with no theorem between them on one account are refused. Rows marked "
     "'sequential_composition' come from objects that declare no composition: they are added under that assumption, "
     "which for Pufferfish mechanisms holds only under conditions on Θ (Kifer & Machanavajjhala 2014; Bai et al. 2026)."
 )

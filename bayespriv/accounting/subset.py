@@ -138,6 +138,7 @@ import pandas as pd
 
 from .._validation import check_epsilon, check_finite_array, check_memory, fail
 from ..mechanisms.base import LedgerLike
+from ..mechanisms.release_path import check_dataset_name
 from ..mechanisms.subset_count import (
     CALIBRATIONS,
     MAX_COUNT,
@@ -252,12 +253,14 @@ def subset_count_array(counts: Any, epsilon: float, *, domain: Any = None, size:
     return f + _noise(mask, _alpha(eps, cal), gen, size)
 
 
-def _charge_ledger(ledger: Any, mech: SubsetCountMechanism, *, seeded: bool) -> Any:
-    """Spend the release's budget on the ledger (a bayespriv Ledger also records whether it was seeded)."""
+def _charge_ledger(ledger: Any, mech: SubsetCountMechanism, *, seeded: bool, dataset: str | None,
+                   independent: bool) -> Any:
+    """Spend the release's budget on the ledger (a bayespriv Ledger also records whether it was seeded, and the
+    account it is charged to)."""
     from .ledger import Ledger
 
     if isinstance(ledger, Ledger):
-        return ledger.charge(mech, seeded=seeded)
+        return ledger.charge(mech, seeded=seeded, dataset=dataset, independent=independent)
     return ledger.charge(mech)
 
 
@@ -274,6 +277,8 @@ def subset_count_table(
     count: str | None = None,
     ledger: LedgerLike | None = None,
     geometric_calibration: str = "tight",
+    dataset_name: str | None = None,
+    independent: bool = False,
 ) -> pd.DataFrame:
     """Counts by ``public`` × ``protected``, ε-private on {protected}, with exact public margins.
 
@@ -305,7 +310,15 @@ def subset_count_table(
     count : str, optional
         Column of non-negative integer record multiplicities, to pass a table of counts.
     ledger : Ledger, optional
-        Charged (budget ``protected``) before any noise is drawn.
+        Charged (budget ``protected``) before any noise is drawn, on the ledger's default account: a
+        count table and a Pufferfish release there have no composition theorem between them and the
+        second is refused (:func:`~bayespriv.accounting.joint.composes_with`).
+    dataset_name : str, optional
+        Declare that the table reads other data than the ledger's other accounts (recorded as
+        ``declared_separate_data``; see :meth:`Mechanism.release <bayespriv.mechanisms.Mechanism.release>`).
+    independent : bool
+        Declare the table independent of the account's other releases (recorded as
+        ``declared_independent``). Either declaration, if false, leaves the joint ε unbounded.
     geometric_calibration : {"tight", "paper"}
         ``"tight"`` (default): α = e^{−ε}, whose privacy loss is exactly ε (proof in the module
         docstring). ``"paper"``: the paper's α = e^{−ε/2} (calibrated to L1 sensitivity 2), whose
@@ -340,6 +353,7 @@ def subset_count_table(
     >>> table.attrs["guarantee"].epsilon, table.attrs["guarantee"].delta
     (1.0, 0.0)
     """
+    check_dataset_name(dataset_name)
     inputs = _validate_count_request(table, protected=protected, public=public, epsilon=epsilon,
                                      nonnegative=nonnegative, count=count, ledger=ledger,
                                      geometric_calibration=geometric_calibration)
@@ -347,7 +361,8 @@ def subset_count_table(
     f = _exact_counts(inputs, domain)
     mech = SubsetCountMechanism(inputs.protected, inputs.public, inputs.epsilon, domain.assumptions,
                                 inputs.calibration)
-    charge = None if ledger is None else (lambda: _charge_ledger(ledger, mech, seeded=rng is not None))
+    charge = None if ledger is None else (lambda: _charge_ledger(ledger, mech, seeded=rng is not None,
+                                                                 dataset=dataset_name, independent=independent))
     release = mech._release_counts(f, domain.mask, domain.rows, domain.cols, rng=rng, nonnegative=nonnegative,
                                    ledger=ledger, charge=charge)
     out = release.value

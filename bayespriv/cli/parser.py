@@ -170,11 +170,14 @@ def _add_release_parser(sub: Any) -> None:
                           "with `bayespriv ledger set-budget`. DELTA omitted: 0 for a new budget, not compared for "
                           "an existing one")
     rel.add_argument("--dataset-name", default=None, metavar="NAME",
-                     help="the name under which the ledger accounts this release with the others on the same data "
-                          "(default: the fingerprint of DATA.csv)")
+                     help="declare that DATA.csv is other data than the ledger's other releases: accounted only with "
+                          "releases under NAME, recorded as the assumption declared_separate_data (default: the "
+                          "ledger's one default account, whatever file or copy is passed). If the data is the same, "
+                          "the releases were not accounted together and their joint ε is unbounded")
     rel.add_argument("--independent", action="store_true",
                      help="declare this release independent of the others on the same data: charged its own (ε, δ), "
-                          "recorded as the assumption declared_independent")
+                          "recorded as the assumption declared_independent (if they are not independent, their joint "
+                          "ε is unbounded)")
     rel.add_argument("--accountant", choices=("auto", "gaussian"), default="auto",
                      help="auto (default): the noise is scaled until the accounted privacy curve of the law actually "
                           "released meets (ε, δ); gaussian: the papers' route, F taken as Gaussian (its check then "

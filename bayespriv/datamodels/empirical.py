@@ -673,9 +673,10 @@ class EmpiricalDataModel(DataModel):
         return counts[keep].reshape(-1, 1), pmf[keep] / pmf[keep].sum()
 
     def _signature_state(self) -> dict[str, Any]:
-        """What defines this model's law (:mod:`bayespriv.datamodels.signature`): the reference table's values."""
-        return {"columns": self.columns, "n_records": self.n_records, "theta": self.theta, "table": self._arrays,
-                "kinds": self._kinds}
+        """What defines this model's law (:mod:`bayespriv.datamodels.signature`): the reference table's values, each
+        column in its converted form (float64, bool or unicode: the same before and after the model is used)."""
+        return {"columns": self.columns, "n_records": self.n_records, "theta": self.theta,
+                "table": {c: self._column(c) for c in self.columns}, "kinds": self._kinds}
 
     def __repr__(self) -> str:
         extra = f", theta={self.theta}" if self.theta else ""

@@ -61,6 +61,13 @@ class FunctionDataModel(DataModel):
         self.sampler = sampler
         self.secret_kinds = _check_secret_kinds(secret_kinds)
 
+    def _signature_state(self) -> dict[str, Any]:
+        """What defines this model's law (:mod:`bayespriv.datamodels.signature`): the sampler, with the code and the
+        values it reads, and the kinds of secret it conditions on (by name)."""
+        kinds = sorted(f"{k.__module__}.{k.__qualname__}" for k in self.secret_kinds)
+        return {"columns": self.columns, "n_records": self.n_records, "theta": self.theta, "sampler": self.sampler,
+                "secret_kinds": kinds}
+
     def check_secret(self, secret: Secret | None) -> None:
         if secret is None:
             return

@@ -31,10 +31,10 @@ from .guarantee import AccountingRecord, Guarantee, Release
 from .release_noise import ReleaseNoise, noise_of_plans
 from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius, sample_gaussian, sample_laplace
 from .release_path import (
-    LEGACY_TABLE_PREFIX,
     MAX_NOISE_SCALE,
     bind_answer,
     bind_dataset,
+    check_dataset_name,
     check_ledger,
     check_mechanism_epsilon,
     check_release_rng,
@@ -668,10 +668,7 @@ class Mechanism(abc.ABC):
             )
         check_ledger(ledger)
         check_release_rng(rng)
-        if dataset_name is not None and (not isinstance(dataset_name, str) or not dataset_name.strip()
-                                         or dataset_name.startswith(LEGACY_TABLE_PREFIX)):
-            raise fail("dataset_name", "None or a non-empty string naming the data the release reads, not starting "
-                       f"with {LEGACY_TABLE_PREFIX!r} (older versions' table fingerprints)", dataset_name)
+        check_dataset_name(dataset_name)
         fingerprint = fixed.query_fingerprint
         if fingerprint is not None:  # the query's code or state changed since calibration
             check_query(query, fingerprint)

@@ -40,6 +40,7 @@ from .guarantee import Guarantee
 
 __all__ = [
     "LEGACY_TABLE_PREFIX",
+    "check_dataset_name",
     "MIN_EPSILON",
     "MAX_EPSILON",
     "MAX_NOISE_SCALE",
@@ -228,3 +229,12 @@ def watch_seed(mechanism: Any, rng: Any) -> None:
 #: What older versions recorded as a release's dataset: a fingerprint of the frame's bytes ("table:<sha256>"). A
 #: ledger reads such rows as its default account (:mod:`bayespriv.accounting.session`); no name may start with it.
 LEGACY_TABLE_PREFIX = "table:"
+
+
+def check_dataset_name(value: Any, name: str = "dataset_name") -> str | None:
+    """``value`` of a release's ``dataset_name``: None (the ledger's default account) or a non-empty name that does
+    not start with :data:`LEGACY_TABLE_PREFIX`."""
+    if value is not None and (not isinstance(value, str) or not value.strip() or value.startswith(LEGACY_TABLE_PREFIX)):
+        raise fail(name, "None or a non-empty string naming the data the release reads, not starting with "
+                   f"{LEGACY_TABLE_PREFIX!r} (older versions' table fingerprints)", value)
+    return value

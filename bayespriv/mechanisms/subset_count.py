@@ -37,6 +37,7 @@ from ..errors import ParameterTypeError, PrivacyAssumptionWarning, ValidationErr
 from ..random import RNGLike
 from .base import LedgerLike, Mechanism, _Fixed, _void
 from .exact_noise import BitSource
+from .release_path import check_dataset_name
 from .guarantee import Guarantee, Release
 
 __all__ = ["SubsetCountMechanism", "TableRelease", "pair_matrix", "cell_variance", "nonnegative_rows"]
@@ -546,14 +547,19 @@ class SubsetCountMechanism(Mechanism):
     # -- release -------------------------------------------------------------------------------------
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
                 nonnegative: bool = False, protected_values: Any = None, public_values: Any = None,
-                count: str | None = None) -> TableRelease:
+                count: str | None = None, dataset_name: str | None = None,
+                independent: bool = False) -> TableRelease:
         """The noisy table of counts by the public × protected variable of ``dataset``.
 
         Parameters as :func:`~bayespriv.accounting.subset_count_table` (whose table is this
         release's ``value``). A domain read off the data (``protected_values`` not given and the
         column not Categorical) is refused unless the mechanism was built with the assumption
-        ``"domain_from_data"``. With a ledger, the budget is charged before any noise is drawn.
+        ``"domain_from_data"``. With a ledger, the budget is charged before any noise is drawn, on the
+        ledger's default account unless ``dataset_name`` declares other data; ``independent=True``
+        declares the table independent of the account's other releases (both recorded, as in
+        :meth:`Mechanism.release <bayespriv.mechanisms.Mechanism.release>`).
         """
+        check_dataset_name(dataset_name)
         protected, public, epsilon, calibration = self._subset
         inputs = _validate_count_request(dataset, protected=protected, public=public, epsilon=epsilon,
                                          nonnegative=nonnegative, count=count, ledger=ledger,
@@ -564,24 +570,29 @@ class SubsetCountMechanism(Mechanism):
             raise ValidationError(f"protected_values must be given (or {protected!r} Categorical) for a mechanism whose "
                                   f"guarantee does not assume {missing}; got a domain read off the data")
         f = _exact_counts(inputs, domain)
-        charge = None if ledger is None else (lambda: ledger.charge(self, seeded=rng is not None))
+        charge = None if ledger is None else (lambda: ledger.charge(self, seeded=rng is not None, dataset=dataset_name,
+                                                                    independent=independent))
         return self._release_counts(f, domain.mask, domain.rows, domain.cols, rng=rng, nonnegative=nonnegative,
                                     ledger=ledger, charge=charge)
 
     def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
-                      domain: Any = None, nonnegative: bool = False) -> TableRelease:
+                      domain: Any = None, nonnegative: bool = False, dataset: str | None = None,
+                      independent: bool = False) -> TableRelease:
         """The noisy table of an array of counts (public × protected) computed elsewhere.
 
         ``domain`` as in :func:`~bayespriv.accounting.subset_count_array`; rows and columns are
-        numbered. With a ledger, the budget is charged before any noise is drawn.
+        numbered. With a ledger, the budget is charged before any noise is drawn; ``dataset`` and
+        ``independent`` as :meth:`release`'s ``dataset_name`` and ``independent``.
         """
+        check_dataset_name(dataset, "dataset")
         f = _check_counts(answer, "answer")
         mask = _check_domain(domain, f)
         if not isinstance(nonnegative, bool):
             raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
         if ledger is not None and not callable(getattr(ledger, "charge", None)):
             raise ParameterTypeError(f"ledger must be None or a bayespriv Ledger; got {type(ledger).__name__}")
-        charge = None if ledger is None else (lambda: ledger.charge(self, seeded=rng is not None))
+        charge = None if ledger is None else (lambda: ledger.charge(self, seeded=rng is not None, dataset=dataset,
+                                                                    independent=independent))
         return self._release_counts(f, mask, list(range(f.shape[0])), list(range(f.shape[1])), rng=rng,
                                     nonnegative=nonnegative, ledger=ledger, charge=charge)
 

@@ -177,6 +177,27 @@ def test_a_pufferfish_release_after_a_subset_count_table_is_refused_unless_decla
     assert led.releases()["composition"].tolist() == ["subset", "independent"]
 
 
+def test_a_count_table_after_a_pufferfish_release_is_refused_unless_declared(tmp_path, data):
+    """The other order, through subset_count_table: refused on the default account (nothing spent), granted when
+    declared independent or on other data, each declaration recorded on its row."""
+    led = bp.Ledger(tmp_path / "l.sqlite")
+    led.set_budget("x", 20.0, 0.5)
+    ma, _ = _mechanisms()
+    ma.release(data, ledger=led)
+    table = data.assign(x=(data["x"] > 0).astype(int), band=(data["y"] > 0).astype(int))
+    kw = {"protected": "x", "public": "band", "epsilon": 0.5, "protected_values": [0, 1], "ledger": led}
+    with pytest.raises(JointAccountingError, match=r"release 1 \(APGM\)"):
+        bp.subset_count_table(table, **kw)
+    assert led.spent("x") == pytest.approx((1.0, 1e-3))
+    bp.subset_count_table(table, **kw, independent=True)
+    bp.subset_count_table(table, **kw, dataset_name="another table")
+    rows = led.releases()
+    assert "declared_independent" in rows["assumptions"].iloc[1]
+    assert "declared_separate_data" in rows["assumptions"].iloc[2]
+    with pytest.raises(ValidationError, match="dataset_name"):
+        bp.subset_count_table(table, **kw, dataset_name="")
+
+
 def test_group_dp_adds_to_a_pufferfish_release(tmp_path, data):
     """GroupDP over a group covering the secret (all records) is DP for every change of the dataset: it adds to any
     release, before or after."""
