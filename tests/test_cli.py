@@ -15,8 +15,13 @@ def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The paper's (Δ, Var) with its classic constant reproduce its σ² for the average weight.
     assert "530.54" in out and "87.14" in out and "0.00022" in out
-    assert "APGM analytic  ← released" in out
-    assert "APGM classic (comparison only)" in out
+    assert "APGM, accounted law  ← released" in out
+    assert "APGM classic (comparison only)" in out and "APGM analytic, Gaussian F" in out
+    # the rows compute what they say: the classic constant's noise is larger than the analytic one's (at ε = 1)
+    def weight(label: str) -> float:  # the average weight's column
+        return float(next(line for line in out.splitlines() if label in line).split(label)[1].split()[0])
+
+    assert weight("APGM classic (comparison only)") > 1.5 * weight("APGM analytic, Gaussian F")
     assert "proven only for ε < 1" in out  # the classic warning, caught and explained once
     assert "guarantee of each release: (ε=1, δ=0.001)" in out
     assert "d(U) erratum" in out
@@ -28,7 +33,7 @@ def test_demo_quiet_at_a_small_epsilon_keeps_the_table_and_needs_no_warning_line
     assert main(["demo", "--draws", "500", "--delta", "0.2", "--seed", "1", "--epsilon", "0.5", "--out", str(tmp_path),
                  "--quiet"]) == 0
     captured = capsys.readouterr()
-    assert "APGM analytic" in captured.out and "(ε=0.5, δ=0.2)" in captured.out
+    assert "APGM analytic, Gaussian F" in captured.out and "(ε=0.5, δ=0.2)" in captured.out
     assert "d(U) erratum" not in captured.out and "proven only for ε < 1" not in captured.out
     assert captured.err == ""
 
@@ -463,24 +468,34 @@ def test_a_script_with_another_model_is_refused_and_nothing_is_spent(edit, named
     assert not (tmp_path / "l.sqlite").exists()
 
 
-def test_a_copy_of_the_data_with_an_added_column_is_accounted_with_the_first_release(workdir, tmp_path, capsys):
-    """From the shell: a second query released on a copy of payroll.csv with one added column reads the same
-    protected data; the ledger accounts it with the first (refused: the files carry no model to form the joint
-    law), where a ledger keyed by the file's bytes granted it."""
+@pytest.fixture(scope="module")
+def years_calibration(workdir):
+    """A second query on the payroll, mean(years), calibrated from the template's model and pairs."""
     script = (workdir / "script.py").read_text().replace('query = bp.stack(bp.mean("years"), bp.mean("score"))',
                                                         'query = bp.mean("years")')
-    (tmp_path / "years.py").write_text(script)
-    assert main(["calibrate", str(tmp_path / "years.py"), "--out", str(tmp_path / "years.nc"), "--draws", "20000",
+    (workdir / "years.py").write_text(script)
+    assert main(["calibrate", str(workdir / "years.py"), "--out", str(workdir / "years.nc"), "--draws", "20000",
                  "--seed", "3"]) == 0
-    pd.read_csv(workdir / "payroll.csv").assign(extra=1.0).to_csv(tmp_path / "copy.csv", index=False)
+    return workdir / "years.nc", workdir / "years.py"
+
+
+@pytest.mark.parametrize("variant", ["added column", "column subset", "shuffled rows"])
+def test_a_copy_of_the_data_is_accounted_with_the_first_release(variant, workdir, years_calibration, tmp_path, capsys):
+    """From the shell: a second query released on a copy of payroll.csv (one added column, only the column it
+    reads, or its rows shuffled) reads the same protected data; the ledger accounts it with the first (refused:
+    files carry no model to form the joint law), where a ledger keyed by the file's bytes granted it."""
+    import bayespriv as bp
+
+    payroll = pd.read_csv(workdir / "payroll.csv")
+    copy = {"added column": payroll.assign(extra=1.0), "column subset": payroll[["years"]],
+            "shuffled rows": payroll.sample(frac=1.0, random_state=1)}[variant]
+    copy.to_csv(tmp_path / "copy.csv", index=False)
     common = ["--mechanism", "APGM", "--epsilon", "1", "--delta", "1e-3", "--ledger", str(tmp_path / "l.sqlite")]
     assert main(["release", str(workdir / "cal.nc"), "--script", str(workdir / "script.py"), "--data",
                  str(workdir / "payroll.csv"), "--budget", "salary=5,1e-2"] + common) == 0
     capsys.readouterr()
-    assert main(["release", str(tmp_path / "years.nc"), "--script", str(tmp_path / "years.py"), "--data",
-                 str(tmp_path / "copy.csv")] + common) == 1
+    cal, script = years_calibration
+    assert main(["release", str(cal), "--script", str(script), "--data", str(tmp_path / "copy.csv")] + common) == 1
     err = capsys.readouterr().err
     assert "cannot be formed" in err and "not ways around this refusal" in err
-    import bayespriv as bp
-
     assert bp.Ledger(tmp_path / "l.sqlite").spent("salary") == pytest.approx((1.0, 1e-3))

@@ -25,7 +25,7 @@ from .._validation import check_confidence, check_memory, check_optional_positiv
 from ..datamodels import _posterior_cache
 from ..datamodels.base import DataModel
 from ..datamodels.family import DataModelFamily
-from ..errors import ParameterTypeError, UnverifiedCalibrationError, ValidationError
+from ..errors import ParameterTypeError, UnsupportedSecretError, UnverifiedCalibrationError, ValidationError
 from ..queries import Query
 from ..random import RNGLike, as_seed_sequence
 from ..secrets import Secret, SecretPair, as_pairs
@@ -422,9 +422,9 @@ def calibrate(
     with _posterior_cache.offered(_offered_posteriors(reuse)):
         prepared = [m.prepare(request.secrets, np.random.default_rng(_prepare_seed(seed)))
                     for m, seed in zip(request.members, seeds)]
-    laws = _tabulated_laws(prepared, request.secrets, query, exact_laws)
+    laws, why_sampled = _tabulated_laws(prepared, request.secrets, query, exact_laws)
     samples = _draw_samples(request, prepared, seeds, executor, progress)
-    result = _summarised(request, prepared, samples, laws)
+    result = _summarised(request, prepared, samples, laws, why_sampled)
     result = _family_result(result, model.covers) if request.family else result[0]
     _MODELS[result] = model
     return result
@@ -484,16 +484,19 @@ def _draw_samples(request: _Request, prepared: list, seeds: list, executor: Any,
     return _assemble(results, len(prepared), len(request.secrets), per_secret, request.query)
 
 
-def _summarised(request: _Request, prepared: list, samples: np.ndarray, laws: Any) -> list[Calibration]:
-    """One Calibration per prepared model, with the Bonferroni count over every member's intervals."""
+def _summarised(request: _Request, prepared: list, samples: np.ndarray, laws: Any,
+                why_sampled: str | None = None) -> list[Calibration]:
+    """One Calibration per prepared model, with the Bonferroni count over every member's intervals (and, when
+    ``exact_laws="auto"`` fell back to sampling, why: ``diagnostics["exact_laws"]``)."""
     k = samples.shape[-1]
+    extra = {} if why_sampled is None else {"exact_laws": why_sampled}
     n_events = len(prepared) * _events(len(request.secrets), k)
     if laws is None:
         _refuse_too_few_draws(request.n_draws, request.confidence, k, n_events)
     return [
         calibration_from_samples(samples[i], request.secrets, request.pairs, request.query,
                                  confidence=request.confidence, n_records=m.n_records, theta=m.theta or None,
-                                 n_events=n_events, diagnostics=dict(m.diagnostics), posteriors=m.posteriors,
+                                 n_events=n_events, diagnostics={**m.diagnostics, **extra}, posteriors=m.posteriors,
                                  finite_laws=None if laws is None else laws[i])
         for i, m in enumerate(prepared)
     ]
@@ -512,23 +515,30 @@ def _family_result(cals: list[Calibration], covers: str) -> Calibration:
 
 
 def _tabulated_laws(models: Sequence[DataModel], secrets: Sequence[Secret], query: Query,
-                    mode: bool | str) -> list[dict[str, FiniteLaw]] | None:
-    """The exact law of F under every secret, per model (:meth:`DataModel.exact_law`), or None.
+                    mode: bool | str) -> tuple[list[dict[str, FiniteLaw]] | None, str | None]:
+    """The exact law of F under every secret, per model (:meth:`DataModel.exact_law`), or None; and, when
+    ``mode="auto"`` falls back to sampling because a law is too large to tabulate, why.
 
-    All or nothing: with ``mode="auto"`` None as soon as one model cannot tabulate one secret's law;
+    All or nothing: with ``mode="auto"`` None as soon as one model cannot tabulate one secret's law (or
+    refuses to, :class:`~bayespriv.errors.UnsupportedSecretError`: the calibration samples instead);
     with ``True`` that refuses, naming them; with ``False`` None. A law whose dimension is not the
     query's is a bug of the model (refused).
     """
     if mode is False or mode is np.False_:
-        return None
+        return None, None
     out = []
     for m in models:
         laws: dict[str, FiniteLaw] = {}
         for s in secrets:
-            law = m.exact_law(s, query)
+            try:
+                law = m.exact_law(s, query)
+            except UnsupportedSecretError as exc:
+                if mode != "auto":
+                    raise
+                return None, f"sampled: the exact law under {s.label!r} could not be tabulated ({exc})"
             if law is None:
                 if mode == "auto":
-                    return None
+                    return None, None
                 raise fail("exact_laws", f"'auto' or False for {type(m).__name__}, which cannot tabulate the law of "
                                          f"query {query.name!r} under secret {s.label!r} (it tabulates counts and "
                                          "proportions of a category, bp.count(column, category), on an "
@@ -538,7 +548,7 @@ def _tabulated_laws(models: Sequence[DataModel], secrets: Sequence[Secret], quer
                 raise ValidationError(f"{type(m).__name__}.exact_law must return points of the query's dimension "
                                       f"{query.k}; got {laws[s.label].k} for secret {s.label!r}")
         out.append(laws)
-    return out
+    return out, None
 
 
 def _offered_posteriors(reuse: Any) -> dict[str, Any]:

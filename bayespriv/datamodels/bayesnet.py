@@ -30,6 +30,7 @@ from ..secrets import DatasetSecret, DistributionSecret, Secret, share_count
 from .base import DataModel
 from .compiled_networks import _compile_discrete, _compile_gaussian, _DiscreteNet, _match_state
 from .gaussian import GaussianDataModel
+from .network_elimination import sample_eliminated
 
 __all__ = ["BayesNetDataModel"]
 
@@ -419,33 +420,14 @@ class BayesNetDataModel(DataModel):
             out[:, k:] = np.searchsorted(cdf, rng.random((n_draws, n - k)), side="right")
         return rng.permuted(out, axis=1) if 0 < k < n else out
 
-    def _ancestor_cdfs(self, net: _DiscreteNet, i: int, B: Sequence[int]) -> np.ndarray:
-        """CDF rows of P(B | node i = v) over the flattened configurations of B, ``(card_i, M)`` (cached)."""
-        key = ("ancestors", i, tuple(B))
-        cdf = net.cache.get(key)
-        if cdf is None:
-            table = net.joint(list(B) + [i])
-            table = np.moveaxis(table, -1, 0).reshape(net.cards[i], -1)
-            cdf = np.cumsum(table, axis=1)
-            last = cdf[:, -1:]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                cdf = np.where(last > 0, cdf / last, 1.0)  # states of probability 0 are never assigned
-            net.cache[key] = cdf
-        return cdf
-
     def _draw_ancestors(self, net: _DiscreteNet, i: int, B: Sequence[int], idx: dict[int, np.ndarray], rng: np.random.Generator) -> None:
-        """Ancestors ``B`` of node ``i`` given its drawn states, jointly and exactly (grouped by state)."""
-        cdf = self._ancestor_cdfs(net, i, B)
-        shape_B = tuple(net.cards[b] for b in B)
-        state = idx[i]
-        flat = np.empty(state.shape, dtype=np.intp)
-        for v in range(net.cards[i]):
-            mask = state == v
-            m = int(mask.sum())
-            if m:
-                flat[mask] = np.searchsorted(cdf[v], rng.random(m), side="right")
-        for b, arr in zip(B, np.unravel_index(flat, shape_B)):
-            idx[b] = arr
+        """Ancestors ``B`` of node ``i`` given its drawn states, jointly and exactly: every ancestor of i is drawn
+        from the elimination of the ancestral set (:meth:`_DiscreteNet.ancestor_plan`), backward from i's state;
+        those outside ``B`` are dropped (their joint law with B given i is exact, so B's is)."""
+        drawn = {i: idx[i]}
+        sample_eliminated(net.ancestor_plan(i), drawn, rng)
+        for b in B:
+            idx[b] = drawn[b]
 
     # -- exact moments -------------------------------------------------------------------
     def moments(self, secret: Secret | None, query: Query) -> tuple[np.ndarray, np.ndarray]:

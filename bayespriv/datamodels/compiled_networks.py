@@ -19,10 +19,10 @@ import networkx as nx
 import numpy as np
 
 from .._validation import fail
-from ..errors import UnsupportedSecretError
+from .network_elimination import EliminationPlan, Factor, eliminate, plan_elimination
 
-#: Largest joint table (entries) built over an ancestral set, for conditioning
-#: on a dataset secret and for closed-form moments (~32 MB of float64).
+#: Largest factor (entries) variable elimination builds, for conditioning on a dataset secret and for
+#: closed-form moments and exact laws (~32 MB of float64).
 MAX_JOINT_ENTRIES = 2**22
 
 
@@ -70,33 +70,31 @@ class _DiscreteNet:
     def ancestors(self, i: int) -> list[int]:
         return [j for j in self.closure([i]) if j != i]
 
+    def factors(self, nodes: Sequence[int]) -> list[Factor]:
+        """The CPDs of ``nodes`` as factors over (parents, node)."""
+        return [Factor(self.parents[j] + (j,), self.probs[j]) for j in nodes]
+
     def joint(self, subset: Sequence[int]) -> np.ndarray:
         """Exact joint table over ``subset`` (axes in the order given).
 
-        Built as the product of the CPDs over the ancestral closure of
-        ``subset``, then summed over the closure's other nodes.
+        The product of the CPDs over the ancestral closure of ``subset`` with the closure's other
+        nodes summed out by variable elimination (:mod:`.network_elimination`): its cost follows the
+        network's width, not the size of the ancestral set.
         """
         closed = self.closure(subset)
-        size = math.prod(self.cards[j] for j in closed)
-        if size > MAX_JOINT_ENTRIES:
-            raise UnsupportedSecretError(
-                f"the joint table over the ancestral set {[self.nodes[j] for j in closed]!r} must have at most "
-                f"{MAX_JOINT_ENTRIES} entries to condition exactly; got {size}"
-            )
-        pos = {j: a for a, j in enumerate(closed)}
-        joint = np.ones([self.cards[j] for j in closed])
-        for j in closed:
-            axes = [pos[p] for p in self.parents[j]] + [pos[j]]
-            order = np.argsort(axes)
-            shape = [1] * len(closed)
-            for a in axes:
-                shape[a] = self.cards[closed[a]]
-            joint = joint * self.probs[j].transpose(order).reshape(shape)
-        keep = [pos[j] for j in subset]
-        drop = tuple(a for a in range(len(closed)) if a not in keep)
-        out = joint.sum(axis=drop) if drop else joint
-        remaining = [a for a in range(len(closed)) if a in keep]
-        return out.transpose([remaining.index(a) for a in keep])
+        what = f"the joint law of {[self.nodes[j] for j in subset]!r}"
+        return eliminate(self.factors(closed), list(subset), self.cards, MAX_JOINT_ENTRIES, what)
+
+    def ancestor_plan(self, i: int) -> EliminationPlan:
+        """Node ``i``'s ancestors eliminated from the product of their CPDs and i's (cached): what drawing them
+        jointly given i's state needs (:func:`~.network_elimination.sample_eliminated`)."""
+        key = ("ancestor plan", i)
+        if key not in self.cache:
+            closed = self.closure([i])
+            what = f"the ancestors of {self.nodes[i]!r} given its state"
+            self.cache[key] = plan_elimination(self.factors(closed), self.ancestors(i), self.cards,
+                                               MAX_JOINT_ENTRIES, what)
+        return self.cache[key]
 
     def marginal(self, i: int) -> np.ndarray:
         key = ("marginal", i)

@@ -190,6 +190,12 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
         for the posterior draws: a calibration with some secret drawn by MCMC
         names it in its assumptions, and so does every guarantee built on it
         (``"mcmc_relaxed:max_divergences=50"``, see :func:`relaxed_thresholds`).
+    mcmc_extensions : int, default 2
+        A run that misses only the R-hat or bulk-ESS threshold, and by a little (R-hat at most
+        ``max_r_hat`` + 0.04, bulk ESS at least a quarter of ``min_ess_bulk``), is run again with twice the
+        tuning and draws, up to this many times (4× at the default); the thresholds stay the same, and
+        the diagnostics record the extension (``"extension"``, the ``tune`` and ``draws`` used). A run
+        with divergences, or far from the thresholds, is refused at once. 0: never extend.
     conjugate : bool, default True
         Use exact posteriors where they apply instead of MCMC: the
         Beta-Bernoulli conjugate and the quadrature route for a single scalar
@@ -230,8 +236,12 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
       free random variable upstream of θ (or of the public data) reaches the
       columns — π are constants — the other elements are drawn from their
       prior: exact forward sampling (route ``"forward"``). Parameters with a
-      multivariate law (Dirichlet, MvNormal) are refused: their elements are
-      not independent given the parents. ``intervals`` take scalar parameters only.
+      multivariate law (MvNormal, ...) are refused: their elements are
+      not independent given the parents — except a weight of a Dirichlet with
+      constant concentrations, w ~ Dir(α): given w_i = v the other weights are
+      (1 − v)·Dir(α without α_i), independent of w_i (the aggregation property,
+      Dirichlet neutrality), drawn exactly (route ``"forward"``).
+      ``intervals`` take scalar parameters only.
     * ``DistributionSecret("theta[2]", a)`` on a **deterministic** θ (or a
       scalar deterministic), e.g. the non-centred ``theta = mu + tau * eta``.
       *Conditioning, not intervention.* A Pufferfish secret is an event of
@@ -405,6 +415,7 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
         max_divergences: int = DEFAULT_MAX_DIVERGENCES,
         conjugate: bool = True,
         theta: Mapping[str, Any] | None = None,
+        mcmc_extensions: int = 2,
     ) -> None:
         if not callable(builder):
             raise ParameterTypeError(f"builder must be callable (n_records -> pymc.Model); got {type(builder).__name__}")
@@ -431,6 +442,7 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
             raise fail("min_ess_bulk", ">= 0", min_ess_bulk)
         self.max_divergences = check_positive_int(max_divergences, "max_divergences", minimum=0)
         self.conjugate = bool(conjugate)
+        self.mcmc_extensions = check_positive_int(mcmc_extensions, "mcmc_extensions", minimum=0)
         self._token = uuid.uuid4().hex
         self._rt: _Runtime | None = None
         self._pools: dict[Secret, dict[str, np.ndarray]] = {}

@@ -121,11 +121,20 @@ class _Floor:
         return (lu * np.maximum(0.0, f - self.ratios)) @ lu.T
 
 
+def _law_covariance(conds: tuple[Condition, ...]) -> np.ndarray:
+    """F's covariance averaged over the conditions and both secrets, symmetric and positive definite (a ridge of
+    1e-12 of its trace; the identity when F is constant)."""
+    avg = sum((c.law_a.cov + c.law_b.cov) / 2.0 for c in conds) / len(conds)
+    avg = (avg + avg.T) / 2.0
+    if not np.any(avg):
+        return np.eye(avg.shape[0])
+    return avg + 1e-12 * max(float(np.trace(avg)), 1e-300) * np.eye(avg.shape[0])
+
+
 def _floor_frame(shape: np.ndarray, conds: tuple[Condition, ...]) -> _Floor | None:
     """The floor's frame, or None when the shape already adds at least the smallest floor level of
     F's variance in every direction (a law known through draws is then resolved by the noise)."""
-    avg = sum((c.law_a.cov + c.law_b.cov) / 2.0 for c in conds) / len(conds)
-    avg = (avg + avg.T) / 2.0 + 1e-12 * max(float(np.trace(avg)), 1e-300) * np.eye(avg.shape[0])
+    avg = _law_covariance(conds)
     chol = np.linalg.cholesky(avg)
     inner = np.linalg.solve(chol, np.linalg.solve(chol, shape).T)
     ratios, basis = np.linalg.eigh((inner + inner.T) / 2.0)
@@ -146,6 +155,8 @@ def account_gaussian_shape(mech: Any, shape: np.ndarray) -> Accounted:
     quiet = _noiseless(conds, GaussianNoise(np.zeros_like(shape)), eps, target, conf)
     if quiet is not None:
         return quiet
+    if not np.any(shape):  # the theorem's noise is zero but the released law needs some: scale F's own covariance
+        shape = _law_covariance(conds)
     exact_1d = all(c.kind == "finite" for c in conds) and shape.shape == (1, 1)  # accounted exactly at any noise
     floor = _floor_frame(shape, conds) if not exact_1d and any(c.kind != "gaussian" for c in conds) else None
     if getattr(mech, "accountant", "auto") == "certified":

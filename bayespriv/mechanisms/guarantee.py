@@ -32,10 +32,33 @@ from .._validation import fail, seal_fields, sealed
 from ..errors import ValidationError
 from .release_noise import ReleaseNoise
 
-__all__ = ["Guarantee", "Release", "AccountingRecord"]
+__all__ = ["Guarantee", "Release", "AccountingRecord", "PLAIN_ASSUMPTIONS"]
 
 #: The assumption naming a calibration loaded from a file that did not verify.
 _UNVERIFIED = "unverified_calibration"
+
+#: Plain words for the assumptions a guarantee most often rests on (``str(guarantee)``); any other name is shown as
+#: it is, and :meth:`Guarantee.details` always gives the names.
+PLAIN_ASSUMPTIONS = {
+    "gaussian_query": "the statistic being Gaussian under each secret",
+    "equal_covariance": "equal spreads of the statistic under the two secrets",
+    "translation": "the statistic's law under one secret being a shift of the other's",
+    "estimated_moments": "moments estimated from the draws",
+    "sampled_law": "the draws representing the statistic's law",
+    "monte_carlo_clt": "the accountant's Monte-Carlo error being normal",
+    "exchangeable_records": "exchangeable records",
+    "mcmc_posterior": "the MCMC draws representing the posterior",
+    "domain_from_data": "the categories read off the data",
+    "numerical_influence": "numerically computed max-influences",
+    "sequential_composition": "adding up with other releases",
+    "declared_independent": "the declared independence from other releases",
+    "declared_separate_data": "the declared separate data",
+    _UNVERIFIED: "an UNVERIFIED calibration file",
+}
+
+
+def _plain(name: str) -> str:
+    return PLAIN_ASSUMPTIONS.get(name, name.replace("_", " ") if name.startswith("mcmc_relaxed") else name)
 
 
 def _names(value: object, name: str) -> tuple[str, ...]:
@@ -79,6 +102,8 @@ class Guarantee:
     >>> from bayespriv import Guarantee
     >>> g = Guarantee(1.0, 1e-5, 0.95, ("gaussian_query",), "APGM: Zhang et al. 2022, Theorem 1")
     >>> print(g)
+    (ε=1, δ=1e-05) with 95% confidence; rests on: the statistic being Gaussian under each secret
+    >>> print(g.details())
     (ε=1, δ=1e-05) [confidence 0.95; assumes: gaussian_query; APGM: Zhang et al. 2022, Theorem 1]
     >>> g.established, Guarantee(1.0, 1e-5, 0.95, ("gaussian_query",), failed_assumptions=("gaussian_query",)).established
     (True, False)
@@ -116,6 +141,23 @@ class Guarantee:
         return not self.failed_assumptions
 
     def __str__(self) -> str:
+        """One readable sentence: (ε, δ), how sure, what it rests on, and whether it is established
+        (:meth:`details` for the assumption names and the theorem)."""
+        if self.confidence is None:
+            conf = " as plug-in estimates (no confidence claimed)"
+        elif self.confidence >= 1.0:
+            conf = ", exactly"
+        else:
+            conf = f" with {100 * self.confidence:.4g}% confidence"
+        rests = ("; rests on: " + ", ".join(map(_plain, self.assumptions))) if self.assumptions else ""
+        unchecked = f"; unchecked: {', '.join(self.unchecked_assumptions)}" if self.unchecked_assumptions else ""
+        failed = (f" — NOT ESTABLISHED (FAILED check: {', '.join(self.failed_assumptions)})"
+                  if self.failed_assumptions else "")
+        return f"(ε={self.epsilon:g}, δ={self.delta:g}){conf}{rests}{unchecked}{failed}"
+
+    def details(self) -> str:
+        """Every detail on one line: (ε, δ), the confidence, the assumptions by name, which are unchecked or
+        failed their check, and the theorem (with the noise's own construction)."""
         conf = "plug-in" if self.confidence is None else f"confidence {self.confidence:g}"
         assume = ", ".join(self.assumptions) or "none"
         unchecked = f"; unchecked: {', '.join(self.unchecked_assumptions)}" if self.unchecked_assumptions else ""

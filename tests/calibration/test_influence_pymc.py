@@ -433,7 +433,7 @@ def test_calibrate_quilts_and_apmqm_carry_numerical_influence(chain):
     assert high.scale == 0.0 and high.chosen["i"].quilt.quilt == {"q"}
     g = high.guarantee
     assert g.assumptions == ("parameters_bayes_net", "numerical_influence") and g.confidence is None
-    assert "numerical_influence" in str(g)
+    assert "numerical_influence" in g.details() and "numerically computed max-influences" in str(g)
     # A grid that does not fit is skipped ({q} needs i, r, q on the grid: d = 3); the others stay.
     small = calibrate_quilts(chain, "i", query, n_records=5, columns=columns, influence_options={"max_points": 300})
     assert small.skipped["i"] == 1 and {c.quilt.quilt for c in small.candidates["i"]} == {frozenset(), frozenset({"r"})}

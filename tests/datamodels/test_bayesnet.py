@@ -329,10 +329,11 @@ SECRET5 = bp.DatasetSecret.proportion("S", "mid", K5 / N5)
 class ForgetsAncestors(BayesNetDataModel):
     """Broken twin: draws the ancestors of the secret node from their prior, not given its value."""
 
-    def _ancestor_cdfs(self, net, i, B):
-        table = net.joint(list(B)).ravel()
-        cdf = np.cumsum(table) / table.sum()
-        return np.broadcast_to(cdf, (net.cards[i], cdf.size))
+    def _draw_ancestors(self, net, i, B, idx, rng):
+        prior = {}
+        net.forward(net.closure(list(B)), prior, idx[i].shape, rng)  # their own law, blind to node i's state
+        for b in B:
+            idx[b] = prior[b]
 
 
 def _dataset_secret_pvalues(cls, seed: int, others=("A", "B", "C", "D")) -> tuple[float, float, float]:

@@ -487,3 +487,32 @@ def test_process_pool_gives_identical_numbers(logit_calibration):
                                 rng=77, chunk_size=1000, executor=pool)
     np.testing.assert_array_equal(serial.samples.values, parallel.samples.values)
     assert parallel.diagnostics["mcmc"] == serial.diagnostics["mcmc"]
+
+
+class _ScriptedConvergence(PyMCDataModel):
+    """The logit model whose convergence numbers are scripted per run (R-hat of the 1st, 2nd, … run; ESS 1000)."""
+
+    def __init__(self, r_hats, **kw):
+        super().__init__(build_logit, n_records=N_LOGIT, columns=["gender", "score"], parameters=["z"],
+                         conjugate=False, tune=100, draws=100, **kw)
+        self.__dict__["_script"] = list(r_hats)
+
+    def _convergence(self, idata, names):
+        return self.__dict__["_script"].pop(0), 1000.0, 1000.0
+
+
+def test_a_run_that_misses_r_hat_by_a_little_is_extended_and_says_so():
+    """R-hat 1.02 (> 1.01, within 0.04): the run is repeated with twice the tuning and draws; the second passes and
+    the diagnostics record it. The twins: R-hat 1.2 (far) is refused at once, and so is 1.02 with
+    mcmc_extensions=0."""
+    secret = LOGIT_SECRETS[0]
+    prepared = _ScriptedConvergence([1.02, 1.001]).prepare([secret], np.random.default_rng(0))
+    run = prepared.diagnostics["mcmc"][secret.label]
+    assert (run["extension"], run["tune"], run["draws"]) == (1, 200, 200)
+    assert prepared.sample(secret, 5, rng=1)["gender"].shape == (5, N_LOGIT)
+    with pytest.raises(ConvergenceError, match=r"R-hat 1\.2 > 1\.01 with tune=100, draws=100"):
+        _ScriptedConvergence([1.2, 1.0]).prepare([secret], np.random.default_rng(0))
+    with pytest.raises(ConvergenceError, match=r"R-hat 1\.02 > 1\.01"):
+        _ScriptedConvergence([1.02, 1.0], mcmc_extensions=0).prepare([secret], np.random.default_rng(0))
+    with pytest.raises(ConvergenceError, match=r"tune=400, draws=400, chains=2, target_accept=0.9 \(after 2 extension"):
+        _ScriptedConvergence([1.02, 1.03, 1.02]).prepare([secret], np.random.default_rng(0))

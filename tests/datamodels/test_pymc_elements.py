@@ -172,5 +172,14 @@ def test_element_secret_errors_are_clear():
         return m
 
     dirichlet = PyMCDataModel(build_dirichlet, n_records=N, columns=["y"], parameters=["w"])
+    dirichlet.check_secret(bp.DistributionSecret("w[0]", 0.2))  # a Dirichlet weight: the aggregation property
+
+    def build_mvnormal(n):
+        with pm.Model() as m:
+            mu = pm.MvNormal("mu", np.zeros(2), np.eye(2) + 0.5)
+            pm.Normal("y", mu[0] + mu[1], 1.0, shape=n)
+        return m
+
+    mvnormal = PyMCDataModel(build_mvnormal, n_records=N, columns=["y"], parameters=["mu"])
     with pytest.raises(UnsupportedSecretError, match="independent given its parents"):
-        dirichlet.check_secret(bp.DistributionSecret("w[0]", 0.2))
+        mvnormal.check_secret(bp.DistributionSecret("mu[0]", 0.2))

@@ -2,7 +2,11 @@
 
 The model is intervened on (``pm.do``) at the given variables, every random
 variable without random parents gets a leading batch dimension and the rest of
-the graph is vectorised, so that one call draws ``(n_draws, n_records)``.
+the graph is vectorised, so that one call draws ``(n_draws, n_records)``. A
+variable declared with ``shape=``/``dims=`` whose parameters get a batch
+dimension has its size dropped and its parameters broadcast to it (the same
+law). A graph with an operation PyTensor cannot vectorise (a ``NormalMixture``
+with batched weights) is compiled once unbatched and called once per dataset.
 """
 
 from __future__ import annotations
@@ -34,13 +38,7 @@ class BatchedSamplers:
             return hit
 
     def _compile(self, givens, mean_column, outputs, element=None):
-        import pytensor
         import pytensor.tensor as pt
-        from pymc.distributions.shape_utils import change_dist_size
-        from pytensor.graph.replace import graph_replace, vectorize_graph
-        from pytensor.tensor.random.type import RandomGeneratorType
-
-        from .._fast_rv import swap_samplers
 
         pm = _pm()
         model = self.pymc_model
@@ -62,41 +60,14 @@ class BatchedSamplers:
             interventions[mean_column] = pt.cast(x_cond, x.dtype)
             extra.append(a)
         if element is not None:  # a fresh draw of the parameter (same parents), one element set to the value
-            name, index, value = element
-            var = model[name]
-            fresh = var.owner.clone().default_output()
-            mask = np.zeros(_static_shape(var), dtype=bool)
-            mask[index] = True
-            interventions[name] = pt.switch(mask, np.asarray(value, dtype=var.dtype), fresh)
+            interventions[element[0]] = _element_draw(model[element[0]], element[1], element[2])
         do_model = pm.do(model, interventions) if interventions else model
         outs = [do_model[name] for name in outputs]
         batched_inputs = list(placeholders.values()) + extra
-        rv_types = _random_op_types()
-        nodes = []
-        for var in _ancestors(outs):
-            if var.owner is not None and isinstance(var.owner.op, rv_types) and var.owner not in nodes:
-                nodes.append(var.owner)
-        random_outputs = {v for node in nodes for v in node.outputs}
-        n_draws = pt.lscalar("n_draws")
-        replace = {}
-        for node in nodes:
-            params = [i for i in node.inputs if not isinstance(i.type, RandomGeneratorType)]
-            upstream = _ancestors(params) if params else set()
-            if not any(v in random_outputs or v in placeholders.values() or v in extra for v in upstream):
-                out = node.default_output()
-                replace[out] = change_dist_size(out, new_size=(n_draws,), expand=True)
-        batched = {v: pt.tensor(dtype=v.dtype, shape=(None,) + v.type.shape, name=v.name) for v in batched_inputs}
-        replace.update(batched)
-        vouts = vectorize_graph(outs, replace=replace)
-        vouts = swap_samplers(vouts)  # Bernoulli / Normal drawn by plain NumPy (same laws, see _fast_rv)
-        # own RNGs: never touch the model's shared generators
-        # (in graph order, so that reseeding is the same in every process)
-        rngs_old = [v for v in _ancestors(vouts) if isinstance(v.type, RandomGeneratorType) and v.owner is None]
-        own = {r: pytensor.shared(np.random.default_rng(0), name=f"rng{i}") for i, r in enumerate(rngs_old)}
-        if own:
-            vouts = graph_replace(vouts, own, strict=False)
-        fn = pm.compile([n_draws] + [batched[v] for v in batched_inputs], vouts, on_unused_input="ignore")
-        return fn, list(own.values())
+        try:
+            return _vectorized(pm, outs, batched_inputs)
+        except NotImplementedError as exc:  # an operation PyTensor cannot vectorise (e.g. a NormalMixture's)
+            return _looped(pm, outs, batched_inputs, exc)
 
     def _draw(self, givens: Mapping[str, np.ndarray], mean: tuple[str, float] | None, outputs: tuple[str, ...],
               n_draws: int, rng: np.random.Generator,
@@ -128,3 +99,135 @@ class BatchedSamplers:
                 v = np.broadcast_to(v, (n_draws,) + v.shape)
             out[o] = v
         return out
+
+
+def _random_nodes(outs: list, batched: set) -> tuple[list, list]:
+    """The random nodes ``outs`` depend on, split into those without random or batched parents (they get a
+    leading batch dimension by a new size) and the others (vectorised through their parameters)."""
+    from pytensor.tensor.random.type import RandomGeneratorType
+
+    rv_types = _random_op_types()
+    nodes = []
+    for var in _ancestors(outs):
+        if var.owner is not None and isinstance(var.owner.op, rv_types) and var.owner not in nodes:
+            nodes.append(var.owner)
+    random_outputs = {v for node in nodes for v in node.outputs}
+    roots, dependent = [], []
+    for node in nodes:
+        params = [i for i in node.inputs if not isinstance(i.type, RandomGeneratorType)]
+        upstream = _ancestors(params) if params else set()
+        is_root = not any(v in random_outputs or v in batched for v in upstream)
+        (roots if is_root else dependent).append(node)
+    return roots, dependent
+
+
+def _explicit_size(node) -> bool:
+    """Whether a plain random variable was given a size (``shape=``/``dims=``), which fixes its batch shape."""
+    from pytensor.tensor.random.op import RandomVariable
+
+    if not isinstance(node.op, RandomVariable):
+        return False
+    size = node.op.size_param(node)
+    return size is not None and not _is_none_const(size) and size.type.shape != (0,)
+
+
+def _is_none_const(var) -> bool:
+    from pytensor.tensor.type_other import NoneTypeT
+
+    return isinstance(var.type, NoneTypeT)
+
+
+def _size_free(node):
+    """The same random variable with its size dropped and its parameters broadcast to that size (the batch
+    shape it had), so that a batch dimension added to a parameter broadcasts instead of clashing with it."""
+    import pytensor.tensor as pt
+
+    op = node.op
+    size = op.size_param(node)
+    batch = tuple(size[i] for i in range(int(size.type.shape[0])))
+    params = []
+    for p, core in zip(op.dist_params(node), op.ndims_params):
+        params.append(pt.broadcast_to(p, batch + tuple(p.shape[p.ndim - core:]) if core else batch))
+    return op.make_node(op.rng_param(node), None, *params).default_output()
+
+
+def _element_draw(var, index: tuple[int, ...], value: float):
+    """A fresh draw of ``var`` given its parents with element ``index`` set to ``value``.
+
+    Independent elements: the draw with that element replaced. A Dirichlet vector w ~ Dir(α) (constant α):
+    given w_i = v the others are (1 − v)·Dir(α without α_i), by the aggregation property (the vector with
+    w_i removed and renormalised is Dir(α_{−i}) and independent of w_i: Dirichlet neutrality).
+    """
+    import pytensor.tensor as pt
+
+    from .checks import _is_dirichlet
+
+    if _is_dirichlet(var.owner.op):
+        (alpha,) = var.owner.op.dist_params(var.owner)
+        i = index[0]
+        rest = pt.concatenate([alpha[..., :i], alpha[..., i + 1:]], axis=-1)
+        others = (1.0 - value) * pt.random.dirichlet(rest)
+        v = pt.as_tensor_variable(np.asarray([value], dtype=var.dtype))
+        return pt.cast(pt.concatenate([others[..., :i], v, others[..., i:]], axis=-1), var.dtype)
+    fresh = var.owner.clone().default_output()
+    mask = np.zeros(_static_shape(var), dtype=bool)
+    mask[index] = True
+    return pt.switch(mask, np.asarray(value, dtype=var.dtype), fresh)
+
+
+def _own_rngs(outs: list) -> tuple[list, list]:
+    """``outs`` with their random generators replaced by the sampler's own shared ones (in graph order, so that
+    reseeding gives the same draws in every process); never the model's generators."""
+    import pytensor
+    from pytensor.graph.replace import graph_replace
+    from pytensor.tensor.random.type import RandomGeneratorType
+
+    rngs_old = [v for v in _ancestors(outs) if isinstance(v.type, RandomGeneratorType) and v.owner is None]
+    own = {r: pytensor.shared(np.random.default_rng(0), name=f"rng{i}") for i, r in enumerate(rngs_old)}
+    if own:
+        outs = graph_replace(outs, own, strict=False)
+    return outs, list(own.values())
+
+
+def _vectorized(pm: Any, outs: list, batched_inputs: list) -> tuple[Any, list]:
+    """``f(n_draws, *batched inputs) -> outputs (n_draws, ...)``: every random variable without random or
+    batched parents gets a leading batch dimension and the rest of the graph is vectorised."""
+    import pytensor.tensor as pt
+    from pymc.distributions.shape_utils import change_dist_size
+    from pytensor.graph.replace import clone_replace, vectorize_graph
+
+    from .._fast_rv import swap_samplers
+
+    roots, dependent = _random_nodes(outs, set(batched_inputs))
+    sized = {node.default_output(): _size_free(node) for node in dependent if _explicit_size(node)}
+    if sized:  # `dims=`/`shape=` on a variable whose parameters get a batch dimension: let the batch broadcast
+        outs = clone_replace(outs, replace=sized)
+        roots, dependent = _random_nodes(outs, set(batched_inputs))
+    n_draws = pt.lscalar("n_draws")
+    replace = {node.default_output(): change_dist_size(node.default_output(), new_size=(n_draws,), expand=True)
+               for node in roots}
+    batched = {v: pt.tensor(dtype=v.dtype, shape=(None,) + v.type.shape, name=v.name) for v in batched_inputs}
+    replace.update(batched)
+    vouts = swap_samplers(vectorize_graph(outs, replace=replace))  # Bernoulli / Normal by plain NumPy (_fast_rv)
+    vouts, rngs = _own_rngs(vouts)
+    fn = pm.compile([n_draws] + [batched[v] for v in batched_inputs], vouts, on_unused_input="ignore")
+    return fn, rngs
+
+
+class _Looped:
+    """The sampler of a graph PyTensor cannot vectorise: one compiled call per dataset, stacked (a Python loop
+    over draws, the price of such an operation; ``reason`` says which)."""
+
+    def __init__(self, fn: Any, n_outputs: int, reason: str) -> None:
+        self.fn, self.n_outputs, self.reason = fn, n_outputs, reason
+
+    def __call__(self, n_draws: int, *args: np.ndarray) -> list[np.ndarray]:
+        rows = [self.fn(*(a[i] for a in args)) for i in range(int(n_draws))]
+        rows = [r if isinstance(r, list) else [r] for r in rows]
+        return [np.stack([np.asarray(r[j]) for r in rows]) for j in range(self.n_outputs)]
+
+
+def _looped(pm: Any, outs: list, batched_inputs: list, exc: Exception) -> tuple[Any, list]:
+    louts, rngs = _own_rngs(outs)
+    fn = pm.compile(list(batched_inputs), louts, on_unused_input="ignore")
+    return _Looped(fn, len(outs), f"{type(exc).__name__}: {exc}"), rngs

@@ -121,6 +121,10 @@ class SecretChecks:
             raise fail("parameter", f"an index within the shape {shape} of {name!r}",
                        described(f"{secret.parameter!r}"))
         op = var.owner.op if var.owner is not None else None
+        if _is_dirichlet(op) and len(index) == 1 and secret not in self.intervals:
+            if not 0.0 < float(secret.value) < 1.0:
+                raise fail("value", f"a weight in (0, 1) for the Dirichlet parameter {name!r}", secret.value)
+            return
         if getattr(op, "ndim_supp", None) != 0:
             raise UnsupportedSecretError(
                 f"element secrets need a parameter whose elements are independent given its parents (a univariate "
@@ -128,3 +132,10 @@ class SecretChecks:
             )
         if secret in self.intervals:
             raise UnsupportedSecretError(f"intervals are for scalar parameters; got the element secret {secret.label!r}")
+
+
+def _is_dirichlet(op) -> bool:
+    """Whether ``op`` draws a Dirichlet vector (its weights are handled by the aggregation property)."""
+    from pytensor.tensor.random.basic import DirichletRV
+
+    return isinstance(op, DirichletRV)

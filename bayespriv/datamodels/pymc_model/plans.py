@@ -137,13 +137,24 @@ class Plans:
         forward. When no free variable upstream of φ (or of the public data) reaches
         the columns, π needs no posterior: exact forward sampling.
         """
+        from .checks import _is_dirichlet
+
         name, index = _element(secret.parameter)
         element = (name, index, float(secret.value))
         upstream = self._free_upstream(observed + [name], {name})
         relevant = self._reaching_columns(upstream, observed)
+        dirichlet = _is_dirichlet(self.pymc_model[name].owner.op)
+        if not relevant and dirichlet:
+            return _Plan("forward", f"exact forward sampling: {secret.parameter} fixed, the other weights of {name!r} "
+                         "(1 − value)·Dirichlet(the other concentrations) (aggregation property)", element=element)
         if not relevant:
             return _Plan("forward", f"exact forward sampling: {secret.parameter} fixed, the other elements of {name!r} "
                          "drawn from their prior (independent of it)", element=element)
+        if dirichlet:
+            raise UnsupportedSecretError(
+                f"a secret on the Dirichlet weight {secret.parameter!r} needs constant concentrations, or parameters "
+                f"upstream of {name!r} that do not reach the records; {sorted(relevant)} do. Give the concentrations as "
+                "numbers, or put the secret on a scalar parameter")
         return _Plan("mcmc", f"MCMC posterior of {sorted(upstream)} given {secret.parameter}={secret.value:g}, then "
                      f"the other elements of {name!r} and the records forward", pool=tuple(sorted(upstream)),
                      keep=tuple(observed) + ("__bayespriv_element__",), element=element)

@@ -48,7 +48,8 @@ class PosteriorRuns:
                 rt.fingerprint = hashlib.sha256(f"{graph}\n{builder}".encode()).hexdigest()
             return rt.fingerprint
 
-    def _posterior_key(self, secret: Secret | None, plan: _Plan, seed: int | None, route: str = "mcmc") -> str:
+    def _posterior_key(self, secret: Secret | None, plan: _Plan, seed: int | None, route: str = "mcmc",
+                       extension: int = 0) -> str:
         """The posterior cache key of one exact posterior: model, secret and its evidence, route, settings, seed,
         versions.
 
@@ -80,11 +81,11 @@ class PosteriorRuns:
 
             parts.append(f"quadrature tv<={TV_TOLERANCE!r}")
         else:
-            parts += [f"draws={self.draws}", f"tune={self.tune}", f"chains={self.chains}",
+            parts += [f"draws={self.draws << extension}", f"tune={self.tune << extension}", f"chains={self.chains}",
                       f"target_accept={self.target_accept!r}"]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
-    def _usable_run(self, idata: Any, key: str, plan: _Plan) -> bool:
+    def _usable_run(self, idata: Any, key: str, plan: _Plan, draws: int) -> bool:
         """An MCMC run found under ``key`` is used only if it says it is that run and holds what is read from it."""
         from .._posterior_cache import key_of as cache_key_of
         from ..compat import group, group_names
@@ -96,18 +97,19 @@ class PosteriorRuns:
             json.loads(post.attrs[_FREE_ATTR])
             names = [plan.sources.get(name, name) for name in plan.pool]
             names += [_PIVOT_CHECK] if plan.pivot is not None else []
-            return all(name in post and tuple(post[name].shape[:2]) == (self.chains, self.draws) for name in names)
+            return all(name in post and tuple(post[name].shape[:2]) == (self.chains, draws) for name in names)
         except (AttributeError, KeyError, TypeError, ValueError):
             return False
 
-    def _sample_posterior(self, secret: Secret | None, plan: _Plan, seed: int) -> Any:
-        """The InferenceData of :func:`pymc.sample` for ``secret``: from the posterior cache, or run and cached."""
+    def _sample_posterior(self, secret: Secret | None, plan: _Plan, seed: int, extension: int = 0) -> Any:
+        """The InferenceData of :func:`pymc.sample` for ``secret`` (tuning and draws × 2^extension): from the
+        posterior cache, or run and cached."""
         from .._posterior_cache import KEY_ATTR, get as cache_get, put as cache_put
         from ..compat import group_attrs, inference_data_types
 
-        key = self._posterior_key(secret, plan, seed)
+        key = self._posterior_key(secret, plan, seed, extension=extension)
         idata = cache_get(key, inference_data_types())
-        if idata is not None and self._usable_run(idata, key, plan):
+        if idata is not None and self._usable_run(idata, key, plan, self.draws << extension):
             return idata
         pm = _pm()
         m = self._mcmc_model(plan)
@@ -116,7 +118,8 @@ class PosteriorRuns:
         logger.setLevel(logging.WARNING)
         try:
             idata = pm.sample(
-                draws=self.draws, tune=self.tune, chains=self.chains, cores=1, random_seed=seed,
+                draws=self.draws << extension, tune=self.tune << extension, chains=self.chains, cores=1,
+                random_seed=seed,
                 target_accept=self.target_accept, progressbar=should_show(None), compute_convergence_checks=False, model=m,
             )
         finally:
@@ -133,15 +136,41 @@ class PosteriorRuns:
         The run comes from the process's posterior cache when one with the same
         key exists (:func:`~bayespriv.clear_posterior_cache`); the draws, the
         diagnostics and the convergence checks are read from it exactly as
-        from a new run.
+        from a new run. A run that misses its R-hat or bulk-ESS threshold by a
+        little is run again with twice the tuning and draws, up to
+        ``mcmc_extensions`` times (same thresholds; ``diag["extension"]``).
         """
         label = "no secret" if secret is None else secret.label
+        for extension in range(self.mcmc_extensions + 1):
+            idata = self._sample_posterior(secret, plan, seed, extension)
+            pool, diag, problems, near = self._checked_run(idata, secret, plan, seed, extension)
+            if not problems:
+                break
+            if not near or extension == self.mcmc_extensions:
+                error = ConvergenceError(
+                    f"MCMC for secret {label!r} (variables {diag['variables']}) must pass its convergence checks; got "
+                    + ", ".join(problems)
+                    + f" with tune={diag['tune']}, draws={diag['draws']}, chains={self.chains}, "
+                    f"target_accept={self.target_accept:g}"
+                    + (f" (after {extension} extension(s) from tune={self.tune}, draws={self.draws})" if extension else "")
+                    + ". Increase tune and draws, raise target_accept (divergences), or reparametrize the model "
+                    "(e.g. a non-centred hierarchy); thresholds are set by max_r_hat, min_ess_bulk and "
+                    "max_divergences. The run is on the error's attribute posterior (az.plot_trace(error.posterior))."
+                )
+                error.posterior = idata
+                raise error
+        return self._in_interval(pool, diag, plan, label), diag, idata
+
+    def _checked_run(self, idata: Any, secret: Secret | None, plan: _Plan, seed: int,
+                     extension: int) -> tuple[dict[str, np.ndarray], dict[str, Any], list[str], bool]:
+        """The pool and diagnostics of one run, what its convergence checks found, and whether it missed them
+        only by a little (R-hat or bulk ESS, no divergences)."""
         from ..compat import group
 
-        idata = self._sample_posterior(secret, plan, seed)
         post = group(idata, "posterior")
         free = json.loads(post.attrs[_FREE_ATTR])
-        total = self.chains * self.draws
+        draws = self.draws << extension
+        total = self.chains * draws
         pool = {}
         for name in plan.pool:
             values = np.asarray(post[plan.sources.get(name, name)].values)
@@ -151,8 +180,8 @@ class PosteriorRuns:
         diag: dict[str, Any] = {
             "route": plan.route, "note": plan.note, "variables": free,
             "r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_tail_min": ess_tail,
-            "divergences": divergences, "chains": self.chains, "draws": self.draws, "tune": self.tune,
-            "target_accept": self.target_accept, "seed": seed,
+            "divergences": divergences, "chains": self.chains, "draws": draws, "tune": self.tune << extension,
+            "target_accept": self.target_accept, "seed": seed, "extension": extension,
         }
         problems = []
         if not r_hat <= self.max_r_hat:
@@ -162,39 +191,39 @@ class PosteriorRuns:
         if divergences > self.max_divergences:
             problems.append(f"{divergences} divergent transitions > {self.max_divergences}")
         if plan.pivot is not None:
-            deterministic, index, value, members, gaussian = plan.pivot
-            reached = np.asarray(post[_PIVOT_CHECK].values, dtype=float)
-            miss = float(np.max(np.abs(reached - value))) if reached.size else 0.0
-            diag["pivot"] = ", ".join(f"{w}{list(k) if k else ''}" for w, k in members)
-            diag["pivot_kind"] = "gaussian" if gaussian else "single"
-            diag["pivot_error"] = miss
-            if not miss <= 1e-6 * (1.0 + abs(value)):
-                raise UnsupportedSecretError(
-                    f"secret {label!r}: the posterior draws must have {deterministic}{list(index) if index else ''} = "
-                    f"{value:g}; got values up to {miss:.3g} away through the pivot {diag['pivot']} "
-                    "(is the deterministic affine in it?)")
-        if problems:
-            error = ConvergenceError(
-                f"MCMC for secret {label!r} (variables {free}) must pass its convergence checks; got "
-                + ", ".join(problems)
-                + f" with tune={self.tune}, draws={self.draws}, chains={self.chains}, target_accept={self.target_accept:g}. "
-                "Increase tune and draws, raise target_accept (divergences), or reparametrize the model "
-                "(e.g. a non-centred hierarchy); thresholds are set by max_r_hat, min_ess_bulk and max_divergences. "
-                "The run is on the error's attribute posterior (az.plot_trace(error.posterior))."
+            self._check_pivot(post, plan, diag, "no secret" if secret is None else secret.label)
+        near = (divergences <= self.max_divergences and r_hat <= self.max_r_hat + 0.04
+                and ess_bulk >= self.min_ess_bulk / 4)
+        return pool, diag, problems, near
+
+    @staticmethod
+    def _check_pivot(post: Any, plan: _Plan, diag: dict[str, Any], label: str) -> None:
+        deterministic, index, value, members, gaussian = plan.pivot
+        reached = np.asarray(post[_PIVOT_CHECK].values, dtype=float)
+        miss = float(np.max(np.abs(reached - value))) if reached.size else 0.0
+        diag["pivot"] = ", ".join(f"{w}{list(k) if k else ''}" for w, k in members)
+        diag["pivot_kind"] = "gaussian" if gaussian else "single"
+        diag["pivot_error"] = miss
+        if not miss <= 1e-6 * (1.0 + abs(value)):
+            raise UnsupportedSecretError(
+                f"secret {label!r}: the posterior draws must have {deterministic}{list(index) if index else ''} = "
+                f"{value:g}; got values up to {miss:.3g} away through the pivot {diag['pivot']} "
+                "(is the deterministic affine in it?)")
+
+    @staticmethod
+    def _in_interval(pool: dict[str, np.ndarray], diag: dict[str, Any], plan: _Plan, label: str) -> dict[str, np.ndarray]:
+        """``pool`` restricted to the draws in the secret's interval (``intervals=``), at least 100 of them."""
+        if plan.interval is None:
+            return pool
+        name, lo, hi = plan.interval
+        keep = (pool[name] >= lo) & (pool[name] <= hi)
+        diag["in_interval"] = int(keep.sum())
+        if keep.sum() < min(100, keep.size):
+            raise ConvergenceError(
+                f"MCMC for secret {label!r} must leave at least 100 posterior draws with {lo:g} <= {name} <= {hi:g}; "
+                f"got {int(keep.sum())} of {keep.size}. Increase draws or widen the interval."
             )
-            error.posterior = idata
-            raise error
-        if plan.interval is not None:
-            name, lo, hi = plan.interval
-            keep = (pool[name] >= lo) & (pool[name] <= hi)
-            diag["in_interval"] = int(keep.sum())
-            if keep.sum() < min(100, total):
-                raise ConvergenceError(
-                    f"MCMC for secret {label!r} must leave at least 100 posterior draws with {lo:g} <= {name} <= {hi:g}; "
-                    f"got {int(keep.sum())} of {total}. Increase draws or widen the interval."
-                )
-            pool = {k: v[keep] for k, v in pool.items()}
-        return pool, diag, idata
+        return {k: v[keep] for k, v in pool.items()}
 
     @staticmethod
     def _convergence(idata, names: Sequence[str]) -> tuple[float, float, float]:
