@@ -34,7 +34,6 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -45,9 +44,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import bayespriv as bp  # noqa: E402
-from bayespriv.audit import likelihood_ratio_attack, noise_sampler, property_inference_attack  # noqa: E402
-from bayespriv.calibration.laws import conditions_of  # noqa: E402
-from bayespriv.mechanisms.accountant import GaussianNoise, PrivacyAccount, account  # noqa: E402
+from bayespriv.audit import property_inference_attack  # noqa: E402
+from bayespriv.audit.mechanism_table import (  # noqa: E402  (re-exported: the notebooks' functions)
+    FAMILY,
+    HalfNoise,
+    calibration_rows,
+    family_mechanisms,
+    l2_error,
+    user_row,
+)
 from bayespriv.models.census import (  # noqa: E402
     DEFAULT_ADULT_DIR,
     census_model,
@@ -147,102 +152,6 @@ def honest_table(calibrations: dict[str, bp.Calibration], rng: np.random.Generat
 # -- what a user gets: default arguments, accounted on the released law ---------------------------
 #: The Gaussian-family mechanisms with default arguments (``accountant="auto"``): each keeps its noise shape
 #: and scales it to the least factor whose accounted δ(ε) of the released law meets the request.
-FAMILY: tuple[tuple[str, Callable[..., M.Mechanism]], ...] = (
-    ("APGM", M.APGM), ("EigM", M.EigM), ("DauM", M.DauM), ("OptimalGaussian", M.OptimalGaussian),
-    ("ExpM(G)", M.ExpM), ("DirM(G)", lambda cal, **kw: M.DirM(cal, noise="gaussian", **kw)),
-)
-
-
-@dataclass(frozen=True)
-class HalfNoise:
-    """A deliberately broken twin of a Gaussian mechanism: the same calibration with half its noise variance.
-
-    Exposes what :func:`~bayespriv.audit.likelihood_ratio_attack` reads (``calibration``, ``noise_cov``,
-    ``guarantee``: the claim of the mechanism it halves), so the attack audits the same claim."""
-
-    mechanism: M.Mechanism
-
-    @property
-    def calibration(self) -> bp.Calibration:
-        return self.mechanism.calibration
-
-    @property
-    def noise_cov(self) -> np.ndarray:
-        return self.mechanism.noise_cov / 2.0
-
-    @property
-    def guarantee(self) -> bp.Guarantee:
-        return self.mechanism.guarantee
-
-    @property
-    def k(self) -> int:
-        return self.mechanism.k
-
-    @property
-    def accounting_of_twin(self) -> PrivacyAccount:
-        """The accountant's profile at the mechanism's ε for this noise (same confidence as the mechanism's)."""
-        cal = self.calibration
-        return account(conditions_of(cal), GaussianNoise(self.noise_cov), self.mechanism.epsilon,
-                       confidence=cal.confidence)
-
-
-def family_mechanisms(cal: bp.Calibration, eps: float, delta: float = DELTA,
-                      names: Iterable[str] | None = None) -> dict[str, M.Mechanism | str]:
-    """Each Gaussian-family mechanism (or those in ``names``) with default arguments at (eps, delta), or the
-    reason it refuses."""
-    out: dict[str, M.Mechanism | str] = {}
-    for name, make in FAMILY:
-        if names is not None and name not in names:
-            continue
-        try:
-            out[name] = make(cal, epsilon=eps, delta=delta)
-        except bp.ValidationError as err:
-            out[name] = f"refused: {str(err).split(';')[0]}"
-    return out
-
-
-def user_row(name: str, mech: M.Mechanism | HalfNoise, model: bp.DataModel, pair: bp.SecretPair,
-             rng: np.random.Generator, n_trials: int = 2000, reference: bp.Calibration | None = None) -> dict[str, object]:
-    """What a user reads off one mechanism: established, requested (ε, δ), the accounted δ (upper bound,
-    point estimate, method), the L2 error, and the likelihood-ratio attack on released values (accuracy, the
-    claim's accuracy bound, n_leaked). ``reference``: draws behind the attacker's densities (default: the
-    mechanism's calibration; any draws give a valid attack, held-out ones an unbiased one)."""
-    twin = isinstance(mech, HalfNoise)
-    base = mech.mechanism if twin else mech
-    acc = mech.accounting_of_twin if twin else (base.accounting.account if base.accounting is not None else None)
-    attack = likelihood_ratio_attack(mech, model, pair, n_trials=n_trials, rng=rng, reference_draws=reference)
-    return {
-        "mechanism": name + (" (half noise)" if twin else ""),
-        "established": (False if twin else base.guarantee.established),
-        "requested (ε, δ)": f"({base.requested[0]:g}, {base.requested[1]:g})",
-        "accounted δ": acc.delta if acc else np.nan,
-        "δ estimate": acc.estimate if acc else np.nan,
-        "method": acc.method if acc else "gaussian route",
-        "L2 error": l2_error(mech, rng),
-        "attack accuracy": attack.accuracy,
-        "accuracy bound": attack.accuracy_bound,
-        "n_leaked": attack.n_leaked if attack.n_leaked is not None else np.nan,
-    }
-
-
-def calibration_rows(cal: bp.Calibration, model: bp.DataModel, pair: bp.SecretPair, eps: float, *,
-                     delta: float = DELTA, twin: bool = True, names: Iterable[str] | None = None,
-                     rng: np.random.Generator | None = None, n_trials: int = 2000,
-                     reference: bp.Calibration | None = None) -> list[dict[str, object]]:
-    """:func:`user_row` of each Gaussian-family mechanism (or those in ``names``) built on ``cal`` at
-    (eps, delta) with default arguments, each followed by its half-noise twin when ``twin``."""
-    rng = np.random.default_rng(rng)
-    rows: list[dict[str, object]] = []
-    for name, mech in family_mechanisms(cal, eps, delta, names=names).items():
-        if isinstance(mech, str):
-            rows.append({"mechanism": name, "established": False, "method": mech})
-            continue
-        rows.append(user_row(name, mech, model, pair, rng, n_trials, reference))
-        if twin:
-            rows.append(user_row(name, HalfNoise(mech), model, pair, rng, n_trials, reference))
-    return rows
-
-
 def user_table(model: bp.DataModel, pair: bp.SecretPair, query: bp.Query, *, draws: Iterable[int] = (20_000, 1000),
                epsilons: Iterable[float] = EPSILONS_TABLE, seed: int = 0, n_trials: int = 2000,
                twin_epsilon: float = 1.0, reference_draws: int = 2000,
@@ -270,14 +179,6 @@ def best_established(table: pd.DataFrame, eps: float = 1.0) -> pd.Series:
     """The established Gaussian-family row of least L2 error at ``eps`` (largest draw count)."""
     ok = table[(table["ε"] == eps) & (table["established"] == True) & (table["draws"] == table["draws"].max())]  # noqa: E712
     return ok.loc[ok["L2 error"].idxmin()]
-
-
-def l2_error(mech: M.Mechanism | None, rng: np.random.Generator, n: int = 20_000) -> float:
-    """E‖release − F(X)‖₂ = E‖noise‖₂, by Monte Carlo over the mechanism's noise
-    (the paper averages over 50 released subsets; the noise does not depend on them)."""
-    if mech is None:
-        return 0.0
-    return float(np.linalg.norm(noise_sampler(mech, mech.k)(n, rng), axis=1).mean())
 
 
 def exact_calibration(model: bp.EmpiricalDataModel, pairs: bp.SecretPair, query: bp.Query) -> bp.Calibration:

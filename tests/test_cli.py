@@ -499,3 +499,22 @@ def test_a_copy_of_the_data_is_accounted_with_the_first_release(variant, workdir
     err = capsys.readouterr().err
     assert "cannot be formed" in err and "not ways around this refusal" in err
     assert bp.Ledger(tmp_path / "l.sqlite").spent("salary") == pytest.approx((1.0, 1e-3))
+
+
+def test_release_with_the_best_mechanism_names_it_and_shapes_the_noise(workdir, capsys):
+    """The shell quickstart's two averages (years, score) have very different spreads: APGM puts the same noise on
+    both; --mechanism best compares the candidates on stderr and releases with the least expected squared error,
+    never more than APGM's."""
+    capsys.readouterr()
+    argv = ["release", str(workdir / "cal.nc"), "--script", str(workdir / "script.py"), "--epsilon", "1", "--delta",
+            "1e-3", "--data", str(workdir / "payroll.csv")]
+    assert main(argv + ["--mechanism", "best"]) == 0
+    captured = capsys.readouterr()
+    best = json.loads(captured.out)
+    assert "--mechanism best chose" in captured.err and "APGM" in captured.err and best["established"] is True
+    assert main(argv + ["--mechanism", "APGM"]) == 0
+    apgm = json.loads(capsys.readouterr().out)
+    assert sum(s * s for s in best["noise_sd"]) <= sum(s * s for s in apgm["noise_sd"]) * (1 + 1e-9)
+    no_delta = [a for i, a in enumerate(argv) if a != "--delta" and (i == 0 or argv[i - 1] != "--delta")]
+    assert main(no_delta + ["--mechanism", "best"]) == 2
+    assert "pass --delta" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from .densities import log_likelihood_ratio
 from .empirical import EmpiricalEpsilon, clopper_pearson, empirical_epsilon, epsilon_lower_bound
 from .likelihood import LikelihoodRatioResult, likelihood_ratio_attack
 from .sequence import sequence_attack
+from .mechanism_table import HalfNoise, calibration_rows
 
 __all__ = [
     "AttackResult",
@@ -25,6 +26,8 @@ __all__ = [
     "direct_accuracy",
     "n_leaked",
     "sequence_attack",
+    "calibration_rows",
+    "HalfNoise",
     "CoverageLaw",
     "CoverageResult",
     "measure_coverage",

@@ -156,7 +156,9 @@ def _add_release_parser(sub: Any) -> None:
     rel.add_argument("calibration", type=Path, metavar="CAL.nc", help="a file written by `bayespriv calibrate`")
     rel.add_argument("--script", type=Path, required=True, metavar="SCRIPT.py",
                      help="the calibration script (provides the query again)")
-    rel.add_argument("--mechanism", required=True, metavar="NAME", help=f"one of: {names}")
+    rel.add_argument("--mechanism", required=True, metavar="NAME",
+                     help=f"one of: {names}; or best: the established one of the Gaussian and expected-value "
+                          "mechanisms with the least expected squared error at (ε, δ), the comparison on stderr")
     rel.add_argument("--epsilon", type=_float_in(0.0, math.inf, name="epsilon"), required=True, help="ε")
     rel.add_argument("--delta", type=_float_in(0.0, 1.0, name="delta"), default=None,
                      help="δ (default: the mechanism's default)")

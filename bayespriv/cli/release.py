@@ -33,7 +33,25 @@ def _cli_mechanisms() -> dict[str, type]:
     return out
 
 
+def _best_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
+    """``--mechanism best``: every candidate of :func:`bayespriv.mechanisms.choose` at (ε, δ), the established one
+    with the least expected squared error; the comparison goes to stderr."""
+    if args.delta is None or args.accountant != "auto":
+        raise _ArgumentProblem("--mechanism", "best compares the Gaussian and expected-value mechanisms at one (ε, δ) "
+                               "with their default accountant", "pass --delta, and no --accountant")
+    try:
+        choice = bp.mechanisms.choose(cal, epsilon=args.epsilon, delta=args.delta)
+    except BayesPrivError as exc:
+        raise _ArgumentProblem("--mechanism/--epsilon/--delta", f"no mechanism is established on this calibration: {exc}",
+                               "calibrate with more draws, or ask a larger --epsilon/--delta") from exc
+    print(f"bayespriv: --mechanism best chose {type(choice.best).__name__}:\n"
+          f"{choice.table[['established', 'E‖noise‖²', '× best']].to_string()}", file=sys.stderr)
+    return choice.best
+
+
 def _build_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
+    if args.mechanism == "best":
+        return _best_mechanism(cal, args)
     known = _cli_mechanisms()
     cls = known.get(args.mechanism)
     if cls is None:

@@ -13,6 +13,7 @@ from .groupdp import GroupDP
 from .quilt import APMQM, MQM
 from .wasserstein import ApproxWasserstein, Wasserstein
 from .utility import utility_curves
+from .choice import MechanismChoice, choose
 from .on_demand import OnDemand, build_on_demand, draws_for_delta
 from . import privacy_loss
 from .privacy_loss import gaussian_delta, gaussian_privacy_curve
@@ -42,6 +43,8 @@ __all__ = [
     "NoiselessReport",
     "noiseless_ok",
     "utility_curves",
+    "choose",
+    "MechanismChoice",
     "build_on_demand",
     "draws_for_delta",
     "OnDemand",

@@ -118,3 +118,22 @@ def test_a_dirichlet_weight_needs_constant_concentrations_and_a_weight_in_the_op
     fixed = bp.PyMCDataModel(gaussian_mixture, n_records=10, columns=["x"], parameters=["w"])
     with pytest.raises(bp.ValidationError, match=r"value.*\(0, 1\)"):
         fixed.check_secret(bp.DistributionSecret("w[0]", 1.0))
+
+
+def test_record_variables_with_shapes_keep_their_dependence_when_batched():
+    """Two record variables with ``shape=`` whose parameters get a batch dimension, the second a function of the
+    first: every draw of v must be the one of its own record's g (v = 100 (1 − g) up to sd 1e-3). Replacing both
+    sizes at once left v reading another draw of g (the hospital notebook's gender and blood pressure)."""
+
+    def two_levels(n: int):
+        with pm.Model() as model:
+            p = pm.Beta("p", 2.0, 2.0)
+            g = pm.Bernoulli("g", p, shape=n)
+            pm.Normal("v", pm.math.switch(pm.math.eq(g, 1), 0.0, 100.0), 1e-3, shape=n)
+        return model
+
+    model = bp.PyMCDataModel(two_levels, n_records=30, columns=["g", "v"], parameters=["p"])
+    batch = model.sample(None, 400, rng=0)
+    assert batch["g"].shape == batch["v"].shape == (400, 30)
+    assert np.all(np.abs(batch["v"] - 100.0 * (1 - batch["g"])) < 0.01)
+    assert 0.2 < batch["g"].mean() < 0.8  # p drawn per dataset, not fixed

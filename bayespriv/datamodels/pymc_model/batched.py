@@ -137,18 +137,39 @@ def _is_none_const(var) -> bool:
     return isinstance(var.type, NoneTypeT)
 
 
-def _size_free(node):
-    """The same random variable with its size dropped and its parameters broadcast to that size (the batch
-    shape it had), so that a batch dimension added to a parameter broadcasts instead of clashing with it."""
+def _without_sizes(outs: list, sized: set) -> list:
+    """``outs`` rebuilt in topological order with every node of ``sized`` replaced by the same random variable
+    without its size (:func:`_size_free`), each node reading the rebuilt inputs: a variable downstream of a
+    replaced one reads the replacement's draw, never a second draw of the original."""
+    from pytensor.graph.traversal import toposort
+
+    memo: dict = {}
+    for node in toposort(outs):
+        inputs = [memo.get(i, i) for i in node.inputs]
+        if node in sized:
+            new = _size_free(node, inputs)
+        elif any(a is not b for a, b in zip(inputs, node.inputs)):
+            new = node.clone_with_new_inputs(inputs)
+        else:
+            continue
+        memo.update(zip(node.outputs, new.outputs))
+    return [memo.get(o, o) for o in outs]
+
+
+def _size_free(node, inputs: list):
+    """``node`` (a random variable given a size) on ``inputs`` with the size dropped and the parameters broadcast
+    to it (the batch shape it had), so that a batch dimension added to a parameter broadcasts instead of
+    clashing with it; an Apply node with the same outputs (next generator, draw)."""
     import pytensor.tensor as pt
 
     op = node.op
-    size = op.size_param(node)
+    rebuilt = node.clone_with_new_inputs(inputs)
+    size = op.size_param(rebuilt)
     batch = tuple(size[i] for i in range(int(size.type.shape[0])))
     params = []
-    for p, core in zip(op.dist_params(node), op.ndims_params):
+    for p, core in zip(op.dist_params(rebuilt), op.ndims_params):
         params.append(pt.broadcast_to(p, batch + tuple(p.shape[p.ndim - core:]) if core else batch))
-    return op.make_node(op.rng_param(node), None, *params).default_output()
+    return op.make_node(op.rng_param(rebuilt), None, *params)
 
 
 def _element_draw(var, index: tuple[int, ...], value: float):
@@ -194,14 +215,14 @@ def _vectorized(pm: Any, outs: list, batched_inputs: list) -> tuple[Any, list]:
     batched parents gets a leading batch dimension and the rest of the graph is vectorised."""
     import pytensor.tensor as pt
     from pymc.distributions.shape_utils import change_dist_size
-    from pytensor.graph.replace import clone_replace, vectorize_graph
+    from pytensor.graph.replace import vectorize_graph
 
     from .._fast_rv import swap_samplers
 
     roots, dependent = _random_nodes(outs, set(batched_inputs))
-    sized = {node.default_output(): _size_free(node) for node in dependent if _explicit_size(node)}
+    sized = {node for node in dependent if _explicit_size(node)}
     if sized:  # `dims=`/`shape=` on a variable whose parameters get a batch dimension: let the batch broadcast
-        outs = clone_replace(outs, replace=sized)
+        outs = _without_sizes(outs, sized)
         roots, dependent = _random_nodes(outs, set(batched_inputs))
     n_draws = pt.lscalar("n_draws")
     replace = {node.default_output(): change_dist_size(node.default_output(), new_size=(n_draws,), expand=True)
