@@ -19,8 +19,9 @@ Examples
 from __future__ import annotations
 
 import math
+import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -471,7 +472,8 @@ FAMILY_HEADER: tuple[str, ...] = (
 )
 
 
-def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta: float) -> pd.DataFrame:
+def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta: float,
+                 report: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Calibrate the hospital's Θ family (PyMC) per query and set it beside :func:`hospital.family_exact`.
 
     Parameters
@@ -483,6 +485,8 @@ def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta
         Root of the calibration seeds (one per query, apart from those of :func:`demo_setting`).
     epsilon, delta : float
         The privacy parameters of the APGM row.
+    report : callable, optional
+        Called with a progress line after each query's family is calibrated.
 
     Returns
     -------
@@ -497,6 +501,7 @@ def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta
         family = H.hospital_family(H.N_RECORDS, grid)
         # what certifying δ needs, and never fewer than the calibration's own bounds ask for a large δ
         draws = n_draws or max(2000, bp.mechanisms.draws_for_delta(pairs, delta, members=len(family.members)))
+        started = time.perf_counter()
         cal = bp.calibrate(family, pairs, query, n_draws=draws, rng=seed_q)
         exact = H.family_exact(name, H.N_RECORDS, grid, pairs)
         theta = ", ".join(f"{k}={v:g}" for k, v in (cal.worst_theta or {}).items())
@@ -513,4 +518,7 @@ def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta
             "min Var closed form": _g(exact["variance_min"]),
             "APGM σ² (family)": _sigma2(APGM(cal, epsilon=epsilon, delta=delta).sigma2),
         }
+        if report is not None:
+            report(f"calibrated and accounted the PyMC family of {name}: {len(family.members)} members × "
+                   f"{len(pairs)} pairs in {time.perf_counter() - started:.2f} s")
     return pd.DataFrame(rows)

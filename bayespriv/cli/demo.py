@@ -67,6 +67,7 @@ def _compared_queries(setting: Any, args: argparse.Namespace) -> dict[str, Any]:
 
     comparisons = {}
     for (name, query), seed in zip(QUERIES.items(), setting.query_seeds):
+        _progress(args.quiet, f"calibrating {name} …")
         t0 = time.perf_counter()
         cal = bp.calibrate(setting.model, setting.pairs, query, n_draws=args.draws, rng=seed, confidence=0.95)
         _progress(args.quiet, f"calibrated {name}: {len(setting.secrets)} secrets × {args.draws} datasets in "
@@ -97,7 +98,8 @@ def _print_family(args: argparse.Namespace) -> None:
     for line in FAMILY_HEADER:
         _say(args.quiet, line)
     t0 = time.perf_counter()
-    print(family_table(seed=args.seed, epsilon=args.epsilon, delta=args.delta).to_string())
+    report = (lambda line: _progress(args.quiet, line))
+    print(family_table(seed=args.seed, epsilon=args.epsilon, delta=args.delta, report=report).to_string())
     _progress(args.quiet, f"calibrated the PyMC family in {time.perf_counter() - t0:.2f} s")
     print()
 

@@ -35,7 +35,7 @@ def _cli_mechanisms() -> dict[str, type]:
 
 def _best_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
     """``--mechanism best``: every candidate of :func:`bayespriv.mechanisms.choose` at (ε, δ), the established one
-    with the least expected squared error; the comparison goes to stderr."""
+    with the least expected squared error; the comparison goes to stderr once the release is made."""
     if args.delta is None or args.accountant != "auto":
         raise _ArgumentProblem("--mechanism", "best compares the Gaussian and expected-value mechanisms at one (ε, δ) "
                                "with their default accountant", "pass --delta, and no --accountant")
@@ -44,8 +44,9 @@ def _best_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
     except BayesPrivError as exc:
         raise _ArgumentProblem("--mechanism/--epsilon/--delta", f"no mechanism is established on this calibration: {exc}",
                                "calibrate with more draws, or ask a larger --epsilon/--delta") from exc
-    print(f"bayespriv: --mechanism best chose {type(choice.best).__name__}:\n"
-          f"{choice.table[['established', 'E‖noise‖²', '× best']].to_string()}", file=sys.stderr)
+    # printed once the release is made (a refusal stays the command's one line)
+    args.choice_note = (f"bayespriv: --mechanism best chose {type(choice.best).__name__}:\n"
+                        f"{choice.table[['established', 'E‖noise‖²', '× best']].to_string()}")
     return choice.best
 
 
@@ -133,6 +134,8 @@ def _release_cmd(args: argparse.Namespace) -> int:
     finally:
         if ledger is not None:
             ledger.close()
+    if getattr(args, "choice_note", None):
+        print(args.choice_note, file=sys.stderr)
     if args.output_format == "text":
         print(_release_text(release, args))
     else:

@@ -406,7 +406,15 @@ class Release:
                      for i, (n, v) in enumerate(zip(names, self.value)))
 
     def __str__(self) -> str:
-        return "\n".join(self.summary())
+        """:meth:`summary`, and for a component released without noise, why that is honest."""
+        lines = list(self.summary())
+        sds = None if self.noise is None else np.asarray(self.noise.sd, dtype=float)
+        if sds is not None and np.any(sds <= 0) and self.established:
+            g = self.guarantee
+            lines.append(f"no noise: under the adversary's model Θ the statistic's own randomness already makes the "
+                         f"secrets indistinguishable at (ε={g.epsilon:g}, δ={g.delta:g}), so the exact value is "
+                         "released (what that rests on: the guarantee)")
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         sds = None if self.noise is None else self.noise.sd

@@ -137,3 +137,43 @@ def test_record_variables_with_shapes_keep_their_dependence_when_batched():
     assert batch["g"].shape == batch["v"].shape == (400, 30)
     assert np.all(np.abs(batch["v"] - 100.0 * (1 - batch["g"])) < 0.01)
     assert 0.2 < batch["g"].mean() < 0.8  # p drawn per dataset, not fixed
+
+
+# -- rat tumours: the published form (pm.Potential) and its recipe ----------------------------------------------
+RAT_TRIALS = np.array([20, 20, 20, 19, 19, 18, 18, 25, 24, 23, 20, 20, 20, 20, 20, 20, 23, 19, 19, 27])
+
+
+def _rat_potential(n: int):
+    with pm.Model() as model:
+        ab = pm.HalfNormal("ab", 10.0, shape=2)
+        pm.Potential("p(a, b)", -2.5 * pm.math.log(pm.math.sum(ab)))
+        theta = pm.Beta("theta", alpha=ab[0], beta=ab[1], shape=n)
+        pm.Binomial("y", n=RAT_TRIALS[:n], p=theta, shape=n)
+    return model
+
+
+def _rat_recipe(n: int):
+    """The same hyperprior written as a proper prior: phi ~ U(0, 1), kappa ~ Pareto(0.5, 1) (density kappa^-1.5)."""
+    with pm.Model() as model:
+        phi = pm.Uniform("phi", 0.0, 1.0)
+        kappa = pm.Pareto("kappa", alpha=0.5, m=1.0)
+        theta = pm.Beta("theta", alpha=phi * kappa, beta=(1.0 - phi) * kappa, shape=n)
+        pm.Binomial("y", n=RAT_TRIALS[:n], p=theta, shape=n)
+    return model
+
+
+def test_the_published_rat_tumour_model_is_refused_at_once_with_the_recipe_which_releases():
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(bp.ValidationError, match=r"Potential.*Pareto\('kappa', alpha=0.5"):
+        bp.PyMCDataModel(_rat_potential, n_records=len(RAT_TRIALS), columns=["y"], parameters=["ab"])
+    assert time.perf_counter() - start < 30  # before any MCMC (one model build)
+    model = bp.PyMCDataModel(_rat_recipe, n_records=len(RAT_TRIALS), columns=["y"], parameters=["phi"])
+    pair = bp.SecretPair(bp.DistributionSecret("phi", 0.1), bp.DistributionSecret("phi", 0.2))
+    cal = bp.calibrate(model, pair, bp.mean("y"), n_draws=DRAWS, rng=0)
+    assert bp.mechanisms.APGM(cal, epsilon=1.0, delta=1e-3).guarantee.established
+    # E[mean(y)] = phi · mean(n_j) exactly under each secret (5 standard errors)
+    for i, secret in enumerate(cal.secrets):
+        x = cal.sample_array[i, :, 0]
+        assert abs(x.mean() - secret.value * RAT_TRIALS.mean()) <= 5 * x.std() / np.sqrt(x.size)

@@ -25,7 +25,11 @@ class SecretChecks:
         if model.potentials:
             raise ValidationError(
                 "the PyMC model must not contain pm.Potential terms (forward sampling would ignore them); "
-                f"got {[p.name for p in model.potentials]!r}"
+                f"got {[p.name for p in model.potentials]!r}. Write the density the potential adds as a proper "
+                "prior instead: the rat-tumour hyperprior pm.Potential(-2.5 * log(alpha + beta)) is "
+                "phi = pm.Uniform('phi', 0, 1), kappa = pm.Pareto('kappa', alpha=0.5, m=m) with "
+                "alpha = phi * kappa, beta = (1 - phi) * kappa (p(phi, kappa) ∝ kappa^(-3/2), the same density, "
+                "proper once kappa >= m > 0); observed-data potentials become observed variables"
             )
         free = {v.name for v in model.free_RVs}
         named = set(model.named_vars)
