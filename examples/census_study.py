@@ -45,14 +45,7 @@ import pandas as pd  # noqa: E402
 
 import bayespriv as bp  # noqa: E402
 from bayespriv.audit import property_inference_attack  # noqa: E402
-from bayespriv.audit.mechanism_table import (  # noqa: E402  (re-exported: the notebooks' functions)
-    FAMILY,
-    HalfNoise,
-    calibration_rows,
-    family_mechanisms,
-    l2_error,
-    user_row,
-)
+from bayespriv.audit.mechanism_table import calibration_rows, l2_error  # noqa: E402
 from bayespriv.models.census import (  # noqa: E402
     DEFAULT_ADULT_DIR,
     census_model,
@@ -159,7 +152,7 @@ def user_table(model: bp.DataModel, pair: bp.SecretPair, query: bp.Query, *, dra
     """One row per draw count, ε and Gaussian-family mechanism (default arguments), plus a half-noise twin of
     each at ``twin_epsilon`` (its accounted δ and attack show what the accountant guards against). The attacker's
     densities come from ``reference_draws`` held-out draws per secret (the same for every row). ``names``: a
-    subset of :data:`FAMILY` (default all)."""
+    subset of :data:`bayespriv.audit.mechanism_table.FAMILY` (default all)."""
     rows = []
     seeds = np.random.SeedSequence(seed).spawn(3)
     rng = np.random.default_rng(seeds[1])

@@ -277,7 +277,10 @@ def test_a_scalar_release_prints_as_a_scalar_with_its_noise_sd():
     assert str(_hand_release([1234567.0], [1234.0**2], ("total",))) == "total = 1234567 ± 1234 (sd)"
     noiseless = Release(np.array([2.5]), Guarantee(1.0, 0.0, 1.0), "Noiseless", False, "q", ("m",),
                         noise=ReleaseNoise.of(1, None))
-    assert str(noiseless) == "m = 2.5 (no noise)"
+    assert noiseless.summary() == ("m = 2.5 (no noise)",)
+    first, why = str(noiseless).splitlines()  # a noiseless release says why that is honest
+    assert first == "m = 2.5 (no noise)" and why.startswith("no noise: under the adversary's model")
+    assert "(ε=1, δ=0)" in why
 
 
 def test_a_vector_release_prints_one_line_per_component():
