@@ -179,6 +179,7 @@ def _element_draw(var, index: tuple[int, ...], value: float):
     given w_i = v the others are (1 − v)·Dir(α without α_i), by the aggregation property (the vector with
     w_i removed and renormalised is Dir(α_{−i}) and independent of w_i: Dirichlet neutrality).
     """
+    import pytensor
     import pytensor.tensor as pt
 
     from .checks import _is_dirichlet
@@ -187,7 +188,8 @@ def _element_draw(var, index: tuple[int, ...], value: float):
         (alpha,) = var.owner.op.dist_params(var.owner)
         i = index[0]
         rest = pt.concatenate([alpha[..., :i], alpha[..., i + 1:]], axis=-1)
-        others = (1.0 - value) * pt.random.dirichlet(rest)
+        rng = pytensor.shared(np.random.default_rng(0))  # replaced by the sampler's own generators (_own_rngs)
+        others = (1.0 - value) * pt.random.dirichlet(rest, rng=rng)
         v = pt.as_tensor_variable(np.asarray([value], dtype=var.dtype))
         return pt.cast(pt.concatenate([others[..., :i], v, others[..., i:]], axis=-1), var.dtype)
     fresh = var.owner.clone().default_output()
