@@ -292,3 +292,76 @@ def test_unequal_box_beyond_twelve_uncertain_components_says_what_to_do():
     box = pl.PairBox(np.ones(k), np.full(k, 0.1), np.eye(k), 2 * np.eye(k), 0.1, 0.1)
     with pytest.raises(ValidationError, match=r"at most 12 uncertain components .*got 13.*from_moments.*covariance='equal'"):
         box.corners()
+
+
+# ----------------------------------------------------------------------- the screens of the search
+def _random_pairs(seed: int, count: int):
+    """Unequal-covariance pairs in 1–5 dimensions, with noise from 0.5 to 20 times F's own scale."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        k = int(rng.integers(1, 6))
+        a, b = (m @ m.T * 0.1 + np.eye(k) for m in rng.normal(size=(2, k, k)))
+        noise = np.eye(k) * rng.uniform(0.5, 20.0)
+        out.append((rng.normal(size=k) * rng.uniform(0.2, 4.0), a + noise, b + noise))
+    return out
+
+
+@pytest.mark.parametrize("eps", [0.25, 1.0, 3.0])
+def test_split_screen_never_falls_below_the_exact_delta(eps):
+    """The closed-form screen of scale_for_delta is an upper bound of δ, checked against the inversion's
+    *lower* bound (an independent computation), in every regime."""
+    for d, a, b in _random_pairs(11, 40):
+        assert pl.split_delta(eps, d, a, b) >= float(pl.gaussian_delta_bounds([eps], d, a, b)[0][0])
+
+
+@pytest.mark.parametrize("eps,delta", [(1.0, 1e-3), (0.25, 1e-5), (3.0, 1e-6)])
+def test_split_screen_passes_within_a_fifth_of_the_exact_noise_where_noise_dominates(eps, delta):
+    """Where the calibrated noise variance is at least 50 times F's own scale (the regime of the mechanisms'
+    searches), the screen alone would meet δ at a noise scale at most 1.2× the exact one: close enough to
+    spare the search most inversions. (Nearer F's scale it is looser, up to ~4×; the search then inverts.)"""
+    rng = np.random.default_rng(14)
+    checked = 0
+    while checked < 8:
+        k = int(rng.integers(1, 6))
+        a, b = (m @ m.T * 0.1 + np.eye(k) for m in rng.normal(size=(2, k, k)))
+        d = rng.normal(size=k) * rng.uniform(2.0, 8.0)
+        exact = pl.scale_for_delta(eps, delta, np.eye(k), [(d, a, b)])
+        if exact < 50.0:
+            continue
+        checked += 1
+        assert pl.split_delta(eps, d, a + 1.2 * exact * np.eye(k), b + 1.2 * exact * np.eye(k)) <= delta
+
+
+def test_split_screen_twin_without_the_covariance_term_is_caught():
+    """Dropping the covariance change (the mean-shift term alone, the equal-covariance formula) falls below
+    the exact δ of some unequal pair: the check above would catch such a screen."""
+    from bayespriv.mechanisms.hockey_stick import _analytic_delta
+    from bayespriv.mechanisms.loss_reduction import canonical
+
+    below = 0
+    for d, a, b in _random_pairs(12, 40):
+        c = canonical(d, a, b)
+        broken = max(_analytic_delta(1.0, float(np.linalg.norm(x.mu / np.sqrt(x.d)))) for x in (c, c.reverse()))
+        below += broken < float(pl.gaussian_delta_bounds([1.0], d, a, b)[0][0])
+    assert below >= 5
+
+
+def test_chernoff_on_a_grid_is_valid_and_close_to_the_exact_minimum():
+    """The grid minimum of the Chernoff exponent is never below the continuous minimum (any s gives a bound)
+    and within 1e-3 of it in the log (scipy's bounded Brent search, to 1e-12, as the independent reference)."""
+    from scipy.optimize import minimize_scalar
+
+    from bayespriv.mechanisms.loss_reduction import canonical, loss_quadratic
+
+    for d, a, b in _random_pairs(13, 15):
+        q = loss_quadratic(canonical(d, a, b), under_a=True)
+        for x, upper in ((q.mean + 3 * q.sd, True), (q.mean - 3 * q.sd, False)):
+            pos, neg = q.alpha[q.alpha > 0], q.alpha[q.alpha < 0]
+            end = (1 / (2 * pos.max()) if pos.size else 1e6) if upper else -(1 / (2 * -neg.min()) if neg.size else 1e6)
+            bounds = (0.0, end * (1 - 1e-12)) if upper else (end * (1 - 1e-12), 0.0)
+            ref = minimize_scalar(lambda s: q.log_mgf(s) - s * x, bounds=bounds, method="bounded",
+                                  options={"xatol": 1e-12 * abs(end)}).fun
+            got = math.log(q.chernoff(x, upper))
+            assert got >= min(ref, 0.0) - 1e-9
+            assert got <= min(ref, 0.0) + 1e-3
