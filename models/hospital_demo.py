@@ -210,6 +210,8 @@ class QueryComparison:
         The query on the simulated hospital.
     released_value : float
         The released mechanism's noisy value on it (noise from fresh OS entropy).
+    release : Release
+        That release, with its guarantee and the law of its noise.
     classic_warnings : tuple of warnings.WarningMessage
         The privacy-assumption warnings of the classic constant (ε ≥ 1).
     """
@@ -226,6 +228,7 @@ class QueryComparison:
     true_answer: float
     released_value: float
     classic_warnings: tuple[warnings.WarningMessage, ...]
+    release: bp.mechanisms.Release | None = None
 
 
 def _exact_moments(name: str, setting: DemoSetting) -> dict[bp.DatasetSecret, tuple[float, float]]:
@@ -292,6 +295,7 @@ def compare_query(name: str, query: bp.Query, calibration: bp.Calibration, setti
         true_answer=float(query(setting.dataset)[0]),
         released_value=float(release.value[0]),
         classic_warnings=classic_warnings + paper_warnings,
+        release=release,
     )
 
 
@@ -486,7 +490,8 @@ def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta
     epsilon, delta : float
         The privacy parameters of the APGM row.
     report : callable, optional
-        Called with a progress line after each query's family is calibrated.
+        Called with a progress line before each query's family is calibrated, after its draws, and after
+        its accounting.
 
     Returns
     -------
@@ -502,7 +507,12 @@ def family_table(*, n_draws: int | None = None, seed: int, epsilon: float, delta
         # what certifying δ needs, and never fewer than the calibration's own bounds ask for a large δ
         draws = n_draws or max(2000, bp.mechanisms.draws_for_delta(pairs, delta, members=len(family.members)))
         started = time.perf_counter()
+        if report is not None:
+            report(f"calibrating the PyMC family of {name}: {len(family.members)} members × {len(pairs)} pairs, "
+                   f"{draws} datasets per secret and member …")
         cal = bp.calibrate(family, pairs, query, n_draws=draws, rng=seed_q)
+        if report is not None:
+            report(f"  drawn in {time.perf_counter() - started:.2f} s; accounting APGM on the released law …")
         exact = H.family_exact(name, H.N_RECORDS, grid, pairs)
         theta = ", ".join(f"{k}={v:g}" for k, v in (cal.worst_theta or {}).items())
         exact_theta = ", ".join(f"{k}={v:g}" for k, v in exact["worst_theta"].items())

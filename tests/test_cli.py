@@ -10,7 +10,7 @@ from bayespriv.cli import main
 def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    png = tmp_path / "hospital-calibration.png"
+    png = tmp_path / "hospital-release.png"
     assert png.exists() and png.stat().st_size > 10_000
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The paper's (Δ, Var) with its classic constant reproduce its σ² for the average weight.

@@ -133,20 +133,17 @@ class _LedgerChecks:
         """Inside the transaction: None when every earlier release of the account composes with this one by a
         theorem or by the ledger's own accounting (:func:`~bayespriv.accounting.joint.composes_with`); else the
         error refusing it (nothing recorded), naming the first release it cannot be added to."""
-        from .joint import ADDS_TO_ANY, COMPOSITIONS, JointAccountingError
+        from .joint import COMPOSITIONS, JointAccountingError, composes_with
 
-        if req.composition in ADDS_TO_ANY:
-            return None
         clause, params = account_sql(req.dataset)
-        others = tuple(sorted(k for k in ADDS_TO_ANY if k is not None)) + (req.composition,)
         for name in req.protected:
-            row = con.execute(
-                "SELECT r.id, r.mechanism, r.composition FROM releases r JOIN charges c ON c.release_id = r.id "
-                f"WHERE r.voided = 0 AND {clause} AND c.budget = ? AND r.composition IS NOT NULL "
-                f"AND r.composition NOT IN ({', '.join('?' * len(others))}) ORDER BY r.id LIMIT 1",
-                (*params, name, *others)).fetchone()
-            if row is not None:
-                rid, mechanism, kind = row
+            kinds = con.execute(  # the first earlier release of each composition kind on this account and budget
+                "SELECT MIN(r.id), r.composition FROM releases r JOIN charges c ON c.release_id = r.id "
+                f"WHERE r.voided = 0 AND {clause} AND c.budget = ? GROUP BY r.composition", (*params, name)).fetchall()
+            refused = sorted((rid, kind) for rid, kind in kinds if not composes_with(req.composition, kind))
+            if refused:
+                rid, kind = refused[0]
+                mechanism = con.execute("SELECT mechanism FROM releases WHERE id = ?", (rid,)).fetchone()[0]
                 return JointAccountingError(
                     f"releasing {req.mechanism} ({req.composition!r}: {COMPOSITIONS[req.composition]}) on dataset "
                     f"{req.dataset!r} for budget {name!r}: release {rid} ({mechanism}) there composes as {kind!r}, and "

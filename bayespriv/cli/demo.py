@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import bayespriv as bp
 from bayespriv.cli.files import _out_dir, _write_atomically
 
 
-FIGURE_NAME = "hospital-calibration.png"
+FIGURE_NAME = "hospital-release.png"
 
 
 def _say(quiet: bool, text: str = "") -> None:
@@ -27,6 +29,31 @@ def _progress(quiet: bool, text: str) -> None:
     """A progress line on stderr, unless ``--quiet``."""
     if not quiet:
         print(text, file=sys.stderr, flush=True)
+
+
+#: Seconds between the progress lines of a step still running (the demo is never silent longer).
+HEARTBEAT = 4.0
+
+
+@contextlib.contextmanager
+def _step(quiet: bool, label: str, every: float = HEARTBEAT) -> Any:
+    """A progress line when the step starts, another every ``every`` seconds while it runs (from a thread
+    that only prints), and the step's time when it ends."""
+    _progress(quiet, f"{label} …")
+    done, started = threading.Event(), time.perf_counter()
+
+    def beat() -> None:
+        while not done.wait(every):
+            _progress(quiet, f"  … {time.perf_counter() - started:.0f} s")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        _progress(quiet, f"  done in {time.perf_counter() - started:.2f} s")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -49,8 +76,8 @@ def _demo(args: argparse.Namespace) -> int:
     _print_family(args)
 
     path = out_dir / FIGURE_NAME
-    calibrations = {name: comparison.calibration for name, comparison in comparisons.items()}
-    _figure(calibrations, path, n_draws=args.draws, n_records=setting.n_records)
+    _progress(quiet, "drawing the figure …")
+    _figure(comparisons, path, n_draws=args.draws, n_records=setting.n_records)
     print(f"figure: {path}")
     _say(quiet, f"done in {time.perf_counter() - start:.1f} s")
     return 0
@@ -67,12 +94,11 @@ def _compared_queries(setting: Any, args: argparse.Namespace) -> dict[str, Any]:
 
     comparisons = {}
     for (name, query), seed in zip(QUERIES.items(), setting.query_seeds):
-        _progress(args.quiet, f"calibrating {name} …")
-        t0 = time.perf_counter()
-        cal = bp.calibrate(setting.model, setting.pairs, query, n_draws=args.draws, rng=seed, confidence=0.95)
-        _progress(args.quiet, f"calibrated {name}: {len(setting.secrets)} secrets × {args.draws} datasets in "
-                              f"{time.perf_counter() - t0:.2f} s")
-        comparisons[name] = compare_query(name, query, cal, setting, epsilon=args.epsilon, delta=args.delta)
+        with _step(args.quiet, f"calibrating {name}: {len(setting.secrets)} secrets × {args.draws} datasets"):
+            cal = bp.calibrate(setting.model, setting.pairs, query, n_draws=args.draws, rng=seed, confidence=0.95)
+        with _step(args.quiet, f"accounting APGM on the released law of {name} ({len(setting.pairs)} pairs) and "
+                               "building the comparison rows"):
+            comparisons[name] = compare_query(name, query, cal, setting, epsilon=args.epsilon, delta=args.delta)
     return comparisons
 
 
@@ -97,26 +123,29 @@ def _print_family(args: argparse.Namespace) -> None:
 
     for line in FAMILY_HEADER:
         _say(args.quiet, line)
-    t0 = time.perf_counter()
     report = (lambda line: _progress(args.quiet, line))
-    print(family_table(seed=args.seed, epsilon=args.epsilon, delta=args.delta, report=report).to_string())
-    _progress(args.quiet, f"calibrated the PyMC family in {time.perf_counter() - t0:.2f} s")
+    with _step(args.quiet, "calibrating and accounting the PyMC family"):
+        table = family_table(seed=args.seed, epsilon=args.epsilon, delta=args.delta, report=report)
+    print(table.to_string())
     print()
 
 
-def _figure(calibrations: dict[str, bp.Calibration], path: Path, *, n_draws: int, n_records: int) -> None:
-    """One PNG: per query, the worst pair's distributions with their Gaussian fits."""
+def _figure(comparisons: dict[str, Any], path: Path, *, n_draws: int, n_records: int) -> None:
+    """One PNG, a column per query: above, the worst pair's laws of the statistic with their Gaussian fits
+    (what the noise must hide); below, the release with the law of its noise and the true answer."""
     from matplotlib.figure import Figure  # no pyplot: no global figure state in a command
 
-    from bayespriv.diagnostics import plot_calibration
+    from bayespriv.diagnostics import plot_calibration, plot_release
 
-    fig = Figure(figsize=(5.4 * len(calibrations), 4.6), layout="constrained")
-    axes = fig.subplots(1, len(calibrations), squeeze=False)[0]
-    for ax, cal in zip(axes, calibrations.values()):
-        plot_calibration(cal, ax=ax)
+    fig = Figure(figsize=(5.4 * len(comparisons), 8.4), layout="constrained")
+    axes = fig.subplots(2, len(comparisons), squeeze=False)
+    for column, comparison in enumerate(comparisons.values()):
+        plot_calibration(comparison.calibration, ax=axes[0, column])
+        plot_release(comparison.release, true_value=comparison.true_answer, ax=axes[1, column])
     fig.suptitle(
-        f"Each released average given the share of women, for the worst pair of secrets: "
-        f"{n_draws} simulated hospitals of {n_records} patients per secret (histograms) and Gaussian fits (curves)",
-        fontsize="medium",
+        f"Above: each average given the share of women, for the worst pair of secrets ({n_draws} simulated "
+        f"hospitals of {n_records} patients per secret, histograms; Gaussian fits, curves). Below: the release "
+        "on the simulated hospital, the law of its noise around it, and the true average (known to the owner only)",
+        fontsize="medium", wrap=True,
     )
     _write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"), "--out")

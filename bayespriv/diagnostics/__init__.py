@@ -22,6 +22,7 @@ from .plots import (
     plot_privacy_curve,
     plot_qq,
     plot_quilt,
+    plot_release,
     plot_utility,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "plot_budget",
     "plot_qq",
     "plot_convergence",
+    "plot_release",
     "mechanism_html",
     "quilt_calibration_html",
     "chain_calibration_html",

@@ -23,7 +23,7 @@ from ..errors import ParameterTypeError, ValidationError
 from ..secrets import DatasetSecret, DistributionSecret, Secret
 
 __all__ = ["plot_calibration", "plot_privacy_curve", "plot_utility", "plot_quilt", "plot_epsilon_table", "plot_budget",
-           "plot_qq", "plot_convergence"]
+           "plot_qq", "plot_convergence", "plot_release"]
 
 
 def _resolve_components(calibration: Calibration, component: Any) -> list[int]:
@@ -722,3 +722,76 @@ def plot_convergence(calibration: Any, *, ord: Any = 2, target: float | None = N
     right.set_ylabel("slack")
     right.legend(fontsize="small")
     return axes
+
+
+def _noise_density(noise: Any, c: int, offsets: np.ndarray) -> np.ndarray:
+    """Density of component c of a release's noise at ``offsets`` (uniform grid, increasing): the normal
+    part, each Laplace term, convolved numerically on the grid."""
+    from scipy.stats import laplace, norm
+
+    var, weights = noise._terms(c)
+    step = float(offsets[1] - offsets[0])
+    terms = ([norm.pdf(offsets, scale=math.sqrt(var))] if var > 0 else []) + [laplace.pdf(offsets, scale=w)
+                                                                               for w in weights]
+    density = terms[0]
+    for t in terms[1:]:
+        density = np.convolve(density, t, mode="same") * step
+    return density
+
+
+def plot_release(release: Any, *, component: Any = 0, true_value: float | None = None, level: float = 0.95,
+                 ax: Any = None):
+    """A released value with the law of its noise: where the true answer plausibly lies.
+
+    The curve is the density of the noise centred at the released value (what a recipient knows: the
+    truth is the value minus a draw of that law), the band its noise-only interval at ``level``
+    (:meth:`~bayespriv.mechanisms.Release.interval`), the marker the release. ``true_value``, which
+    only the data owner has (a demo, a simulation), adds a line at the true answer. A release with no
+    noise is drawn as one line and says so (its guarantee rests on the statistic's own spread).
+
+    Parameters
+    ----------
+    release : Release
+        With its noise law (``release.noise``).
+    component : int or str
+        Index or name of the component drawn.
+    true_value : float, optional
+    level : float in (0, 1)
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Artists with gids ``"release:density"``, ``"release:interval"``, ``"release:value"`` and
+        ``"release:truth"`` (those that apply).
+    """
+    from ..mechanisms.guarantee import Release
+
+    if not isinstance(release, Release):
+        raise ParameterTypeError(f"release must be a Release; got {type(release).__name__}")
+    noise = release._noise_law("plot_release")
+    names = release.component_names or tuple(str(i) for i in range(release.value.size))
+    c = names.index(component) if component in names else component
+    if not isinstance(c, (int, np.integer)) or not 0 <= c < release.value.size:
+        raise fail("component", f"an index in [0, {release.value.size}) or one of {list(names)}", component)
+    ax = _axes(ax)
+    value, sd = float(release.value[c]), float(noise.sd[c])
+    if sd > 0:
+        offsets = np.linspace(-6.0 * sd, 6.0 * sd, 1201)
+        ax.plot(value + offsets, _noise_density(noise, c, offsets), color="C0", gid="release:density",
+                label=f"noise law around the release (sd {sd:.3g})")
+        low, high = release.interval(level)[c]
+        ax.axvspan(low, high, color="C0", alpha=0.15, gid="release:interval",
+                   label=f"{level:.0%} noise-only interval [{low:.4g}, {high:.4g}]")
+        ax.set_ylabel("density")
+    else:
+        ax.text(0.02, 0.95, "no noise: the statistic's own spread\nmeets (ε, δ) (see the guarantee)",
+                transform=ax.transAxes, va="top", fontsize="small")
+        ax.set_yticks([])
+    ax.axvline(value, color="C3", lw=2, gid="release:value", label=f"released {value:.4g}")
+    if true_value is not None:
+        ax.axvline(float(true_value), color="k", ls="--", gid="release:truth", label=f"true {float(true_value):.4g}")
+    ax.set_xlabel(names[c])
+    ax.set_title(f"{release.mechanism}: {names[c]}", fontsize="medium")
+    ax.legend(fontsize="small")
+    return ax

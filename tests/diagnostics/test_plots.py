@@ -359,3 +359,59 @@ def test_qq_band_contains_gaussian_draws_and_catches_a_skewed_query(gcal):
     secret = skewed.secrets[0]
     ax = plot_qq(skewed, 0, secrets=[secret], level=level)
     assert _outside_band(ax, skewed, secret, level) > 10
+
+
+# ------------------------------------------------------------------------------------ plot_release
+def _release(noise_cov=None, laplace=None, value=(148.5,)):
+    from bayespriv.mechanisms.guarantee import Guarantee
+    from bayespriv.mechanisms.release_noise import ReleaseNoise
+
+    k = len(value)
+    return bp.mechanisms.Release(np.array(value, float), Guarantee(1.0, 1e-3, 1.0), "APGM", False, "q",
+                                 tuple(f"c{i}" for i in range(k)),
+                                 noise=ReleaseNoise.of(k, None if noise_cov is None else np.asarray(noise_cov, float),
+                                                       laplace))
+
+
+def test_plot_release_draws_the_noise_law_around_the_value_with_its_interval_and_the_truth():
+    from bayespriv.diagnostics import plot_release
+
+    release = _release([[4.0]])
+    ax = plot_release(release, true_value=147.0)
+    line = next(a for a in ax.lines if a.get_gid() == "release:density")
+    x, y = line.get_xdata(), line.get_ydata()
+    assert x[np.argmax(y)] == pytest.approx(148.5, abs=0.05)  # centred at the release
+    assert np.trapezoid(y, x) == pytest.approx(1.0, abs=1e-6)  # a density
+    assert y.max() == pytest.approx(1 / math.sqrt(2 * math.pi * 4.0), rel=1e-4)  # sd 2
+    truth = next(a for a in ax.lines if a.get_gid() == "release:truth")
+    assert truth.get_xdata()[0] == 147.0
+    band = next(p for p in ax.patches if p.get_gid() == "release:interval")
+    low, high = release.interval(0.95)[0]
+    xs = band.get_patch_transform().transform(band.get_path().vertices)[:, 0]  # Rectangle or Polygon
+    assert xs.min() == pytest.approx(low) and xs.max() == pytest.approx(high)
+
+
+def test_plot_release_convolves_gaussian_and_laplace_noise():
+    """Normal (sd 1) plus Laplace (b = 1): the drawn density against the exact convolution by quadrature."""
+    from scipy.integrate import quad
+    from scipy.stats import laplace, norm
+
+    from bayespriv.diagnostics import plot_release
+
+    ax = plot_release(_release([[1.0]], (np.array([1.0]), np.array([[1.0]])), value=(0.0,)))
+    line = next(a for a in ax.lines if a.get_gid() == "release:density")
+    x, y = line.get_xdata(), line.get_ydata()
+    for t in (0.0, 1.3, -2.5):
+        exact = quad(lambda u: norm.pdf(t - u) * laplace.pdf(u), -40, 40, points=[0.0])[0]
+        assert np.interp(t, x, y) == pytest.approx(exact, rel=2e-3)
+
+
+def test_plot_release_without_noise_says_why_and_names_bad_components():
+    from bayespriv.diagnostics import plot_release
+
+    ax = plot_release(_release(np.zeros((2, 2)), value=(1.0, 2.0)), component="c1")
+    assert not any(a.get_gid() == "release:density" for a in ax.lines)
+    assert any("no noise" in t.get_text() for t in ax.texts)
+    assert ax.get_xlabel() == "c1"
+    with pytest.raises(ValidationError, match="component"):
+        plot_release(_release([[1.0]]), component="nope")

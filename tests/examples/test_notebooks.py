@@ -11,6 +11,7 @@ the test when
 * a cell tagged ``result-table`` does not display an HTML table;
 * any displayed bayespriv object is shown without an HTML view (only ``ClassName(...)`` text, the
   raw dataclass dump);
+* an output is an empty box (whitespace, or HTML with no text: what a live progress display leaves);
 * an output shows a raw ``inf``, ``nan`` or ``None``, or work-in-progress text
   (``examples/notebooks/screenshots.py``'s ``raw_values``): every infinity a user sees says why.
 
@@ -91,6 +92,22 @@ def _code_cells(nb):
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
+def _shows_nothing(output: nbformat.NotebookNode) -> bool:
+    """An output a reader sees as an empty box: whitespace only, or HTML without text or an image (what a live
+    progress display leaves behind once it is cleared)."""
+    if output.output_type == "stream":
+        return not output.text.strip()
+    if output.output_type not in ("execute_result", "display_data"):
+        return False
+    data = output.get("data", {})
+    if any(k.startswith("image/") or k.startswith("application/") for k in data):
+        return False
+    html = data.get("text/html")
+    if html is not None:
+        return not re.sub(r"<[^>]*>", "", html).strip() and "<img" not in html and "<svg" not in html
+    return not data.get("text/plain", "").strip()
+
+
 def _problems(nb: nbformat.NotebookNode, *, tables: bool = True) -> list[str]:
     """What is wrong with an executed notebook's outputs (empty when nothing is)."""
     found = []
@@ -103,6 +120,7 @@ def _problems(nb: nbformat.NotebookNode, *, tables: bool = True) -> list[str]:
             if o.output_type in ("execute_result", "display_data") and RAW_DUMP.match(plain) \
                     and "text/html" not in o.get("data", {}):
                 found.append(f"{cell.id}: raw repr without an HTML view: {plain[:120]}")
+        found += [f"{cell.id}: an empty output box" for o in cell.outputs if _shows_nothing(o)]
         if tables and "result-table" in cell.metadata.get("tags", []) and not any("<table" in h for h in html):
             found.append(f"{cell.id}: tagged result-table but shows no HTML table")
     return found + _raw_values(nb)
@@ -149,9 +167,12 @@ def test_twin_a_failing_cell_and_an_unexpected_warning_are_caught(tmp_path):
     raw.outputs = [nbformat.v4.new_output("stream", name="stderr", text="x.py:1: PrivacyAssumptionWarning: hm"),
                    nbformat.v4.new_output("execute_result", data={"text/plain": "Guarantee(epsilon=1.0)"},
                                           execution_count=1),
-                   nbformat.v4.new_output("stream", name="stdout", text="W∞ bound inf")]
+                   nbformat.v4.new_output("stream", name="stdout", text="W∞ bound inf"),
+                   nbformat.v4.new_output("display_data", data={"text/html": "<pre style='x'>\n</pre>",
+                                                                "text/plain": ""})]
     problems = _problems(nbformat.v4.new_notebook(cells=[raw]))
     assert [p.split(": ")[1] for p in problems] == ["warning on stderr", "raw repr without an HTML view",
+                                                     "an empty output box",
                                                      "tagged result-table but shows no HTML table",
                                                      "'inf' in …W∞ bound inf…"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._progress import should_show
+from ..._progress import progress
 from ...errors import ConvergenceError, UnsupportedSecretError
 from ...secrets import Secret
 from .graph import _pm
@@ -116,12 +116,15 @@ class PosteriorRuns:
         logger = logging.getLogger("pymc")
         level = logger.level
         logger.setLevel(logging.WARNING)
-        try:
-            idata = pm.sample(
-                draws=self.draws << extension, tune=self.tune << extension, chains=self.chains, cores=1,
-                random_seed=seed,
-                target_accept=self.target_accept, progressbar=should_show(None), compute_convergence_checks=False, model=m,
-            )
+        iterations = self.chains * ((self.draws + self.tune) << extension)
+        label = "the prior" if secret is None else secret.label
+        try:  # the library's own bar, not PyMC's: rich's live display leaves an empty output box in notebooks
+            with progress(iterations, f"MCMC given {label}", unit="draw") as bar:
+                idata = pm.sample(
+                    draws=self.draws << extension, tune=self.tune << extension, chains=self.chains, cores=1,
+                    random_seed=seed, target_accept=self.target_accept, progressbar=False,
+                    compute_convergence_checks=False, model=m, callback=lambda **_: bar.update(),
+                )
         finally:
             logger.setLevel(level)
         attrs = group_attrs(idata, "posterior")
