@@ -109,3 +109,22 @@ def test_nothing_imports_the_scenarios_as_a_top_level_package():
             text = (ROOT / name).read_text(encoding="utf-8")
             found += [f"{name}: {m.group(0).strip()}" for m in TOP_LEVEL_IMPORT.finditer(text)]
     assert not found, found
+
+
+#: Libraries that `import bayespriv` and `bayespriv --help` leave for the first call that uses them.
+LAZY_LIBRARIES = ("networkx", "xarray", "matplotlib", "cvxpy", "scipy.signal", "pymc", "pytensor", "pgmpy", "arviz")
+
+
+@pytest.mark.parametrize("code", ["import bayespriv",
+                                  "import sys; from bayespriv.cli import main\ntry:\n    main(['--help'])\n"
+                                  "except SystemExit:\n    pass"])
+def test_start_up_imports_no_library_it_does_not_use_yet(code: str):
+    """Start-up cost: the heavy optional libraries are imported where they are used, not at import time. The
+    twin: importing one on purpose is seen by the same check."""
+    check = "\nimport sys\nprint('LOADED=' + ','.join(m for m in %r if m in sys.modules))" % (LAZY_LIBRARIES,)
+    for extra, expected in (("", ""), ("\nimport networkx", "networkx")):
+        done = subprocess.run([sys.executable, "-c", code + extra + check], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        loaded = next(line for line in done.stdout.splitlines() if line.startswith("LOADED="))
+        assert loaded == f"LOADED={expected}"

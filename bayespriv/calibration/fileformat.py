@@ -18,12 +18,14 @@ import json
 import platform
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
 import bayespriv.calibration.signing as signing
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import xarray as xr
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ENGINE"]
 
@@ -117,6 +119,7 @@ def _stamp(root: xr.Dataset, meta: dict[str, Any], seed: Any) -> xr.Dataset:
 
 def _write(tree: dict[str, xr.Dataset], p: Path, key: bytes | None) -> Path:
     """Write the tree, its root carrying the signature of every group, variable and attribute under ``key``."""
+    import xarray as xr
     dt = xr.DataTree.from_dict(tree)
     if key is not None:
         dt.attrs.update(signing.sign(dt, key).attrs())

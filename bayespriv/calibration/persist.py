@@ -60,10 +60,9 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
 from .._validation import fail, thaw
 from ..errors import ParameterTypeError, ReleaseMismatchError, UnverifiedCalibrationError, ValidationError
@@ -77,6 +76,9 @@ from .fileformat import ENGINE, FORMAT, FORMAT_VERSION, _decode, _dumps, _Encode
 from .result import Calibration
 from .signing import FileProvenance
 from ._hooks import register
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import xarray as xr
 
 __all__ = ["save_calibration", "load_calibration", "read_metadata", "check_query", "FORMAT", "FORMAT_VERSION", "ENGINE"]
 
@@ -109,6 +111,7 @@ def _secret_table(secrets: tuple[Secret, ...], enc: _Encoder) -> dict[str, tuple
 
 def _node(cal: Calibration, enc: _Encoder, where: str, *, with_samples: bool = True) -> xr.Dataset:
     """One calibration (without its family) as a Dataset."""
+    import xarray as xr
     data: dict[str, Any] = {}
     for name, attr, dims in _ARRAYS:
         data[name] = (dims, np.asarray(getattr(cal, attr), dtype=np.float64))
@@ -271,6 +274,7 @@ _MCMC_DIM = "mcmc__"
 
 def _posterior_groups(cal: Calibration, base: str) -> dict[str, xr.Dataset]:
     """The groups of the MCMC posteriors of ``cal`` under the node ``base`` ("" for the root)."""
+    import xarray as xr
     from ..datamodels.compat import group, group_names
 
     out: dict[str, xr.Dataset] = {}
@@ -413,6 +417,7 @@ def _build(node: _Node, *, query: Query | None, samples: np.ndarray | None,
 
 def _open_tree(p: Path) -> dict[str, xr.Dataset]:
     """Every group of the file, read into memory once: what is verified is what is then used."""
+    import xarray as xr
     try:
         with xr.open_datatree(p, engine=ENGINE) as tree:
             return {node.path: node.to_dataset(inherit=False).load() for node in tree.subtree}

@@ -39,10 +39,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import networkx as nx
 import numpy as np
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import networkx as nx
 
 __all__ = ["GraphIndex", "Adjacency", "NodeLayout", "candidate_quilts", "candidate_rows"]
 
@@ -348,6 +350,7 @@ class GraphIndex:
     ball: Adjacency = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        import networkx as nx
         graph = nx.freeze(nx.DiGraph(self.graph))
         layout = NodeLayout(tuple(graph.nodes()))
         nodes, index = layout.nodes, layout.index

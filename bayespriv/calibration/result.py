@@ -11,11 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 from .._validation import check_optional_positive_int, fail, freeze, seal_fields, sealed, thaw
 from ..errors import ParameterTypeError, ValidationError
@@ -46,6 +45,9 @@ from .views import (
     summary_table,
     theta_label,
 )
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import xarray as xr
 
 __all__ = ["Calibration"]
 
@@ -282,6 +284,7 @@ class Calibration:
         """The draws of F(X) | secret as an xarray DataArray, dims ``(secret, draw, component)``.
 
         A new labelled view of the sealed :attr:`sample_array` at each access (no copy of the draws)."""
+        import xarray as xr
         if self.sample_array is None:
             return None
         arr = self.sample_array

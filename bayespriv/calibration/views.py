@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 from .._display import cell, frame_html
 from .._validation import described, fail
 from ._hooks import call as call_registered
 from .signing import UNVERIFIED
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import xarray as xr
 
 __all__ = ["summary_table", "moments_table", "calibration_repr", "calibration_html", "summary_reasons",
            "inference_data", "theta_label", "member_prefix"]
@@ -43,6 +45,7 @@ def posterior_variable(cal: Any) -> str:
 
 def inference_data(cal: Any) -> Any:
     """The draws of F(X) | secret as the installed ArviZ's run type (see ``Calibration.to_inference_data``)."""
+    import xarray as xr
     from ..datamodels.compat import make_inference_data
 
     if cal.sample_array is None:

@@ -13,13 +13,15 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from .._validation import fail
 from .network_elimination import EliminationPlan, Factor, eliminate, plan_elimination
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import networkx as nx
 
 #: Largest factor (entries) variable elimination builds, for conditioning on a dataset secret and for
 #: closed-form moments and exact laws (~32 MB of float64).
@@ -131,6 +133,7 @@ class _DiscreteNet:
 
 
 def _compile_discrete(network: Any) -> _DiscreteNet:
+    import networkx as nx
     order = list(nx.topological_sort(network))
     pos = {v: i for i, v in enumerate(order)}
     cpds = {v: network.get_cpds(v) for v in order}
@@ -207,6 +210,7 @@ def _compile_gaussian(network: Any, columns: tuple[str, ...]) -> _GaussianNet:
     result to 8 decimals); nodes in topological order make W strictly lower
     triangular.
     """
+    import networkx as nx
     order = list(nx.topological_sort(network))
     pos = {v: i for i, v in enumerate(order)}
     m = len(order)

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 from scipy import fft as scipy_fft
-from scipy.signal import lfilter
 
 __all__ = ["grid_density", "atom_sums", "TERMS", "REACH"]
 
@@ -132,6 +131,7 @@ def _scaled_powers(ts: np.ndarray, base: np.ndarray, terms: int) -> np.ndarray:
 
 def _laplace_density(j: np.ndarray, t: np.ndarray, w: np.ndarray, h: float, s: float, size: int) -> np.ndarray:
     """Exact: atoms left of y_g contribute e^{−(g−j)h/s}·w e^{t/s}, right of it e^{−(j−g)h/s}·w e^{−t/s}."""
+    from scipy.signal import lfilter  # here: scipy.signal costs start-up time
     r = math.exp(-h / s)
     up = np.bincount(j, weights=w * np.exp(t / s), minlength=size)
     down = np.bincount(j, weights=w * np.exp(-t / s), minlength=size)
@@ -143,6 +143,7 @@ def _laplace_density(j: np.ndarray, t: np.ndarray, w: np.ndarray, h: float, s: f
 
 def _laplace_atom_sums(j: np.ndarray, t: np.ndarray, v: np.ndarray, h: float, s: float) -> np.ndarray:
     """Exact: Σ_{g>j} v_g e^{−((g−j)h − t)/s} + Σ_{g<j} v_g e^{−((j−g)h + t)/s} + v_j e^{−|t|/s}."""
+    from scipy.signal import lfilter  # here: scipy.signal costs start-up time
     r = math.exp(-h / s)
     above = lfilter([0.0, r], [1.0, -r], v[::-1])[::-1]  # Σ_{g>j} r^{g−j} v_g
     below = lfilter([0.0, r], [1.0, -r], v)  # Σ_{g<j} r^{j−g} v_g

@@ -13,14 +13,16 @@ import itertools
 import math
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from ..._validation import fail
 from .grid import _Axis, _Grid, _resolution
 from .result import MaxInfluence
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import networkx as nx
 
 
 def _spread(lc: np.ndarray) -> tuple[float, int, int, int]:
@@ -146,6 +148,7 @@ def _density_axes(density: Any, order: tuple, bounds: Mapping[Hashable, tuple[fl
 def _density_problem(density: Any, node: Hashable, quilt: tuple, resolution: int | None,
                      bounds: Mapping[Hashable, tuple[float, float]], max_points: int) -> _DensityProblem:
     """Q, φ_i and their ancestors (integrated out), the grid size and the axes."""
+    import networkx as nx
     graph = density.graph
     targets = set(quilt) | {node}
     ancestral = targets.union(*(nx.ancestors(graph, v) for v in targets))
@@ -362,6 +365,7 @@ def _density_influence(
     them plus the margin |max at 2G − max at G| + the quadrature gap. A stage that finds the ratio unbounded
     (or no pair of secrets) settles the value (:class:`_Verdict`).
     """
+    import networkx as nx
     if nx.is_d_separator(density.graph, {node}, set(quilt), set()):
         return MaxInfluence(0.0, node, frozenset(quilt), None, None,
                             "φ_Q is d-separated from φ_i in the parameters' graph: independent, so the ratio is 1")

@@ -17,9 +17,8 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from ..._validation import check_mapping, check_positive_int, check_real, fail
@@ -41,6 +40,9 @@ from .discrete import _discrete_influence
 from .gaussian import _gaussian_influence
 from .grid import _MIN_RESOLUTION, MAX_GRID_POINTS, _resolution
 from .result import MaxInfluence
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import networkx as nx
 
 __all__ = ["InfluenceEngine", "max_influence", "network_structure", "network_tables"]
 
@@ -238,6 +240,7 @@ class InfluenceEngine:
         return member_graph(self.networks[j])
 
     def _grid_dims(self, node: Hashable, quilt: Iterable[Hashable]) -> int:
+        import networkx as nx
         graph = self.graph(0)
         targets = set(_quilt_nodes(quilt)) | {node}
         return len(targets.union(*(nx.ancestors(graph, v) for v in targets)))
@@ -261,6 +264,7 @@ class InfluenceEngine:
     def feasible(self, node: Hashable, quilt: Iterable[Hashable], max_states: float = math.inf) -> bool:
         """Whether e(Q | i) can be computed: a joint table within ``max_states`` (discrete), a grid within
         ``max_points`` at a resolution of at least 8 per dimension (densities); always for Gaussian networks."""
+        import networkx as nx
         if self.kind == "discrete":
             q = _quilt_nodes(quilt)
             return not q or (self.table_size(node, q) <= max_states and self.plan(node, q).largest <= self.max_factor)

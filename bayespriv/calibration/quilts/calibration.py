@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from ..._validation import check_positive_int, fail, seal_fields
@@ -32,6 +31,9 @@ from ..influence import InfluenceEngine, ParameterNetwork, network_structure
 from .enumeration import EXHAUSTIVE_MAX_NODES, Quilt, _Structure
 from .scores import QuiltScore, _best_per_member, _scores
 from .search import _score_quilts, _search_inputs
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import networkx as nx
 
 __all__ = ["QuiltCalibration", "calibrate_quilts"]
 
@@ -170,6 +172,7 @@ class QuiltCalibration:
         Q, checked with :func:`networkx.is_d_separator`), so a Quilt passed in
         with a different split is refused rather than trusted.
         """
+        import networkx as nx
         if node not in self.candidates:
             raise fail("node", f"a sensitive node {list(self.sensitive)!r}", node)
         members = getattr(quilt, "quilt", quilt)

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from ..._validation import check_positive_int, fail
 from ...errors import ParameterTypeError, ValidationError
 from ..quilt_search import GraphIndex, NodeLayout, candidate_quilts
 from ..influence import ParameterNetwork, network_structure
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import networkx as nx
 
 __all__ = ["Quilt", "markov_quilts", "as_digraph", "EXHAUSTIVE_MAX_NODES"]
 
@@ -121,6 +123,7 @@ class Quilt:
 
 def as_digraph(dag: Any, name: str = "dag") -> nx.DiGraph:
     """A plain :class:`networkx.DiGraph` copy of a DAG (networkx or pgmpy network)."""
+    import networkx as nx
     if not isinstance(dag, nx.DiGraph) and not (hasattr(dag, "nodes") and hasattr(dag, "edges")):
         raise ParameterTypeError(
             f"{name} must be a networkx DiGraph or a pgmpy network; got {type(dag).__name__}"

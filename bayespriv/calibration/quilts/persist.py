@@ -39,10 +39,9 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
 from ..._validation import fail
 from ...datamodels.network_tables import CPDTable, discrete_network
@@ -58,11 +57,15 @@ from .chains import ChainCalibration
 from .enumeration import Quilt, as_digraph
 from .scores import QuiltScore
 
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import xarray as xr
+
 __all__: list[str] = []
 
 
 def _save_chain(cal: Any, p: Path, seed: Any, key: bytes | None) -> Path:
     """A ChainCalibration: chains, the max-influence table and the constants MQM reads."""
+    import xarray as xr
     enc = _Encoder()
     states = enc.encode(list(cal.chains[0].states), "chains.states")
     if enc.dropped:
@@ -161,6 +164,7 @@ def _state_list(states: Any, where: str, enc: _Encoder) -> list:
 
 def _network_group(net: Any, index: Mapping[Any, int], enc: _Encoder) -> xr.Dataset:
     """One pgmpy DiscreteBayesianNetwork: node and edge order, and every CPD's full value array (float64, exact)."""
+    import xarray as xr
     data: dict[str, Any] = {}
     cpds = []
     for c, cpd in enumerate(net.get_cpds()):
@@ -193,6 +197,7 @@ def _influence_meta(inf: Any, index: Mapping[Any, int], enc: _Encoder, where: st
 
 def _quilt_root(cal: Any, nodes: list, index: Mapping[Any, int], enc: _Encoder) -> tuple[xr.Dataset, list]:
     """The candidates of every sensitive node: roles (0 nearby, 1 quilt, 2 remote), Δ, e and margins."""
+    import xarray as xr
     rows = [(s, c) for s, v in enumerate(cal.sensitive) for c in cal.candidates[v]]
     role = np.zeros((len(rows), len(nodes)), dtype=np.int8)
     for r, (_, c) in enumerate(rows):

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from ..._validation import check_positive_int, fail
@@ -37,6 +36,9 @@ from .enumeration import (
     as_digraph,
 )
 from .scores import QuiltScore, _pareto_front, _undominated
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import networkx as nx
 
 __all__: list[str] = []
 

@@ -25,9 +25,8 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import networkx as nx
 import numpy as np
 
 from ..._validation import described, fail
@@ -35,6 +34,9 @@ from ...errors import ParameterTypeError, ValidationError
 from ..cpd_tables import CPDTables, cpds_by_node, network_states, read_cpd_tables
 from ..network_tables import pgmpy_network_kind
 from .density import parameter_density
+
+if TYPE_CHECKING:  # imported where used: it costs start-up time
+    import networkx as nx
 
 __all__ = [
     "ParameterNetwork",
@@ -318,6 +320,7 @@ class ParameterNetwork:
 
     def graph(self, j: int = 0) -> nx.DiGraph:
         """The DAG of member ``j`` (u → v: φ_u is a parent of φ_v), as a networkx copy."""
+        import networkx as nx
         net = self.networks[j]
         src = net.graph if self.kind == "density" else net
         g = nx.DiGraph()
@@ -393,6 +396,7 @@ def linear_gaussian_covariance(network: Any) -> tuple[list, np.ndarray]:
     The covariance is (I − B)^-T Ω (I − B)^-1, with B the regression weights and Ω the noise variances,
     unrounded (pgmpy rounds its own to 8 decimals); its rows and columns follow the returned order.
     """
+    import networkx as nx
     order = list(nx.topological_sort(network))
     index = {v: j for j, v in enumerate(order)}
     b = np.zeros((len(order), len(order)))
