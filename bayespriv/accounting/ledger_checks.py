@@ -133,8 +133,10 @@ class _LedgerChecks:
         """Inside the transaction: None when every earlier release of the account composes with this one by a
         theorem or by the ledger's own accounting (:func:`~bayespriv.accounting.joint.composes_with`); else the
         error refusing it (nothing recorded), naming the first release it cannot be added to."""
-        from .joint import COMPOSITIONS, JointAccountingError, composes_with
+        from .joint import ADDS_TO_ANY, COMPOSITIONS, JointAccountingError, composes_with
 
+        if req.composition in ADDS_TO_ANY:  # composes with every kind: no need to read the earlier ones
+            return None
         clause, params = account_sql(req.dataset)
         for name in req.protected:
             kinds = con.execute(  # the first earlier release of each composition kind on this account and budget

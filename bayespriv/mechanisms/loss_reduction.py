@@ -107,15 +107,8 @@ class Quadratic:
             arg = arg + 0.5 * np.arctan(au) - q * au
         return logabs, arg
 
-    def log_mgf(self, s: float) -> float:
-        """log E exp(sL) (inf outside the domain 1 − 2 alpha s > 0)."""
-        one = 1.0 - 2.0 * self.alpha * s
-        if np.any(one <= 0):
-            return math.inf
-        return float(s * self.const + np.sum(-0.5 * np.log(one) + self.beta**2 * s**2 / (2.0 * one)) + 0.5 * self.tau**2 * s**2)
-
     def log_mgf_many(self, s: np.ndarray) -> np.ndarray:
-        """:meth:`log_mgf` at every point of a 1-D array (inf outside the domain)."""
+        """log E exp(sL) at every point of a 1-D array (inf outside the domain 1 − 2 alpha s > 0)."""
         s = np.asarray(s, dtype=float)
         one = 1.0 - 2.0 * np.outer(s, self.alpha)
         ok = np.all(one > 0, axis=1)

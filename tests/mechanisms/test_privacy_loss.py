@@ -360,7 +360,7 @@ def test_chernoff_on_a_grid_is_valid_and_close_to_the_exact_minimum():
             pos, neg = q.alpha[q.alpha > 0], q.alpha[q.alpha < 0]
             end = (1 / (2 * pos.max()) if pos.size else 1e6) if upper else -(1 / (2 * -neg.min()) if neg.size else 1e6)
             bounds = (0.0, end * (1 - 1e-12)) if upper else (end * (1 - 1e-12), 0.0)
-            ref = minimize_scalar(lambda s: q.log_mgf(s) - s * x, bounds=bounds, method="bounded",
+            ref = minimize_scalar(lambda s: q.log_mgf_many(np.array([s]))[0] - s * x, bounds=bounds, method="bounded",
                                   options={"xatol": 1e-12 * abs(end)}).fun
             got = math.log(q.chernoff(x, upper))
             assert got >= min(ref, 0.0) - 1e-9
