@@ -709,26 +709,28 @@ class Mechanism(abc.ABC):
             _void(ledger, charge, exc)
             raise
         fixed = self._fixed_state()
-        release = Release(out, guarantee, type(self).__name__, seeded, fixed.query_name, fixed.component_names,
-                          fixed.variables, fixed.protected, getattr(charge, "release_id", None),
-                          self.__dict__.get("_release_noise"), fixed.valid_range)
+        release = Release._issued(out, guarantee, type(self).__name__, seeded, query=fixed.query_name,
+                                  component_names=fixed.component_names, variables=fixed.variables,
+                                  protected=fixed.protected, ledger_id=getattr(charge, "release_id", None),
+                                  noise=self.__dict__.get("_release_noise"), valid_range=fixed.valid_range)
         return release.clipped() if clip else release
 
     def _noisy(self, value: np.ndarray, rng: RNGLike) -> np.ndarray:
         """``value`` plus one draw of the noise from the exact grid sampler, finite (checked).
 
-        Random bits come from the OS CSPRNG, or from ``rng`` when the caller seeds (tests).
+        Random bits come from the OS CSPRNG (the calling thread's source, kept between releases:
+        :meth:`BitSource.for_release`), or from ``rng`` when the caller seeds (tests).
         """
-        bits = BitSource.system() if rng is None else BitSource.from_rng(rng)
+        bits = BitSource.for_release() if rng is None else BitSource.from_rng(rng)
         out = self._apply_noise(value, bits)
-        if not np.all(np.isfinite(out)):
+        if not np.isfinite(out).all():
             raise ValidationError(f"the noisy value of {type(self).__name__} must be finite; got {out} "
                                   "(noise scale near the floating-point range)")
         return out
 
     def _apply_noise(self, value: np.ndarray, bits: BitSource) -> np.ndarray:
         plan = self.__dict__.get("_noise_plan")
-        return value.copy() if plan is None else np.array(plan.release(value, bits))
+        return value.copy() if plan is None else plan._release(value, bits)
 
     def _draw_noise(self, gen: np.random.Generator) -> np.ndarray:
         """One float draw of the noise law (k,), for simulations and audits — never used by a

@@ -444,14 +444,18 @@ def scale_for_delta(epsilon: float, delta: float, noise_shape, pairs: Sequence, 
     data-processing inequality. So the supremum over pairs (and boxes) is
     monotone in c and a bracketing search finds the threshold; no scan for
     non-monotone pieces is needed. Because the computed δ is an upper bound
-    carrying numerical error, every decision is a direct evaluation, and the
-    returned end is checked against every triple rather than inferred.
+    carrying numerical error, every decision rests on an evaluated bound, and
+    the returned end is checked against every triple: by a bound evaluated
+    there, or at a smaller scale (below), never by interpolation.
 
     Stages: c = 0 (every triple); doubling of the worst triple's bracket;
     a bracketing search on it (false position on log δ vs log c, Illinois,
-    falling back to bisection), first to relative width 1e-4; every triple
-    checked at the upper end (resuming with the worst failing one); then the
-    same at relative width 1e-9.
+    falling back to bisection) to relative width 1e-9; every triple checked
+    at the upper end, resuming above it with the worst failing one. A triple
+    whose bound was evaluated ≤ δ at some c is not evaluated again at a larger
+    c: its true δ there is at most its true δ at c (the monotonicity above),
+    which is at most the bound evaluated. The upper end only rises between
+    checks, so each triple is evaluated about once.
 
     Raises
     ------
@@ -504,7 +508,7 @@ def _bisect_scale(eps: float, target: float, shape: np.ndarray, triples: list, l
     unit = max(size, 1e-300) / max(float(np.trace(shape)), 1e-300)
     worst = max(vals, key=vals.get)
     lo, d_lo, hi = 0.0, vals[worst], unit
-    width = 1e-4  # coarse rounds until the worst triple is found, then 1e-9
+    passed: dict[int, float] = {}  # triple -> a scale at which its δ bound was evaluated ≤ target
     while True:
         d_hi = delta_at(worst, hi)
         while d_hi > target:  # stage 2: the gap doubles until the worst triple passes
@@ -515,16 +519,16 @@ def _bisect_scale(eps: float, target: float, shape: np.ndarray, triples: list, l
                            "a pair differs)", described(f"delta still above {target:g} at c = {hi:.3g}"))
             lo, d_lo, hi = hi, d_hi, (hi + 2.0 * (hi - lo) if hi > lo else 2.0 * hi)
             d_hi = delta_at(worst, hi)
-        lo, hi, d_lo, d_hi = _bracket_search(lambda c: delta_at(worst, c), lo, hi, d_lo, d_hi, log_t, width)  # stage 3
-        vals = {j: delta_at(j, hi, cheap=True) for j in every}  # stage 4: every triple at hi
-        bad = [j for j in every if vals[j] > target]
-        if bad:  # resume just above hi with the worst failing triple
-            worst = max(bad, key=lambda j: vals[j])
-            lo, d_lo, hi = hi, vals[worst], hi * (1.0 + 1e-6)
-        elif width > 1e-9:
-            width = 1e-9  # refine the bracket of the worst triple, then check every triple again
-        else:
+        lo, hi, d_lo, d_hi = _bracket_search(lambda c: delta_at(worst, c), lo, hi, d_lo, d_hi, log_t, 1e-9)  # stage 3
+        passed[worst] = hi
+        pending = [j for j in every if passed.get(j, math.inf) > hi]  # stage 4: every triple not yet known at hi
+        vals = {j: delta_at(j, hi, cheap=True) for j in pending}
+        passed.update((j, hi) for j in pending if vals[j] <= target)
+        bad = [j for j in pending if vals[j] > target]
+        if not bad:
             return hi
+        worst = max(bad, key=lambda j: vals[j])  # resume just above hi with the worst failing triple
+        lo, d_lo, hi = hi, vals[worst], hi * (1.0 + 1e-6)
 
 
 def _at_zero(triples: list, eps: float, target: float, delta_at) -> dict[int, float]:

@@ -162,3 +162,25 @@ def test_a_failure_after_the_spend_voids_it(monkeypatch):
         mech.release_value(answer, ledger=ledger)
     assert len(ledger.charges) == 1 and ledger.voids and ledger.voids[0][0] == 1
     assert "simulated failure" in ledger.voids[0][1]
+
+
+@pytest.mark.parametrize("name", ["APGM", "ExpM", "WithExtraLaplace", "APMQM", "Noiseless"])
+def test_a_mechanisms_release_is_the_release_its_fields_would_build(name):
+    """A mechanism builds its Release without re-checking the fields it checked at construction; the result
+    must equal, field for field, the Release built through the checked constructor, and be as frozen."""
+    import dataclasses
+
+    mech, answer = BUILDERS[name](1.0)
+    release = mech.release_value(answer, rng=3)
+    rebuilt = bp.Release(**{f.name: getattr(release, f.name) for f in dataclasses.fields(bp.Release)})
+    for f in dataclasses.fields(bp.Release):
+        mine, checked = getattr(release, f.name), getattr(rebuilt, f.name)
+        assert type(mine) is type(checked), f.name
+        assert np.array_equal(mine, checked) if isinstance(mine, np.ndarray) else mine == checked, f.name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        release.value = np.zeros(mech.k)
+    with pytest.raises(ValueError):
+        release.value.setflags(write=True)
+    assert release.guarantee == mech.guarantee and release.seeded and release.mechanism == type(mech).__name__
+    assert release.noise is not None and np.allclose(release.noise_cov, mech.noise_cov)
+    assert release.valid_range.shape == (mech.k, 2) and release.postprocessed == () and release.ledger_id is None

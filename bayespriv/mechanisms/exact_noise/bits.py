@@ -11,6 +11,7 @@ import itertools
 import numbers
 import os
 import sys
+import threading
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -25,6 +26,17 @@ BLOCK_BYTES = 4096
 _LITTLE_ENDIAN = sys.byteorder == "little"
 #: Bits compared at a time by :meth:`BitSource.bernoulli`.
 CHUNK_BITS = 64
+#: Each thread's release source (:meth:`BitSource.for_release`) and the process that made it.
+_RELEASE_SOURCES = threading.local()
+
+
+def _forget_release_sources() -> None:
+    """In a forked child: forget the forking thread's source (the other threads do not exist there)."""
+    _RELEASE_SOURCES.__dict__.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _forget_release_sources())  # looked up at fork time
 
 
 class BitSource:
@@ -73,6 +85,23 @@ class BitSource:
     def system(cls) -> "BitSource":
         """Bits from the OS CSPRNG (``os.urandom``), buffered in blocks."""
         return cls(os.urandom, seeded=False)
+
+    @classmethod
+    def for_release(cls) -> "BitSource":
+        """The calling thread's :meth:`system` source, kept between releases (one ``os.urandom`` call per
+        :data:`BLOCK_BYTES` instead of one per release).
+
+        Safe to keep because a word is never handed out twice: each thread has its own source (a
+        ``threading.local``), and a source made in another process is never used: the process id is
+        compared on every call (a forked child inherits its parent's unread buffer, which would repeat the
+        parent's noise), and ``os.register_at_fork`` drops the sources in a child as well.
+        """
+        pid = os.getpid()
+        src = getattr(_RELEASE_SOURCES, "source", None)
+        if src is None or _RELEASE_SOURCES.pid != pid:
+            src = cls.system()
+            _RELEASE_SOURCES.source, _RELEASE_SOURCES.pid = src, pid
+        return src
 
     @classmethod
     def from_rng(cls, rng: RNGLike) -> "BitSource":

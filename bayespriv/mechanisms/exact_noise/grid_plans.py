@@ -201,8 +201,10 @@ class GaussianGridPlan(_GridPlan):
 
     def coordinates(self, answer: Any, bits: BitSource) -> tuple[int, ...]:
         """The integer vector n (grid coordinates) of one release."""
-        a = _check_answer(answer, self.k)
-        bits = check_bits(bits)
+        return self._coordinates(_check_answer(answer, self.k), check_bits(bits))
+
+    def _coordinates(self, a: np.ndarray, bits: BitSource) -> tuple[int, ...]:
+        """:meth:`coordinates` of a checked answer (finite float64 (k,)) and a BitSource."""
         units, g_exp = self._units
         out = []
         for (num, den), s2 in zip(self._map.grid_fractions(a, g_exp), units):
@@ -217,6 +219,10 @@ class GaussianGridPlan(_GridPlan):
     def release(self, answer: Any, bits: BitSource) -> np.ndarray:
         """One floating-point-safe release of ``answer + noise`` (read-only float64 (k,))."""
         return self.to_answer_space(self.coordinates(answer, bits))
+
+    def _release(self, a: np.ndarray, bits: BitSource) -> np.ndarray:
+        """:meth:`release` of a checked answer: what a mechanism calls, its answer bound already."""
+        return self.to_answer_space(self._coordinates(a, bits))
 
 
 def _dominating_variances(rows: list[list[int]], cov: np.ndarray) -> tuple[list[int], int]:
@@ -366,8 +372,10 @@ class LaplaceGridPlan(_GridPlan):
 
     def coordinates(self, answer: Any, bits: BitSource) -> tuple[int, ...]:
         """The integer vector n (grid coordinates) of one release."""
-        a = _check_answer(answer, self.k)
-        bits = check_bits(bits)
+        return self._coordinates(_check_answer(answer, self.k), check_bits(bits))
+
+    def _coordinates(self, a: np.ndarray, bits: BitSource) -> tuple[int, ...]:
+        """:meth:`coordinates` of a checked answer (finite float64 (k,)) and a BitSource."""
         units, g_exp = self._units
         out = []
         for (num, den), t in zip(self._map.grid_fractions(a, g_exp), units):
@@ -387,6 +395,10 @@ class LaplaceGridPlan(_GridPlan):
     def release(self, answer: Any, bits: BitSource) -> np.ndarray:
         """One floating-point-safe release of ``answer + noise`` (read-only float64 (k,))."""
         return self.to_answer_space(self.coordinates(answer, bits))
+
+    def _release(self, a: np.ndarray, bits: BitSource) -> np.ndarray:
+        """:meth:`release` of a checked answer: what a mechanism calls, its answer bound already."""
+        return self.to_answer_space(self._coordinates(a, bits))
 
 
 def _exact_inverse(matrix: np.ndarray) -> _ExactRows:
