@@ -32,6 +32,13 @@ as the "before" column::
     .venv/bin/python benchmarks/bench_quilts.py --scaling 100,1000,3200,5000 --before before.json
     .venv/bin/python benchmarks/bench_quilts.py --scaling 100,1000 --repeat 3   # fastest of 3 per size
 
+``--defaults 100,1000,5000`` runs ``calibrate_quilts`` with its default arguments and with the fast settings
+(``exhaustive=False, refine=0``) side by side, each in a fresh interpreter, with CPU time, the child's peak
+resident memory, the APMQM scales at several ε and the result hashes; ``--opt-in 100`` adds the opt-in
+``refine=256`` at 100 nodes::
+
+    .venv/bin/python benchmarks/bench_quilts.py --defaults 100,1000,5000 --opt-in 100
+
 ``--work 100,1000`` measures, untimed, the arithmetic of the same workload's variable eliminations (what
 any evaluation of the same plans with the same arithmetic must do) and, without the memo, that of a
 min-fill order.
@@ -97,7 +104,7 @@ def quality(n_networks: int = 30) -> list[str]:
     from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
     from bayespriv.mechanisms import APMQM
 
-    ratios: dict[str, list[float]] = {"refine=0": [], "refine=64": [], "refine=256": []}
+    ratios: dict[str, list[float]] = {"refine=0 (default)": [], "refine=64": [], "refine=256": []}
     for seed in range(n_networks):
         rng = np.random.default_rng(1000 + seed)
         n_nodes = 8 + seed % 3
@@ -107,8 +114,8 @@ def quality(n_networks: int = 30) -> list[str]:
         query = bp.stack(*[bp.mean(v, bounds=(0.0, float(1 + rng.integers(4)))) for v in queried])
         net = ParameterNetwork(bn, columns={v: v for v in names})
         full = calibrate_quilts(net, node, query, n_records=10)
-        cands = {f"refine={r}": calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=r)
-                 for r in (0, 64, 256)}
+        cands = {key: calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=r)
+                 for key, r in zip(ratios, (0, 64, 256))}
         for eps in (0.3, 1.0, 3.0):
             exact = APMQM(full, epsilon=eps).scale
             got = {k: APMQM(c, epsilon=eps).scale for k, c in cands.items()}
@@ -126,26 +133,48 @@ def quality(n_networks: int = 30) -> list[str]:
 
 
 _SCALING_SCRIPT = r"""
-import hashlib, json, os, sys, time, warnings
+import hashlib, json, os, resource, sys, time, warnings
 warnings.filterwarnings("ignore")
 code, bench, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+settings = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {"exhaustive": False, "refine": 0}
 sys.path[:0] = [code, bench]
 import bayespriv as bp
 from bench_quilts import random_network
 from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
 bn = random_network(n, 0)
 names = list(bn.nodes())
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 net = ParameterNetwork(bn, columns={v: v for v in names})
 query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0)) for v in names[::max(1, n // 5)]])
-cal = calibrate_quilts(net, names, query, n_records=100, exhaustive=False, refine=0)
-seconds = time.perf_counter() - t0
+cal = calibrate_quilts(net, names, query, n_records=100, **settings)
+seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 rows = [(str(v), sorted(map(str, c.quilt.quilt)), c.sensitivity.hex(), float(c.influence.value).hex())
         for v in cal.sensitive for c in cal.candidates[v]]
-print(json.dumps({"nodes": n, "edges": bn.number_of_edges(), "seconds": seconds, "sensitivity": cal.sensitivity.hex(),
+from bayespriv.mechanisms import APMQM
+scales = {str(e): APMQM(cal, epsilon=e).scale.hex() for e in (0.1, 0.3, 1.0, 3.0, 10.0)}
+print(json.dumps({"nodes": n, "edges": bn.number_of_edges(), "seconds": seconds, "cpu": cpu,
+                  "sensitivity": cal.sensitivity.hex(), "scales": scales, "settings": settings,
                   "scored": len(rows), "skipped": sum(cal.skipped.values()),
-                  "hash": hashlib.sha256(repr(rows).encode()).hexdigest()[:16], "load": os.getloadavg()[0]}))
+                  "hash": hashlib.sha256(repr(rows).encode()).hexdigest()[:16], "load": os.getloadavg()[0],
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+#: ``calibrate_quilts`` settings compared by ``--defaults``: the defaults, the fast settings, and the opt-in
+#: refinement.
+SETTINGS = {"defaults": {}, "fast": {"exhaustive": False, "refine": 0}, "refine=256": {"refine": 256}}
+
+
+def _child(code: Path, n: int, settings: dict | None = None) -> dict:
+    """One whole-network ``calibrate_quilts`` at ``n`` nodes in a fresh interpreter (its figures as a dict; the
+    peak resident memory is the child's own)."""
+    argv = [sys.executable, "-c", _SCALING_SCRIPT, str(code), str(ROOT / "benchmarks"), str(n)]
+    done = subprocess.run(argv + ([] if settings is None else [json.dumps(settings)]), capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"run at {n} nodes failed:\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    print(out, flush=True)
+    return out
 
 
 def scaling(sizes: list[int], code: Path, repeat: int = 1) -> list[dict]:
@@ -155,12 +184,7 @@ def scaling(sizes: list[int], code: Path, repeat: int = 1) -> list[dict]:
     runs: dict[int, list[dict]] = {n: [] for n in sizes}
     for _ in range(repeat):
         for n in sizes:
-            done = subprocess.run([sys.executable, "-c", _SCALING_SCRIPT, str(code), str(ROOT / "benchmarks"), str(n)],
-                                  capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"scaling run at {n} nodes failed:\n{done.stderr[-3000:]}")
-            runs[n].append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(runs[n][-1], flush=True)
+            runs[n].append(_child(code, n))
     out = []
     for n in sizes:
         if len({r["hash"] for r in runs[n]}) != 1:
@@ -169,6 +193,43 @@ def scaling(sizes: list[int], code: Path, repeat: int = 1) -> list[dict]:
         best["runs"] = [r["seconds"] for r in runs[n]]
         out.append(best)
     return out
+
+
+def defaults(sizes: list[int], opt_in: list[int], code: Path) -> dict[str, list[dict]]:
+    """The defaults and the fast settings side by side at each size (in turn, each in a fresh interpreter),
+    and the opt-in refinement at the sizes ``opt_in``."""
+    out: dict[str, list[dict]] = {name: [] for name in SETTINGS}
+    for n in sizes:
+        for name in ("defaults", "fast"):
+            out[name].append(_child(code, n, SETTINGS[name]))
+    for n in opt_in:
+        out["refine=256"].append(_child(code, n, SETTINGS["refine=256"]))
+    return out
+
+
+def defaults_lines(runs: dict[str, list[dict]]) -> list[str]:
+    """The defaults / fast settings table (CPU time, peak RSS, sensitivity, APMQM scales, result hashes) and
+    the opt-in refinement's, in Markdown."""
+    lines = ["| nodes (edges) | defaults CPU (s) | fast CPU (s) | defaults / fast | peak RSS defaults / fast (MB) | "
+             "Δ_A F defaults / fast | APMQM scales (ε = 0.1, 0.3, 1, 3, 10) | result hash defaults / fast |",
+             "|---|---|---|---|---|---|---|---|"]
+    for d, f in zip(runs["defaults"], runs["fast"]):
+        same = "same" if d["scales"] == f["scales"] else "DIFFERENT"
+        lines.append(f"| {d['nodes']} ({d['edges']}) | {d['cpu']:.2f} | {f['cpu']:.2f} | {d['cpu'] / f['cpu']:.2f}× | "
+                     f"{d['peak_rss_mb']:.0f} / {f['peak_rss_mb']:.0f} | {float.fromhex(d['sensitivity']):g} / "
+                     f"{float.fromhex(f['sensitivity']):g} | {_scales(d)} ({same} bits) | {d['hash']} / {f['hash']} |")
+    fast = {r["nodes"]: r for r in runs["fast"]}
+    for r in runs["refine=256"]:
+        f = fast.get(r["nodes"])
+        ratio = "" if f is None else f", {r['cpu'] / f['cpu']:.1f}× the fast settings"
+        lines.append(f"\nOpt-in `refine=256` at {r['nodes']} nodes: {r['cpu']:.2f} s CPU{ratio}, peak RSS "
+                     f"{r['peak_rss_mb']:.0f} MB, APMQM scales {_scales(r)}"
+                     + ("" if f is None else f" against {_scales(f)} without refinement") + ".")
+    return lines
+
+
+def _scales(run: dict) -> str:
+    return " / ".join(f"{float.fromhex(v):.4g}" for v in run["scales"].values())
 
 
 def elimination_work(n_nodes: int) -> dict:
@@ -317,11 +378,12 @@ def scaling_lines(after: list[dict], before: list[dict]) -> list[str]:
     return lines
 
 
-def _write_section(title: str, command: str, lines: list[str], bullets: bool = True, runs: str = "one run") -> None:
+def _write_section(title: str, command: str, lines: list[str], bullets: bool = True, runs: str = "one run",
+                   clock: str = "`time.perf_counter`") -> None:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     text = (f"\n## {title} ({stamp})\n\n`{command}`; {platform.python_implementation()} {platform.python_version()}, "
-            f"{os.cpu_count()} CPUs (load average {load:.1f} at the end), `time.perf_counter`, {runs}.\n\n"
+            f"{os.cpu_count()} CPUs (load average {load:.1f} at the end), {clock}, {runs}.\n\n"
             + "".join((f"- {line}\n" if bullets else f"{line}\n") for line in lines))
     with RESULTS.open("a", encoding="utf-8") as fh:
         fh.write(text)
@@ -345,10 +407,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="", help="with --scaling: also save the figures to this file")
     ap.add_argument("--before", default="", help="with --scaling: figures of an older package (from --json)")
     ap.add_argument("--note", default="", help="with --scaling: a sentence added under the table")
-    ap.add_argument("--measured", default="", help="with --scaling: write the section from figures saved by --json "
-                                                   "instead of measuring again")
+    ap.add_argument("--measured", default="", help="with --scaling or --defaults: write the section from figures "
+                                                   "saved by --json instead of measuring again")
     ap.add_argument("--repeat", type=int, default=1,
                     help="with --scaling: run the sizes in turn this many times and keep each size's fastest run")
+    ap.add_argument("--defaults", default="", metavar="N,N,...",
+                    help="instead: calibrate_quilts with its defaults and with the fast settings at these sizes")
+    ap.add_argument("--opt-in", default="", metavar="N,N,...",
+                    help="with --defaults: also the opt-in refine=256 at these sizes")
     ap.add_argument("--work", default="", metavar="N,N,...",
                     help="instead: the elimination arithmetic of the --scaling workload at these sizes (untimed)")
     args = ap.parse_args(argv)
@@ -358,6 +424,21 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_write:
             _write_section("Elimination work of the whole-network calibration", f"benchmarks/bench_quilts.py --work "
                            f"{args.work}", lines, bullets=False)
+        return 0
+    if args.defaults:
+        opt_in = [int(x) for x in args.opt_in.split(",") if x]
+        runs = (json.loads(Path(args.measured).read_text()) if args.measured
+                else defaults([int(x) for x in args.defaults.split(",")], opt_in, Path(args.code)))
+        if args.json:
+            Path(args.json).write_text(json.dumps(runs))
+        lines = defaults_lines(runs) + ([args.note] if args.note else [])
+        print("\n".join(lines))
+        if not args.no_write:
+            _write_section("CURRENT — calibrate_quilts with its defaults against the fast settings, random sparse "
+                           "binary network", f"benchmarks/bench_quilts.py --defaults {args.defaults}"
+                           + (f" --opt-in {args.opt_in}" if opt_in else ""), lines, bullets=False,
+                           runs="one run per size and settings, in a fresh interpreter each",
+                           clock="CPU time (`time.process_time`) and peak RSS (`getrusage` in each child)")
         return 0
     if args.scaling:
         if args.measured:

@@ -45,6 +45,10 @@ MAX_FACTOR = 2**22
 _LETTERS = string.ascii_letters  # einsum labels: at most 52 distinct variables in one bucket
 #: Buckets with at least this many entries are multiplied factor after factor (:func:`_product_sum`).
 _PRODUCT_SUM_ENTRIES = 2**15
+#: Default bound on the bytes of summed buckets a network's memo keeps (:class:`BucketMemo`). Measured on a
+#: whole-network calibration of a random sparse 1 000-node network: as fast as a bound of 1 GiB, which the
+#: memo fills there (benchmarks/RESULTS_quilts.md).
+MEMO_BYTES = 2**27
 
 
 @dataclass(frozen=True)
@@ -199,10 +203,11 @@ class BucketMemo:
     limit : int
         Largest number of buckets kept.
     max_bytes : int
-        Largest total size of the kept tables (default 1 GiB); a larger table is not kept.
+        Largest total size of the kept tables (default :data:`MEMO_BYTES`, 128 MiB); a larger table is not
+        kept.
     """
 
-    def __init__(self, first_id: int, limit: int = 400_000, max_bytes: int = 2**30) -> None:
+    def __init__(self, first_id: int, limit: int = 400_000, max_bytes: int = MEMO_BYTES) -> None:
         self.first_id = int(first_id)
         self.limit = int(limit)
         self.max_bytes = int(max_bytes)

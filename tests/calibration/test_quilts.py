@@ -313,11 +313,75 @@ def _ratio_cases(refine: int) -> list[float]:
 
 
 def test_candidate_to_exhaustive_ratio_does_not_regress():
-    """Measured (benchmarks/RESULTS_quilts.md): with the default refinement the candidate search attains
-    the exhaustive minimum on these 36 cases (max ratio 1.0); without it the max ratio is 1.70 — the twin
-    that shows the check has teeth."""
+    """Measured (benchmarks/RESULTS_quilts.md): with the opt-in refinement (refine=256) the candidate search
+    attains the exhaustive minimum on these 36 cases (max ratio 1.0); without it (refine=0, the default) the
+    max ratio is 1.70 — the twin that shows the check has teeth."""
     assert max(_ratio_cases(256)) <= 1.0 + 1e-12
     assert max(_ratio_cases(0)) > 1.5
+
+
+def _bench_network(n_nodes: int, seed: int):
+    """The random sparse binary network of benchmarks/bench_quilts.py, as a ParameterNetwork, with its nodes and
+    a stack of bounded means over every 4th node."""
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        from bench_quilts import random_network as bench_network
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    bn = bench_network(n_nodes, seed)
+    names = list(bn.nodes())
+    query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0 + k % 3)) for k, v in enumerate(names[::4])])
+    return ParameterNetwork(bn, columns={v: v for v in names}), names, query
+
+
+def test_defaults_are_the_fast_settings_and_refinement_only_lowers_the_noise():
+    """Beyond max_nodes the defaults are the candidate search without refinement: the same quilts and the same
+    bits of Δ and e as exhaustive=False, refine=0. The opt-in refinement keeps every one of those candidates as
+    it is and only adds scored quilts, so the APMQM scale never grows (and here it falls at some ε)."""
+    from bayespriv.mechanisms import APMQM
+
+    net, names, query = _bench_network(24, 5)
+    sensitive = names[::3]
+
+    def rows(cal):
+        return {v: [(c.quilt.quilt, c.quilt.remote, c.sensitivity.hex(), float(c.influence.value).hex())
+                    for c in cal.candidates[v]] for v in cal.sensitive}
+
+    default = calibrate_quilts(net, sensitive, query, n_records=20)
+    fast = calibrate_quilts(net, sensitive, query, n_records=20, exhaustive=False, refine=0)
+    refined = calibrate_quilts(net, sensitive, query, n_records=20, refine=32)
+    assert not default.exhaustive and "no refinement" in default.search
+    assert rows(default) == rows(fast)
+    got, more = rows(default), rows(refined)
+    assert all(more[v][:len(got[v])] == got[v] for v in sensitive)
+    assert sum(len(more[v]) - len(got[v]) for v in sensitive) > 0
+    lower = 0
+    for eps in (0.3, 1.0, 3.0):
+        plain, better = APMQM(default, epsilon=eps).scale, APMQM(refined, epsilon=eps).scale
+        assert better <= plain
+        lower += better < plain
+    assert lower > 0
+
+
+def test_skip_reasons_read_like_the_engines_refusals():
+    """A quilt refused for the size of its joint table keeps its reason unwritten until it is read; read, every
+    reason is the engine's refusal of that quilt word for word, in the search's order, and the sequence behaves
+    as a tuple of str."""
+    net, names, query = _bench_network(40, 2)
+    node, max_states = names[7], 2**4
+    cal = calibrate_quilts(net, node, query, n_records=20, max_states=max_states)
+    reasons = cal.skip_reasons[node]
+    assert len(reasons) == cal.skipped[node] > 2
+    assert any(isinstance(item, bytes) for item in reasons._items)  # written when read
+    expected = [why for q in markov_quilts(net, node, exhaustive=False, targets=sorted(cal.queried, key=names.index))
+                if (why := cal.engine.refusal(node, q.quilt, max_states)) is not None]
+    it = iter(expected)
+    assert all(any(why == e for e in it) for why in reasons)  # a subsequence: same words, same order
+    assert any(why.startswith("joint table") for why in reasons)
+    listed = list(reasons)
+    assert reasons == tuple(listed) and tuple(listed) == reasons and reasons != tuple(listed[1:])
+    assert reasons[1:3] == tuple(listed[1:3]) and reasons[-1] == listed[-1]
 
 
 def test_fast_paths_of_the_elimination_and_the_influence_give_the_same_bits():

@@ -207,19 +207,28 @@ class InfluenceEngine:
         refused. The reason is :meth:`refusal`'s, word for word, built without a set of the quilt's nodes: a
         refused quilt of a large network holds hundreds.
         """
+        over = self.oversized_rows(node, rows, columns, max_states)
+        return {k: self.states_refusal(node, rows[k], columns, max_states) for k in over}
+
+    def oversized_rows(self, node: Hashable, rows: np.ndarray, columns: Sequence[Hashable],
+                       max_states: float) -> list[int]:
+        """The indices of :meth:`oversized`'s rows, without their reasons (:meth:`states_refusal` writes one
+        when it is read: a whole-network search refuses tens of thousands of quilts of hundreds of nodes)."""
         if self.kind != "discrete" or not len(rows) or not math.isfinite(max_states):
-            return {}
+            return []
         tables = self._discrete_tables(0)
-        cards, log_cards, by_name, shown = self._columns(columns)
+        log_cards = self._columns(columns)[1]
         node_card = tables.card_list[tables.index[node]]
         log_size = rows @ log_cards + math.log2(node_card)
-        over = np.flatnonzero((log_size > math.log2(max_states) + 1e-6) & rows.any(axis=1))
-        out = {}
-        for k in over.tolist():
-            row = rows[k]
-            size = _float_product(cards[row].tolist() + [node_card])
-            out[k] = _states_refusal(size, max_states, shown[row[by_name]].tolist())
-        return out
+        return np.flatnonzero((log_size > math.log2(max_states) + 1e-6) & rows.any(axis=1)).tolist()
+
+    def states_refusal(self, node: Hashable, row: np.ndarray, columns: Sequence[Hashable], max_states: float) -> str:
+        """:meth:`refusal`'s reason for a quilt, given as a bool mask over ``columns``, whose joint table is above
+        ``max_states`` (discrete networks)."""
+        tables = self._discrete_tables(0)
+        cards, _, by_name, shown = self._columns(columns)
+        size = _float_product(cards[row].tolist() + [tables.card_list[tables.index[node]]])
+        return _states_refusal(size, max_states, shown[row[by_name]].tolist())
 
     def _columns(self, columns: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For :meth:`oversized`: the cards of ``columns``, their log₂, the columns in the order of their names

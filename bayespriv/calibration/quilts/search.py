@@ -7,13 +7,13 @@ the network, the sensitive nodes and the options into a :class:`_QuiltSearch`;
 (:mod:`~bayespriv.calibration.quilts.enumeration`), keeps those not dominated
 by a sub-quilt, scores them with the column sensitivity Δ_{A∩N} F and the
 max-influence e_Θ(X_Q | X_i), refines the (Δ, e_θ) Pareto front by one-node
-moves in candidate mode, and returns the named results as
-:class:`_ScoredQuilts`.
+moves in candidate mode when asked (``refine`` > 0), and returns the named
+results as :class:`_ScoredQuilts`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,45 @@ class _Scored:
     sens: list[float]
     scores: list[QuiltScore]
     seen: set[bytes]
-    reasons: list[str]
+    reasons: list[str | bytes]
+
+
+class _SkipReasons(Sequence):
+    """Why each quilt of a sensitive node was not scored, in search order: a read-only sequence of str.
+
+    A quilt refused for the size of its joint table is kept as its packed bit mask (bytes), and its reason,
+    which names every node of the quilt, is written when read: a whole-network search refuses tens of
+    thousands of quilts of hundreds of nodes. Other reasons are kept as written.
+    """
+
+    __slots__ = ("_items", "_write")
+
+    def __init__(self, items: Sequence[str | bytes], write: Callable[[bytes], str]) -> None:
+        self._items = tuple(items)
+        self._write = write
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return tuple(self[j] for j in range(*k.indices(len(self._items))))
+        item = self._items[k]
+        return self._write(item) if isinstance(item, bytes) else item
+
+    def __iter__(self) -> Iterator[str]:
+        for item in self._items:
+            yield self._write(item) if isinstance(item, bytes) else item
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (str, bytes)) or not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} skip reasons>"
 
 
 def _neighbours(g: GraphIndex, node: int, z: np.ndarray) -> list[np.ndarray]:
@@ -152,7 +190,7 @@ class _ScoredQuilts:
     skipped : dict
         Sensitive node -> number of quilts not scored.
     skip_reasons : dict
-        Sensitive node -> the reason each skipped quilt was not scored.
+        Sensitive node -> the reason each skipped quilt was not scored (a sequence of str).
     sensitivity : float
         Δ_A F over every queried node (the trivial quilt's score numerator).
     """
@@ -160,7 +198,7 @@ class _ScoredQuilts:
     candidates: dict[Hashable, tuple[QuiltScore, ...]]
     n_quilts: dict[Hashable, int]
     skipped: dict[Hashable, int]
-    skip_reasons: dict[Hashable, tuple[str, ...]]
+    skip_reasons: dict[Hashable, Sequence[str]]
     sensitivity: float
 
 
@@ -179,7 +217,7 @@ def _score_quilts(s: _QuiltSearch, query: Query) -> _ScoredQuilts:
     candidates: dict[Hashable, tuple[QuiltScore, ...]] = {}
     counts: dict[Hashable, int] = {}
     skipped: dict[Hashable, int] = {}
-    reasons: dict[Hashable, tuple[str, ...]] = {}
+    reasons: dict[Hashable, Sequence[str]] = {}
     for v, idx in zip(s.sensitive, s.sens_idx):
         z, r = _quilt_rows(s.structure, idx, s.exhaustive, s.max_nodes, s.queried)
         sens = _row_sensitivities(s, z, r, delta)
@@ -192,7 +230,7 @@ def _score_quilts(s: _QuiltSearch, query: Query) -> _ScoredQuilts:
         counts[v] = len(z) + len(state.scores) + len(state.reasons) - initial
         candidates[v] = tuple(state.scores)
         skipped[v] = len(state.reasons)
-        reasons[v] = tuple(state.reasons)
+        reasons[v] = _SkipReasons(state.reasons, _size_reason(s, v))
     return _ScoredQuilts(candidates, counts, skipped, reasons, float(full))
 
 
@@ -207,13 +245,25 @@ def _row_sensitivities(s: _QuiltSearch, z: np.ndarray, r: np.ndarray, delta: Any
     return pattern_sens[np.asarray(inverse).reshape(-1)]
 
 
+def _size_reason(s: _QuiltSearch, v: Hashable) -> Callable[[bytes], str]:
+    """The writer of :class:`_SkipReasons` for node ``v``: the engine's reason for a quilt (packed bits over
+    the search's nodes) whose joint table is above ``s.max_states``."""
+    nodes = s.structure.nodes
+
+    def write(bits: bytes) -> str:
+        row = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), count=len(nodes)).astype(bool)
+        return s.engine.states_refusal(v, row, nodes, s.max_states)
+
+    return write
+
+
 def _score_rows(s: _QuiltSearch, v: Hashable, z: np.ndarray, r: np.ndarray, sens: np.ndarray, state: _Scored) -> int:
     """Score rows (e(X_Q | X_i) per member); rows refused by the engine are recorded with the reason."""
     added = 0
-    oversized = s.engine.oversized(v, z, s.structure.nodes, s.max_states)
+    oversized = set(s.engine.oversized_rows(v, z, s.structure.nodes, s.max_states))
     for row in range(len(z)):
         if row in oversized:
-            state.reasons.append(oversized[row])
+            state.reasons.append(np.packbits(z[row]).tobytes())  # its reason is written when read
             continue
         q = _quilt_set(s.structure, z[row])
         why = s.engine.refusal(v, q, s.max_states) if q else None
