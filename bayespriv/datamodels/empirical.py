@@ -33,32 +33,63 @@ _COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
 
 #: What a column holds: booleans, numbers (float64 once converted), text in which every cell is a
-#: ``str``, or other text (categoricals, objects, mixed types: every cell read as ``str(cell)``).
-_BOOL, _NUMBER, _PLAIN_TEXT, _TEXT = "bool", "number", "plain text", "text"
+#: ``str``, other text (categoricals, objects, mixed types: every cell read as ``str(cell)``), or
+#: text not scanned yet (:data:`EAGER_TEXT_CELLS`; one of the two text kinds once scanned).
+_BOOL, _NUMBER, _PLAIN_TEXT, _TEXT, _UNSCANNED = "bool", "number", "plain text", "text", "unscanned text"
+
+#: Text cells (rows × text columns other than categoricals) a table may hold for the constructor to
+#: scan them all for missing values (~5 ns a cell: at most ~0.3 ms). A larger table's text columns
+#: are scanned one by one on their first use, before any of their values is read, with the same
+#: refusal: a column no query or secret reads costs no scan.
+EAGER_TEXT_CELLS = 1 << 16
 
 
-def _column_values(series: pd.Series) -> tuple[np.ndarray | pd.Series, int, str]:
+def _dtype_class(dtype: Any) -> str:
+    """What a column of ``dtype`` is read as: ``"bool"``, ``"maybe bool"`` (pandas' nullable
+    booleans: boolean when no value is missing), ``"int"`` (NumPy integers, which cannot hold a
+    missing value), ``"number"``, ``"category"`` or ``"text"`` (strings, objects, dates: finding
+    their missing values takes a scan of the cells). NumPy and string dtypes are told apart without
+    pandas' dtype dispatch (a few µs a call)."""
+    if isinstance(dtype, np.dtype):
+        kind = dtype.kind
+        return "bool" if kind == "b" else "int" if kind in "iu" else "number" if kind in "fc" else "text"
+    if isinstance(dtype, pd.StringDtype):
+        return "text"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "category"
+    if pd.api.types.is_bool_dtype(dtype):
+        return "maybe bool"
+    return "number" if pd.api.types.is_numeric_dtype(dtype) else "text"
+
+
+def _column_values(series: pd.Series, scan: bool) -> tuple[np.ndarray | pd.Series, int, str]:
     """One column as our own snapshot, its number of missing values and its kind.
 
     Booleans stay boolean, other numbers become float64 (copied, and checked
     for NaN); columns of NumPy integers, which cannot hold a missing value, are
     kept as the Series itself under copy-on-write (pandas ≥ 3) and converted on
-    their first use. Anything else (strings, categoricals, objects) is checked
-    for missing values (None, NaN, NaT, pd.NA; :func:`_text_missing`) and kept
-    as the Series itself under copy-on-write (a deep copy before pandas 3),
+    their first use. Anything else (strings, categoricals, objects) is kept as
+    the Series itself under copy-on-write (a deep copy before pandas 3),
     converted on its first use (:func:`_coded_column`), so a wide table only
-    pays the conversion of the columns its queries and secrets read.
+    pays the conversion of the columns its queries and secrets read; a
+    categorical is checked for missing values here (its codes), other text when
+    ``scan`` (:func:`_text_missing`), else it is left :data:`_UNSCANNED` (0
+    missing values reported; :meth:`EmpiricalDataModel._scan` checks it on its
+    first use).
     """
-    dtype = series.dtype
-    if pd.api.types.is_bool_dtype(dtype) and not series.hasnans:
+    cls = _dtype_class(series.dtype)
+    if cls == "bool" or (cls == "maybe bool" and not series.hasnans):
         return series.to_numpy(dtype=bool, copy=True), 0, _BOOL
-    if _COPY_ON_WRITE and isinstance(dtype, np.dtype) and dtype.kind in "iu":
+    if cls == "int" and _COPY_ON_WRITE:
         return series, 0, _NUMBER
-    if pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
+    if cls in ("int", "number", "maybe bool"):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
         return values, int(np.isnan(values).sum()), _NUMBER
-    missing, plain = _text_missing(series)
-    return (series if _COPY_ON_WRITE else series.copy(deep=True)), missing, _PLAIN_TEXT if plain else _TEXT
+    missing, kind = 0, _UNSCANNED
+    if scan or cls == "category":
+        missing, plain = _text_missing(series)
+        kind = _PLAIN_TEXT if plain else _TEXT
+    return (series if _COPY_ON_WRITE else series.copy(deep=True)), missing, kind
 
 
 def _text_missing(series: pd.Series) -> tuple[int, bool]:
@@ -74,10 +105,14 @@ def _text_missing(series: pd.Series) -> tuple[int, bool]:
     return int(series.isna().sum()), False
 
 
-def _missing_error(table: pd.DataFrame, bad: dict[str, int]) -> ValidationError:
-    """The refusal of a table with missing values: the first column, its first row, and the count."""
+def _missing_error(columns: Mapping[str, pd.Series], bad: dict[str, int]) -> ValidationError:
+    """The refusal of a table with missing values: the first column, its first row, and the count.
+
+    ``columns`` maps the names in ``bad`` to the columns (the table's, or the model's snapshots,
+    which keep the table's index: the row is named by its label either way).
+    """
     name = next(iter(bad))
-    column = table[name]
+    column = columns[name]
     pos = int(np.flatnonzero(column.isna().to_numpy())[0])
     value = column.iloc[pos]
     value = value.item() if isinstance(value, np.generic) else value
@@ -91,8 +126,9 @@ def _coded_column(source: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray]
     """An object column as ``(codes, distinct)``: ``distinct[codes]`` is its NumPy unicode array.
 
     ``pd.factorize`` finds the distinct values once (missing ones — None, NaN,
-    NaT, pd.NA — get the code −1, refused here, naming the column); only the
-    few distinct values are turned into strings. A column mixing types (``1``
+    NaT, pd.NA — get the code −1: refused here too, as the constructor and
+    :meth:`EmpiricalDataModel._scan` refuse them); only the few distinct values
+    are turned into strings. A column mixing types (``1``
     and ``1.0`` hash alike) is factorized after converting every element, so
     every cell reads ``str(cell)`` either way.
     """
@@ -100,7 +136,7 @@ def _coded_column(source: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray]
     codes, uniques = pd.factorize(values)
     missing = int(np.count_nonzero(codes < 0))
     if missing:
-        raise ValidationError(f"table must have no missing values; got {missing} NaN in column {name!r}")
+        raise _missing_error({name: source}, {name: missing})
     uniques = np.asarray(uniques, dtype=object)
     if len({type(u) for u in uniques}) > 1:
         codes, uniques = pd.factorize(values.astype(str))
@@ -137,6 +173,57 @@ def _add_subset_sums(out: np.ndarray, H: np.ndarray, sub: np.ndarray) -> None:
         out[:, start:start + step] += np.einsum("cdr->dc", np.take(H[start:start + step], sub, axis=1))
 
 
+#: Bits of a float64 significand: integers of magnitude below ``2**53`` add exactly, in any order.
+_EXACT_BITS = 53
+
+
+def _packed_lanes(H: np.ndarray, n_records: int) -> tuple[np.ndarray, tuple[tuple[int, int, int | None, float], ...]]:
+    """The rows of ``H`` ``(k, N)`` packed into as few float64 *lanes* as sum exactly: ``(G, parts)``.
+
+    A component whose values are integers in ``[low, high]``, with ``n·max(|low|, |high|) < 2**53``
+    (n = ``n_records``), puts ``h − low`` at bit ``shift`` of a lane: its sum over the n records of
+    a dataset, ``T = Σ (h − low) ≤ n·(high − low) < 2**bits``, fills bits ``shift`` to
+    ``shift + bits − 1``. A lane takes components while their bits total at most 53, so every value
+    of a lane and every partial sum of its values is an integer below ``2**53``: float64 adds them
+    exactly in any order, and ``Σ h = T + n·low`` comes back exactly — the same number as summing
+    ``h`` itself, which is exact too under that bound (:meth:`_Features.unpack`). Any other
+    component (fractions, or too wide) is a lane of its own, summed as it is. Sampling gathers one
+    value per lane and record instead of one per component: the census query's five components (a
+    mean age, education and hours of whole numbers, two counts) fit one lane of 52 bits at n = 100.
+
+    Returns
+    -------
+    G : ndarray (lanes, N)
+    parts : tuple of ``(lane, shift, bits, low)`` per component; ``bits`` None for a lane of its own.
+    """
+    used: list[int | None] = []  # bits taken per lane; None: a component summed as it is
+    parts = []
+    scratch = np.empty(H.shape[1])
+    for row in H:
+        low, high = float(row.min()), float(row.max())
+        bits = None
+        if n_records * max(abs(low), abs(high)) < 2.0**_EXACT_BITS and (np.rint(row, out=scratch) == row).all():
+            bits = int(n_records * (high - low)).bit_length()
+        lane = next((i for i, u in enumerate(used) if None not in (u, bits) and u + bits <= _EXACT_BITS), None)
+        if lane is None:
+            lane, shift = len(used), 0
+            used.append(bits if bits is not None and bits <= _EXACT_BITS else None)
+        else:
+            shift = used[lane]
+            used[lane] = shift + bits
+        parts.append((lane, shift, None if used[lane] is None else bits, low))
+    G = np.zeros((len(used), H.shape[1]))
+    for row, (lane, shift, bits, low) in zip(H, parts):
+        if bits is None:
+            G[lane] = row
+            continue
+        np.subtract(row, low, out=scratch)  # integers: h − low is exact, so is scaling it by 2**shift,
+        scratch *= 2.0**shift  # and so is the lane's sum
+        G[lane] += scratch
+    G.setflags(write=False)
+    return G, tuple(parts)
+
+
 class _TableBatch(Mapping):
     """The whole table as a one-dataset batch of ``names``, each column converted when read."""
 
@@ -163,21 +250,37 @@ _MAX_FEATURE_PRINTS = 16
 
 
 class _Features:
-    """An additive query's per-record contributions ``H`` ``(k, N)`` and, per stratum, its
-    contiguous rows ``H[:, rows]`` (keyed by the id of the rows array, which the entry holds so
-    the id stays unique while it lives)."""
+    """An additive query's per-record contributions ``H`` ``(k, N)``, their lanes ``G`` for sampling
+    (:func:`_packed_lanes`) and, per stratum, its contiguous lanes ``G[:, rows]`` (keyed by the id
+    of the rows array, which the entry holds so the id stays unique while it lives)."""
 
-    __slots__ = ("H", "_strata", "_seen")
+    __slots__ = ("H", "G", "parts", "_strata", "_seen")
 
-    def __init__(self, H: np.ndarray) -> None:
+    def __init__(self, H: np.ndarray, lanes: tuple[np.ndarray, tuple]) -> None:
         self.H = H
+        self.G, self.parts = lanes
         self._strata: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._seen: dict[int, tuple[np.ndarray, int]] = {}
 
-    def of(self, rows: np.ndarray, n_gathered: int) -> np.ndarray | None:
-        """Features of the stratum ``rows``, ``(k, N_s)`` contiguous, or None when not worth it yet.
+    def unpack(self, sums: np.ndarray, n_records: int) -> np.ndarray:
+        """``(draws, k)`` sums of the components over ``n_records`` records from the ``(draws, lanes)``
+        sums of the lanes: bits ``shift`` to ``shift + bits − 1`` of a packed lane (integers below
+        ``2**53``, exact in int64), plus ``n_records·low``; a lane of its own as it is."""
+        out = np.empty((sums.shape[0], len(self.parts)))
+        ints: dict[int, np.ndarray] = {}
+        for c, (lane, shift, bits, low) in enumerate(self.parts):
+            if bits is None:
+                out[:, c] = sums[:, lane]
+                continue
+            if lane not in ints:
+                ints[lane] = sums[:, lane].astype(np.int64)
+            out[:, c] = ((ints[lane] >> shift) & ((1 << bits) - 1)) + n_records * low
+        return out
 
-        The copy costs ``k·N_s`` writes and saves an index gather per drawn record: it is built
+    def of(self, rows: np.ndarray, n_gathered: int) -> np.ndarray | None:
+        """Lanes of the stratum ``rows``, ``(lanes, N_s)`` contiguous, or None when not worth it yet.
+
+        The copy costs ``lanes·N_s`` writes and saves an index gather per drawn record: it is built
         once the records gathered from the stratum (this call and earlier ones of this query
         object) reach ``COPY_AFTER`` times its entries, then cached; until then the caller
         gathers from the whole matrix at the global rows.
@@ -188,12 +291,12 @@ class _Features:
             return hit[1]
         seen = self._seen.get(key)
         total = n_gathered + (seen[1] if seen is not None and seen[0] is rows else 0)
-        if total < _COPY_AFTER * rows.size * self.H.shape[0]:
+        if total < _COPY_AFTER * rows.size * self.G.shape[0]:
             if len(self._seen) > 64:  # strata of unhashable categories are new arrays on every call
                 self._seen.clear()
             self._seen[key] = (rows, total)  # holding the rows keeps the id unique while the entry lives
             return None
-        Hs = np.ascontiguousarray(self.H[:, rows])
+        Hs = np.ascontiguousarray(self.G[:, rows])
         if len(self._strata) > 64:  # strata of unhashable categories are rebuilt per call: do not grow forever
             self._strata.clear()
         self._strata[key] = (rows, Hs)
@@ -224,8 +327,11 @@ class EmpiricalDataModel(DataModel):
     ----------
     table : pandas.DataFrame
         Reference population: non-empty, string column names, no missing
-        values (None, NaN, NaT, pd.NA in any column: refused at construction,
-        naming the column and the row). The model keeps its own copy of every
+        values (None, NaN, NaT, pd.NA in any column: refused naming the column
+        and the row — at construction, except in the text columns of a table
+        of more than :data:`EAGER_TEXT_CELLS` text cells, each checked on its
+        first use, before any of its values is read: a column no query or
+        secret reads costs no scan). The model keeps its own copy of every
         column, converted once: booleans stay boolean, other numbers become
         float64, anything else (strings, categoricals, objects) a NumPy
         unicode array on the first use of the column (a column no query or
@@ -254,19 +360,21 @@ class EmpiricalDataModel(DataModel):
         names = list(table.columns)
         if not all(isinstance(c, str) for c in names):
             raise fail("table", "a DataFrame with string column names", names)
-        converted = {c: _column_values(table[c]) for c in names}
+        columns = dict(table.items())  # labels are unique (check_frame)
+        scan = sum(_dtype_class(s.dtype) == "text" for s in columns.values()) * table.shape[0] <= EAGER_TEXT_CELLS
+        converted = {c: _column_values(s, scan) for c, s in columns.items()}
         bad = {c: n for c, (_, n, _) in converted.items() if n > 0}
         if bad:
-            raise _missing_error(table, bad)
+            raise _missing_error(columns, bad)
         super().__init__(names, n_records, theta)
         n_rows = int(table.shape[0])
         if self.n_records > n_rows:
             raise fail("n_records", f"at most the number of rows of table ({n_rows})", self.n_records)
         self.n_rows = n_rows
-        # Our own copies (the user's table may change afterwards), checked here. Float and
-        # boolean columns are final; integer and text columns are copy-on-write snapshots
-        # converted on first use, once per column (a wide table only pays for the columns
-        # its queries and secrets read).
+        # Our own copies (the user's table may change afterwards), checked here or, for the text
+        # columns of a large table, on first use (_scan). Float and boolean columns are final;
+        # integer and text columns are copy-on-write snapshots converted on first use, once per
+        # column (a wide table only pays for the columns its queries and secrets read).
         self._arrays: dict[str, np.ndarray | pd.Series] = {c: v for c, (v, _, _) in converted.items()}
         self._kinds: dict[str, str] = {c: kind for c, (_, _, kind) in converted.items()}
         self._coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -277,24 +385,62 @@ class EmpiricalDataModel(DataModel):
         # per query object (weakly: dies with the query) and per complete fingerprint (a new query
         # object computing the same thing, e.g. ``census_query()`` called again, reuses the features)
         self._feature_cache: weakref.WeakKeyDictionary[Query, _Features] = weakref.WeakKeyDictionary()
-        self._features_by_print: dict[str, np.ndarray] = {}
+        self._features_by_print: dict[str, tuple[np.ndarray, tuple[np.ndarray, tuple]]] = {}
 
     def _is_text(self, name: str) -> bool:
         """Whether column ``name`` holds strings (or other non-numeric values)."""
-        return self._kinds[name] in (_PLAIN_TEXT, _TEXT)
+        return self._kinds[name] in (_PLAIN_TEXT, _TEXT, _UNSCANNED)
+
+    def _scan(self, name: str) -> None:
+        """Check a text column not scanned at construction (:data:`EAGER_TEXT_CELLS`) for missing
+        values, with the constructor's refusal, and record its kind; nothing for other columns.
+
+        Every read of a column's values goes through here first (:meth:`_plain_text`,
+        :meth:`_codes`, hence :meth:`_column`), so no value of an unchecked column is ever used.
+        """
+        if self._kinds[name] != _UNSCANNED:
+            return
+        series = self._arrays[name]
+        missing, plain = _text_missing(series)
+        if missing:
+            raise _missing_error({name: series}, {name: missing})
+        self._kinds[name] = _PLAIN_TEXT if plain else _TEXT
 
     def _plain_text(self, name: str) -> np.ndarray | None:
         """The cells of a text column not yet converted in which every cell is a ``str``, as an object
         array (no copy), else None. On such cells ``str(cell)`` is the cell itself."""
+        self._scan(name)
         values = self._arrays[name]
         if self._kinds[name] != _PLAIN_TEXT or not isinstance(values, pd.Series) or name in self._coded:
             return None
         return values.to_numpy(dtype=object)
 
+    def _plain_distinct(self, name: str) -> tuple[np.ndarray, set] | None:
+        """:meth:`_plain_text` and the set of its cells, or None.
+
+        For a column not scanned yet, the set is the scan: missing values (None,
+        NaN, NaT, pd.NA) are not ``str``, so when every member of the set is one,
+        the column is plain text with none missing; otherwise (or with unhashable
+        cells) :meth:`_scan` checks it, and refuses it as the constructor would.
+        """
+        if self._kinds[name] == _UNSCANNED:
+            cells = self._arrays[name].to_numpy(dtype=object)
+            try:
+                distinct = set(cells)
+            except TypeError:  # unhashable cells: not plain text
+                distinct = None
+            if distinct is not None and all(isinstance(u, str) for u in distinct):
+                self._kinds[name] = _PLAIN_TEXT
+                return cells, distinct
+            self._scan(name)
+        cells = self._plain_text(name)
+        return None if cells is None else (cells, set(cells))
+
     def _codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(codes, distinct strings)`` of a text column (:func:`_coded_column`), built once."""
         hit = self._coded.get(name)
         if hit is None:
+            self._scan(name)
             hit = self._coded[name] = _coded_column(self._arrays[name], name)
         return hit
 
@@ -424,7 +570,8 @@ class EmpiricalDataModel(DataModel):
         return {c: np.take(self._column(c), idx) for c in columns}
 
     def _features(self, query: Query) -> _Features:
-        """Per-record contributions ``h_c`` of an additive query on every row (``.H``, ``(k, N)``).
+        """Per-record contributions ``h_c`` of an additive query on every row (``.H``, ``(k, N)``),
+        and their lanes for sampling (``.G``, :func:`_packed_lanes`).
 
         Computed once per query and cached: weakly per query object, and by the
         query's :func:`~bayespriv.queries.query.complete_fingerprint` when it has one
@@ -440,14 +587,15 @@ class EmpiricalDataModel(DataModel):
         if feats is not None:
             return feats
         key = complete_fingerprint(query)
-        H = self._features_by_print.get(key) if key is not None else None
-        if H is None:
+        hit = self._features_by_print.get(key) if key is not None else None
+        if hit is None:
             H = self._compute_features(query)
+            hit = (H, _packed_lanes(H, self.n_records))
             if key is not None:
                 if len(self._features_by_print) >= _MAX_FEATURE_PRINTS:
                     self._features_by_print.pop(next(iter(self._features_by_print)))
-                self._features_by_print[key] = H
-        feats = self._feature_cache[query] = _Features(H)
+                self._features_by_print[key] = hit
+        feats = self._feature_cache[query] = _Features(*hit)
         return feats
 
     def _compute_features(self, query: Query) -> np.ndarray:
@@ -482,9 +630,9 @@ class EmpiricalDataModel(DataModel):
         45,222 rows). Otherwise (``h`` fails on objects or reads them differently), the
         codes.
         """
-        cells = self._plain_text(name)
-        if cells is not None:
-            distinct = np.array(list(set(cells)), dtype=object)
+        plain = self._plain_distinct(name)
+        if plain is not None:
+            cells, distinct = plain[0], np.array(list(plain[1]), dtype=object)
             as_text = _record_values(comp, {name: distinct.astype(str)[None, :]}, distinct.size)
             if np.array_equal(_object_values(comp, name, distinct), as_text):
                 whole = _object_values(comp, name, cells)
@@ -498,28 +646,30 @@ class EmpiricalDataModel(DataModel):
 
         For an additive query, ``F_c = s_c Σ_r h_c(x_r)`` depends on a drawn
         dataset only through which rows were drawn, so we gather and sum rows of
-        the precomputed feature matrix (:meth:`_features`; per stratum,
-        :meth:`_Features.of`, gathered straight from the stratum-local indices) instead of
-        gathering raw columns and re-running predicates on every draw. Same row
-        indices, same arithmetic: the result equals ``query.evaluate(sample(...))``
-        up to floating-point summation order. Other queries use the default path.
+        the precomputed feature lanes (:meth:`_features`, :func:`_packed_lanes`; per
+        stratum, :meth:`_Features.of`, gathered straight from the stratum-local
+        indices) instead of gathering raw columns and re-running predicates on every
+        draw. Same row indices, same sums: the result equals
+        ``query.evaluate(sample(...))`` up to floating-point summation order (exactly,
+        for the components summed in packed lanes). Other queries use the default path.
         """
         if not query.components:
             return super().sample_query(secret, n_draws, rng, query)
         self.check_secret(secret)
         n_draws = check_positive_int(n_draws, "n_draws")
         feats = self._features(query)
-        HT = feats.H
-        out = np.zeros((n_draws, HT.shape[0]))
-        # one gather per stratum: from the stratum's own contiguous feature rows when they are
-        # cached or worth building (:meth:`_Features.of`), else from the whole matrix at the
-        # global rows (the same rows as _sample_indices either way)
+        G = feats.G
+        sums = np.zeros((n_draws, G.shape[0]))
+        # one gather per stratum: from the stratum's own contiguous lanes when they are cached or
+        # worth building (:meth:`_Features.of`), else from all the rows' lanes at the global rows
+        # (the same rows as _sample_indices either way)
         for rows, sub in self._stratum_draws(secret, n_draws, as_generator(rng)):
-            sub = sub.astype(np.intp, copy=False)  # once, not once per component
-            Hs = HT if rows is None else feats.of(rows, sub.size)
-            if Hs is None:
-                Hs, sub = HT, np.take(rows, sub)
-            _add_subset_sums(out, Hs, sub)
+            sub = sub.astype(np.intp, copy=False)  # once, not once per block of lanes
+            Gs = G if rows is None else feats.of(rows, sub.size)
+            if Gs is None:
+                Gs, sub = G, np.take(rows, sub)
+            _add_subset_sums(sums, Gs, sub)
+        out = feats.unpack(sums, self.n_records)
         out /= np.array([self.n_records if comp.per_mean else 1 for comp in query.components], dtype=float)
         return out
 
@@ -675,8 +825,9 @@ class EmpiricalDataModel(DataModel):
     def _signature_state(self) -> dict[str, Any]:
         """What defines this model's law (:mod:`bayespriv.datamodels.signature`): the reference table's values, each
         column in its converted form (float64, bool or unicode: the same before and after the model is used)."""
+        table = {c: self._column(c) for c in self.columns}  # scans every column: kinds are final
         return {"columns": self.columns, "n_records": self.n_records, "theta": self.theta,
-                "table": {c: self._column(c) for c in self.columns}, "kinds": self._kinds}
+                "table": table, "kinds": self._kinds}
 
     def __repr__(self) -> str:
         extra = f", theta={self.theta}" if self.theta else ""

@@ -4,6 +4,7 @@ fingerprint: a stable hash of what it computes (:func:`query_fingerprint`)."""
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,8 +74,10 @@ class Query:
     output_range: tuple[tuple[float, float], ...] | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict:
-        # Mapping proxies do not pickle; calibrations (and their query) go to process pools.
+        # Mapping proxies do not pickle; calibrations (and their query) go to process pools. The
+        # fingerprint's text is not sent: it checks bindings of this process (_canonical_text).
         state = dict(self.__dict__)
+        state.pop(_TEXT_KEY, None)
         state["column_sensitivities"] = thaw(state.get("column_sensitivities"))
         return state
 
@@ -144,6 +147,13 @@ class Query:
 
         A saved calibration stores it (:meth:`Calibration.to_netcdf`) so that
         :func:`~bayespriv.load_calibration` can refuse a different query.
+
+        It is encoded once per query object and reused while every binding the
+        encoding read still holds the same object (fields, a function's code,
+        defaults and closure cells, the module-level names its code reads, the
+        contents of dicts, lists and sets, the source lines); a query that
+        reads an array, a table or an object's attributes is encoded on every
+        call. Either way the value is what encoding the query now gives.
 
         Examples
         --------
@@ -421,6 +431,9 @@ _SIMPLE = (type(None), bool, int, float, complex, str, bytes)
 #: 1, the scheme of files written before it, read bytecode (valid on one Python minor version).
 FINGERPRINT_SCHEME = 2
 
+#: Where a query keeps the canonical text of its fingerprint and what it read (:func:`_canonical_text`).
+_TEXT_KEY = "_fingerprint_text"
+
 
 def query_fingerprint(query: Query) -> str:
     """Hex sha256 of what ``query`` computes (see :attr:`Query.fingerprint`).
@@ -456,7 +469,7 @@ def _fingerprint(query: Query, scheme: int) -> str:
         raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
     import hashlib
 
-    text = _Canon(scheme).encode(query)
+    text = _Canon(scheme).encode(query) if scheme != FINGERPRINT_SCHEME else _canonical_text(query)[0]
     if scheme != 1:  # scheme 1 hashed the text alone; later schemes name themselves
         text = f"bayespriv-fingerprint/{scheme};{text}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -476,9 +489,71 @@ def complete_fingerprint(query: Query) -> str | None:
     """
     import hashlib
 
+    text, complete = _canonical_text(query)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if complete else None
+
+
+_ABSENT = object()
+
+
+def _canonical_text(query: Query) -> tuple[str, bool]:
+    """The canonical text of ``query`` in the current scheme and whether it is complete, computed
+    once per query object while it cannot have changed.
+
+    The text is kept only when every value it encodes is immutable (simple values, tuples, frozen
+    dataclasses, code) or read through a binding that is checked again, by identity, before the
+    text is reused: a field of the query or of a frozen dataclass, a function's code, defaults and
+    closure cells, each module-level name its code reads (present or not), a class's names, the
+    cached lines of a source file. A text that read the contents of a mutable value (a list, dict,
+    array, table or an object's attributes) is computed afresh on every call. So the result is
+    always what encoding the query now gives; the fingerprint of a query object used again (by a
+    data model's feature cache, then by its calibration, then by each release) costs the check.
+    """
+    hit = query.__dict__.get(_TEXT_KEY)
+    if hit is not None and all(_same(_read(holder, name), value) for holder, name, value in hit[2]):
+        return hit[0], hit[1]
     canon = _Canon(FINGERPRINT_SCHEME)
     text = canon.encode(query)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if canon.complete else None
+    if canon.guards is None:
+        query.__dict__.pop(_TEXT_KEY, None)
+    else:  # kept by the query itself (a private entry next to its fields; never pickled)
+        query.__dict__[_TEXT_KEY] = (text, canon.complete, tuple(canon.guards))
+    return text, canon.complete
+
+
+#: Bound methods: a new object at each attribute read, equal (same function, same ``self`` by
+#: identity) when the binding has not changed.
+_BOUND = (types.MethodType, types.MethodWrapperType, types.BuiltinMethodType)
+
+
+def _same(now: Any, then: Any) -> bool:
+    """Whether a binding still holds the value it had: the same object, the same bound method, or a
+    tuple of the same objects (what a container held)."""
+    if now is then:
+        return True
+    if type(now) is not type(then):
+        return False
+    if type(now) is tuple:
+        return len(now) == len(then) and all(_same(a, b) for a, b in zip(now, then))
+    return type(now) in _BOUND and now == then
+
+
+#: Containers whose contents are read as a snapshot (``"<contents>"``): a dict's items, a list's or a
+#: set's elements, in their order. Other mutable values (arrays, tables, objects) cannot be kept.
+_SNAPSHOT = {dict: dict.items, types.MappingProxyType: types.MappingProxyType.items, list: iter, set: iter}
+
+
+def _read(holder: Any, name: str) -> Any:
+    """``holder.name``; ``"[key]"`` reads ``holder.get(key)``, ``"<contents>"`` a container's contents
+    as a tuple (:data:`_SNAPSHOT`); ``_ABSENT`` when there is none."""
+    if name.startswith("["):
+        return holder.get(name[1:-1], _ABSENT)
+    if name == "<contents>":
+        return tuple(_SNAPSHOT[type(holder)](holder))
+    try:
+        return getattr(holder, name)
+    except (AttributeError, ValueError):  # an empty closure cell raises ValueError
+        return _ABSENT
 
 
 class _Canon:
@@ -491,13 +566,46 @@ class _Canon:
         self._count = 0
         #: False once anything was cut off or covered by its type only (:func:`complete_fingerprint`).
         self.complete = True
+        #: The bindings the text read, ``(holder, name, value)``, or None once it read the contents of a
+        #: mutable value (:func:`_canonical_text`); a class's are read once (``_classes``).
+        self.guards: list[tuple[Any, str, Any]] | None = []
+        self._classes: set[int] = set()
 
     def _partial(self, text: str) -> str:
         self.complete = False
         return text
 
+    def _get(self, holder: Any, name: str) -> Any:
+        """:func:`_read`, recorded as a binding the text depends on."""
+        value = _read(holder, name)
+        if self.guards is not None:
+            self.guards.append((holder, name, value))
+        return value
+
+    def _mutable(self) -> None:
+        """The text depends on the contents of a mutable value: it cannot be kept."""
+        self.guards = None
+
+    def _contents(self, obj: Any) -> None:
+        """The text depends on a container's contents: a snapshot of them for :data:`_SNAPSHOT`'s
+        types, else it cannot be kept."""
+        if type(obj) in _SNAPSHOT:
+            self._get(obj, "<contents>")
+        else:
+            self._mutable()
+
+    def _name(self, cls: type) -> str:
+        """:func:`_qualname` of ``cls``, its names (and ``__call__``, :meth:`_call_code`) recorded as bindings."""
+        if id(cls) not in self._classes:
+            self._classes.add(id(cls))  # the class is held by the guards: its id stays unique
+            for name in ("__module__", "__qualname__", "__call__"):
+                self._get(cls, name)
+        return _qualname(cls)
+
     def encode(self, obj: Any, depth: int = 0) -> str:
         if isinstance(obj, _SIMPLE):
+            if type(obj) not in _SIMPLE and not isinstance(obj, np.generic):
+                self._mutable()  # a subclass's repr may read its attributes
             return f"{type(obj).__name__}:{obj!r}"
         self._count += 1
         if depth > _FINGERPRINT_DEPTH or self._count > _FINGERPRINT_NODES:
@@ -508,6 +616,7 @@ class _Canon:
         try:
             return self._encode(obj, depth + 1)
         except Exception:  # an object that cannot be inspected counts by its type (never break a query)
+            self._mutable()
             return self._partial(f"opaque:{_qualname(type(obj))}")
         finally:
             self._stack.discard(id(obj))
@@ -516,20 +625,22 @@ class _Canon:
         return ",".join(self.encode(v, depth) for v in items)
 
     def _encode(self, obj: Any, depth: int) -> str:
-        import dataclasses
         import functools
-        import types
 
         if isinstance(obj, Query):
-            return (f"Query(fn={self.encode(obj.fn, depth)};columns={self.encode(obj.columns, depth)};"
-                    f"name={obj.name!r};outputs={self.encode(obj.output_names, depth)};"
-                    f"components={self.encode(obj.components, depth)};"
-                    f"column_sensitivities={self.encode(obj.column_sensitivities, depth)})")
+            self._get(obj, "__class__")
+            get = lambda name: self._get(obj, name)  # noqa: E731
+            return (f"Query(fn={self.encode(get('fn'), depth)};columns={self.encode(get('columns'), depth)};"
+                    f"name={get('name')!r};outputs={self.encode(get('output_names'), depth)};"
+                    f"components={self.encode(get('components'), depth)};"
+                    f"column_sensitivities={self.encode(get('column_sensitivities'), depth)})")
         if isinstance(obj, np.generic):
             return f"np.{obj.dtype.str}:{obj.tobytes().hex()}"
         if isinstance(obj, np.ndarray):
+            self._mutable()
             return self._array(obj)
         if isinstance(obj, (pd.DataFrame, pd.Series, pd.Index)):
+            self._mutable()
             values = pd.util.hash_pandas_object(obj, index=not isinstance(obj, pd.Index)).to_numpy()
             labels = self.encode(list(obj.columns) if isinstance(obj, pd.DataFrame) else getattr(obj, "name", None), depth)
             return f"pandas:{type(obj).__name__}:{obj.shape}:{labels}:{self._array(values)}"
@@ -540,29 +651,50 @@ class _Canon:
         if isinstance(obj, types.MethodType):
             return f"method({self.encode(obj.__func__, depth)};self={self.encode(obj.__self__, depth)})"
         if isinstance(obj, functools.partial):
+            self._mutable()  # its keywords are a dict, and __setstate__ replaces the rest
             return (f"partial({self.encode(obj.func, depth)};{self._many(obj.args, depth)};"
                     f"{self.encode(obj.keywords, depth)})")
         if isinstance(obj, (types.BuiltinFunctionType, np.ufunc)):
             return f"builtin:{getattr(obj, '__module__', None)}.{getattr(obj, '__qualname__', obj.__name__)}"
         if isinstance(obj, types.ModuleType):
-            return self._partial(f"module:{obj.__name__}")
+            return self._partial(f"module:{self._get(obj, '__name__')}")
         if isinstance(obj, type):
-            return self._partial(f"type:{_qualname(obj)}")
+            return self._partial(f"type:{self._name(obj)}")
+        return self._encode_value(obj, depth)
+
+    def _encode_value(self, obj: Any, depth: int) -> str:
+        """:meth:`_encode` of what is not code: containers, dataclasses and other objects."""
+        import dataclasses
+
         if isinstance(obj, Mapping):
+            self._contents(obj)
             items = sorted(f"{self.encode(k, depth)}=>{self.encode(v, depth)}" for k, v in obj.items())
             return "map{" + ",".join(items) + "}"
         if isinstance(obj, (set, frozenset)):
+            if type(obj) is not frozenset:
+                self._contents(obj)
             return "set{" + ",".join(sorted(self.encode(v, depth) for v in obj)) + "}"
         if isinstance(obj, (tuple, list)):
+            if not isinstance(obj, tuple):
+                self._contents(obj)
+            elif type(obj) is not tuple:  # a named tuple: its class name is part of the text
+                self._get(type(obj), "__name__")
             if self.scheme != 1 and len(obj) > 64 and all(isinstance(v, _SIMPLE) for v in obj):
+                if any(type(v) not in _SIMPLE for v in obj):
+                    self._mutable()
                 return f"{type(obj).__name__}#{_digest(obj)}"  # one node: a long list is never cut off
             return f"{type(obj).__name__}[{self._many(obj, depth)}]"
         if dataclasses.is_dataclass(obj):
-            fields = ";".join(f"{f.name}={self.encode(getattr(obj, f.name), depth)}" for f in dataclasses.fields(obj))
-            return f"dataclass:{_qualname(type(obj))}({fields}){self._call_code(obj, depth)}"
+            if not type(obj).__dataclass_params__.frozen:
+                self._mutable()
+            self._get(obj, "__class__")
+            fields = ";".join(f"{f.name}={self.encode(self._get(obj, f.name), depth)}" for f in dataclasses.fields(obj))
+            return f"dataclass:{self._name(type(obj))}({fields}){self._call_code(obj, depth)}"
         state = getattr(obj, "__dict__", None)
         if _installed_library(type(obj)):  # e.g. a PyMC model: its graph carries per-build ids; its type only
-            return self._partial(f"object:{_qualname(type(obj))}")
+            self._get(obj, "__class__")
+            return self._partial(f"object:{self._name(type(obj))}")
+        self._mutable()
         body = self.encode(dict(state), depth) if isinstance(state, dict) else ""
         return f"object:{_qualname(type(obj))}({body}){self._call_code(obj, depth)}"
 
@@ -577,11 +709,14 @@ class _Canon:
     def _code(self, code: Any, depth: int) -> str:
         """Scheme 2: the verified source's syntax tree, else the bytecode tagged with this Python's version."""
         if self.scheme != 1:
+            import linecache
             import sys
 
             from .source_code import canonical_source
 
             source = canonical_source(code)
+            if self._get(linecache.cache, f"[{code.co_filename}]") is _ABSENT:  # the source lines it read, or
+                self._mutable()  # none in the cache: read from the file at each call
             if source is not None:
                 return f"source({source})"
             return f"bytecode-{sys.version_info[0]}.{sys.version_info[1]}:{self._bytecode(code, depth)}"
@@ -592,7 +727,12 @@ class _Canon:
                 f"names={code.co_names!r};freevars={code.co_freevars!r})")
 
     def _function(self, fn: Any, depth: int) -> str:
-        closure = [self.encode(c.cell_contents, depth) if _cell_filled(c) else "empty-cell" for c in fn.__closure__ or ()]
+        for name in ("__code__", "__defaults__", "__kwdefaults__"):
+            self._get(fn, name)
+        closure = []
+        for cell in fn.__closure__ or ():
+            value = self._get(cell, "cell_contents")  # _ABSENT: an empty cell
+            closure.append("empty-cell" if value is _ABSENT else self.encode(value, depth))
         return (f"function({self._code(fn.__code__, depth)};defaults={self.encode(fn.__defaults__, depth)};"
                 f"kwdefaults={self.encode(fn.__kwdefaults__, depth)};closure=[{','.join(closure)}];"
                 f"globals={self._globals(fn, depth)})")
@@ -610,6 +750,8 @@ class _Canon:
         names = sorted(_code_names(fn.__code__))
         scope = getattr(fn, "__globals__", {})
         if self.scheme != 1:
+            for name in names:  # bound or not: binding one later changes the text
+                self._get(scope, f"[{name}]")
             return "{" + ",".join(self._global_value(name, scope[name], depth) for name in names if name in scope) + "}"
         out = []
         for name in names:
@@ -627,12 +769,12 @@ class _Canon:
         return "{" + ",".join(out) + "}"
 
     def _global_value(self, name: str, value: Any, depth: int) -> str:
-        import types
-
         if isinstance(value, types.ModuleType):
-            return self._partial(f"{name}=module:{value.__name__}")
+            return self._partial(f"{name}=module:{self._get(value, '__name__')}")
         library_code = isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, np.ufunc))
         if library_code and _installed_library(value):
+            for attr in ("__module__", "__qualname__", "__name__"):
+                self._get(value, attr)
             return self._partial(f"{name}=library:{getattr(value, '__module__', None)}."
                                  f"{getattr(value, '__qualname__', getattr(value, '__name__', '?'))}")
         return f"{name}={self.encode(value, depth)}"
@@ -640,6 +782,7 @@ class _Canon:
     def _call_code(self, obj: Any, depth: int) -> str:
         """The code of a callable object's ``__call__`` unless it is the library's own (whose
         version is recorded apart): a user's callable class is code like a function."""
+        self._name(type(obj))  # records its __call__ and __module__
         call = getattr(type(obj), "__call__", None)
         module = getattr(type(obj), "__module__", "") or ""
         if call is None or module.split(".")[0] == "bayespriv" or not hasattr(call, "__code__"):
@@ -673,14 +816,6 @@ def _installed_library(cls: type) -> bool:
     path = os.path.abspath(path)
     roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     return "site-packages" in path or "dist-packages" in path or any(path.startswith(os.path.abspath(r)) for r in roots)
-
-
-def _cell_filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018
-    except ValueError:
-        return False
-    return True
 
 
 def _code_names(code: Any) -> set[str]:

@@ -14,6 +14,12 @@ Tolerances (fixed seed; hold for any seed with the stated probability):
 
 Broken twin: the samples of one secret compared with the exact moments of the
 other secret must fail the same mean check.
+
+A fresh census model checks its numeric columns at construction and each text
+column on its first use (the table holds more than ``EAGER_TEXT_CELLS`` text
+cells): missing values in a column the calibration never reads cost no scan; in
+one it reads, they are refused with the constructor's message. The broken twin
+of that check is in ``tests/datamodels/test_empirical_fresh.py``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import pytest
 from scipy import stats
 
 import bayespriv as bp
+from bayespriv.datamodels import empirical as emp
 from bayespriv.models.census import census_model, census_query, income_pairs, load_adult
 
 ALPHA = 1e-3
@@ -97,3 +104,31 @@ def test_exact_moments_are_the_paper_scale(table):
     mean, cov = model.moments(income_pairs().a, census_query())
     assert 35 < mean[0] < 45 and 9 < mean[1] < 12 and 0 < mean[2] < 100 and 0 < mean[3] < 100 and 35 < mean[4] < 50
     assert np.all(np.linalg.eigvalsh(cov) > 0)
+
+
+def test_a_fresh_model_scans_only_the_text_columns_the_calibration_reads(table, monkeypatch):
+    """Missing values in occupation and native-country, which nothing reads: no scan, no refusal. The
+    secret's column (income) is scanned once; the query's text columns are checked by the set of
+    their cells, which their features need anyway."""
+    damaged = table.copy()
+    damaged.loc[3, "occupation"] = None
+    damaged.loc[5, "native-country"] = None
+    scanned = []
+    real = emp._text_missing
+    monkeypatch.setattr(emp, "_text_missing", lambda series: scanned.append(series.name) or real(series))
+    model = census_model(damaged)
+    bp.calibrate(model, income_pairs(), census_query(), n_draws=200, rng=0)
+    assert scanned == ["income"]
+    assert model._kinds["occupation"] == model._kinds["native-country"] == emp._UNSCANNED
+    assert {model._kinds[c] for c in ("income", "sex", "marital-status")} == {emp._PLAIN_TEXT}
+
+
+@pytest.mark.parametrize("column", ["sex", "marital-status", "income", "age"])
+def test_a_missing_value_in_a_column_the_calibration_reads_is_refused(table, column):
+    """The query's and the secret's text columns on first use, the numbers at construction: one message."""
+    damaged = table.copy()
+    damaged.loc[10, column] = None
+    with pytest.raises(bp.ValidationError) as info:
+        bp.calibrate(census_model(damaged), income_pairs(), census_query(), n_draws=200, rng=0)
+    assert str(info.value) == ("table must be free of missing values (None, NaN, NaT, pd.NA) in every column; "
+                               f"got nan in column {column!r} at row 10 (1 missing in that column)")
