@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_joint.py [--adult-dir DIR] [--out benchmarks/RESULTS_joint.md]
 
-Three figures, each from one run:
+Four sections, each from one run (``--only-timing``: section 4 alone, put in place of the file's):
 
 1. The reproduction (mean(x) + mean(y), then mean(y), on one Gaussian dataset): what the summing ledger
    charged, what the joint ledger charges (default mechanisms), and the refusal of the papers' noiseless
@@ -11,15 +11,19 @@ Three figures, each from one run:
 3. The census study's five statistics (UCI Adult, 100-record subsets, income 0.45 vs 0.55) released one at
    a time on the same subset, each by APGM at (ε, δ) = (1, 2e-4), charged jointly; against the same five
    noises released as one 5-D query (one release, the same law), and against a plan of the five at once.
+4. Timing: a ledger-backed release on a dataset with ten earlier releases, for Gaussian laws, draws in one
+   dimension and draws in five (one query, or five queries in turn: a stacked calibration per release).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -85,7 +89,9 @@ def ten_releases(tmp: Path) -> list[str]:
             f"Ten charges took {took:.2f} s.", ""]
 
 
-def census(adult_dir: Path, tmp: Path) -> list[str]:
+def census_setup(adult_dir: Path, delta: float) -> tuple:
+    """The census study's model, pair, five single-statistic queries, one APGM per statistic at (1, ``delta``)
+    on 20 000 draws, and one 100-record subset."""
     from bayespriv.models.census import census_model, census_query, income_pairs, load_adult
 
     table = load_adult(adult_dir)
@@ -93,9 +99,14 @@ def census(adult_dir: Path, tmp: Path) -> list[str]:
     names = list(query.component_names(5))
     singles = [bp.Query(lambda bt, j=j: query(bt)[:, j:j + 1], list(query.columns), names[j], output_names=[names[j]])
                for j in range(5)]
-    mechs = [bp.mechanisms.APGM(bp.calibrate(model, pairs, q, n_draws=20_000, rng=10 + j), epsilon=1.0, delta=2e-4)
+    mechs = [bp.mechanisms.APGM(bp.calibrate(model, pairs, q, n_draws=20_000, rng=10 + j), epsilon=1.0, delta=delta)
              for j, q in enumerate(singles)]
     data = pd.DataFrame({c: v[0] for c, v in model.sample(pairs.a, 1, rng=3).items()})
+    return model, pairs, singles, mechs, data
+
+
+def census(adult_dir: Path, tmp: Path) -> list[str]:
+    model, pairs, singles, mechs, data = census_setup(adult_dir, 2e-4)
     led = bp.Ledger(tmp / "census.sqlite")
     led.set_budget("income", 100.0, 0.5)
     t = time.perf_counter()
@@ -131,12 +142,74 @@ def census(adult_dir: Path, tmp: Path) -> list[str]:
             f"{err(plan.mechanism.noise_cov):.2f} against {seq_noise:.2f} for the five APGMs.", ""]
 
 
+def _sequence(path: Path, mechs: list, release, n: int) -> tuple[list[float], list[float]]:
+    """``n`` releases on one dataset (the mechanisms in turn): seconds per release, joint ε per row."""
+    led = bp.Ledger(path)
+    for budget in ("p", "income"):
+        led.set_budget(budget, 1e6, 0.5)
+    took = []
+    for i in range(n):
+        t = time.perf_counter()
+        release(mechs[i % len(mechs)], led)
+        took.append(time.perf_counter() - t)
+    joint = [next(iter(j.values()))["epsilon"] for j in led.releases()["joint"]]
+    led.close()
+    return took, joint
+
+
+def _workloads(adult_dir: Path) -> list[tuple[str, list, Any, int, int]]:
+    """(label, mechanisms, release, sequences, releases per sequence): the last three releases of a sequence
+    of 13 are timed when there is one sequence, the 11th of each when there are several."""
+    from bench_ledger import make_mechanism
+
+    out = [("Gaussian laws (exact moments, k = 5; `bench_ledger.py`'s mechanism)", [make_mechanism(5)],
+            lambda m, led: m.release_value(np.zeros(5), ledger=led, dataset="one"), 7, 11)]
+    if (adult_dir / "adult.data").exists():
+        from bayespriv.models.census import census_query
+
+        model, pairs, _, mechs, data = census_setup(adult_dir, 1e-3)
+        five = bp.mechanisms.APGM(bp.calibrate(model, pairs, census_query(), n_draws=20_000, rng=10), epsilon=1.0,
+                                  delta=1e-3)
+        go = lambda m, led: m.release(data, ledger=led)  # noqa: E731
+        out += [("census, one statistic (draws in one dimension), the same query each time", mechs[:1], go, 7, 11),
+                ("census, the five statistics as one query (draws in five dimensions), the same query each time",
+                 [five], go, 1, 13),
+                ("census, the five statistics one at a time in turn (a stacked calibration per release)", mechs, go,
+                 1, 13)]
+    return out
+
+
+def release_timing(adult_dir: Path, tmp: Path) -> list[str]:
+    """A ledger-backed release on a dataset with ten (or more) earlier releases, per workload (medians)."""
+    out = ["## 4. A release with ten earlier releases on the same dataset", "",
+           "`python benchmarks/bench_joint.py --only-timing`. Each workload runs its sequences of releases on fresh "
+           "ledgers; times are wall-clock per ledger-backed release with at least ten earlier releases on the dataset "
+           "(APGM at ε = 1 and δ = 1e-3 for the census), medians. Load average before: "
+           f"{tuple(round(x, 2) for x in os.getloadavg())}.", "",
+           "| workload | ms per release (median) | releases timed |", "|---|---:|---:|"]
+    for label, mechs, release, runs, n in _workloads(adult_dir):
+        took: list[float] = []
+        for run in range(runs):
+            took += _sequence(tmp / f"t{len(out)}-{run}.sqlite", mechs, release, n)[0][10:]
+        out.append(f"| {label} | {1000 * statistics.median(took):,.1f} | {len(took)} |")
+    return out + ["", f"Load average after: {tuple(round(x, 2) for x in os.getloadavg())}.", ""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adult-dir", type=Path, default=Path(os.environ.get(
         "BAYESPRIV_ADULT_DIR", ROOT.parent / "shared" / "data" / "adult")))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "RESULTS_joint.md")
+    parser.add_argument("--only-timing", action="store_true",
+                        help="run section 4 only and put it in place of the file's section 4")
     args = parser.parse_args()
+    if args.only_timing:
+        with tempfile.TemporaryDirectory() as d:
+            lines = release_timing(args.adult_dir, Path(d))
+        kept = args.out.read_text().split("\n## 4.")[0].rstrip("\n") if args.out.exists() else ""
+        args.out.write_text(kept + "\n\n" + "\n".join(lines))
+        print("\n".join(lines))
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         lines = ["# Releases on the same data, accounted together", "",
@@ -146,6 +219,7 @@ def main() -> None:
             lines += census(args.adult_dir, tmp)
         else:
             lines += ["## 3. Census", "", f"Skipped: UCI Adult data not found in {args.adult_dir}.", ""]
+        lines += release_timing(args.adult_dir, tmp)
     args.out.write_text("\n".join(lines))
     print("\n".join(lines))
 
