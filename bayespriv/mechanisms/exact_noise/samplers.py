@@ -199,24 +199,8 @@ def dgauss(p: int, q: int, bits: BitSource) -> int:
     t = math.isqrt(p // q) + 1
     den = 2 * p * q * t * t
     qt = q * t
-    below, word = bits._below, bits._word
-    while True:  # Y = dlap(t, 1, bits) inlined (the same bits in the same order), then the acceptance
-        u = below(t)
-        if u and not _bern_exp_small(u, t, bits):
-            continue
-        v = 0
-        while not word() & 1:  # V, as in dlap
-            k = 3
-            while below(k) == 0:
-                k += 1
-            if not k & 1:
-                break
-            v += 1
-        y = u + t * v
-        if word() & 1:
-            if not y:  # (−, 0): a new proposal, as dlap would draw
-                continue
-            y = -y
+    while True:
+        y = dlap(t, 1, bits)
         a = abs(y) * qt - p
         if _bern_exp(a * a, den, bits):
             return y
