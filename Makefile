@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-next coverage bench study screenshots venv clean
+.PHONY: demo test test-fast test-next coverage bench study screenshots venv clean
 
 # Extra pytest arguments (CI passes "-n 2": the suite on two workers).
 TEST_ARGS ?=
@@ -31,6 +31,14 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q --durations=25 $(TEST_ARGS)
+
+# The fast tier (about two minutes on two cores): every test folder, without the long statistical runs (slow,
+# coverage_long), the tests that start a Python subprocess or process pool (subprocess), execute notebooks
+# (notebook), build the docs (docs) or need the Adult data (adult). `make test` still runs all of them.
+FAST_MARKERS := not (slow or coverage_long or adult or docs or subprocess or notebook)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -n 2 -m "$(FAST_MARKERS)"
 
 # The suite on Python 3.12 (or 3.13), where pip resolves PyMC 6 / ArviZ 1 (.ci/next-python finds it).
 test-next:

@@ -25,21 +25,20 @@ Query: the average weight (its exact sensitivity is 2 · 30/9 = 20/3).
 ((1,), False)
 """
 
-from . import accounting, audit, diagnostics, mechanisms
-from .accounting import (JointGaussian, Ledger, Session, SubsetCountMechanism, VariableRelease, epsilon_on,
-                         epsilon_table, subset_count_table)
-from .calibration import (
-    Calibration,
-    MarkovChain,
-    ParameterNetwork,
-    Quilt,
-    calibrate,
-    calibrate_chain,
-    calibrate_quilts,
-    load_calibration,
-    markov_quilts,
-    max_influence,
+from . import audit, diagnostics, files, ledger, mechanisms, networks, noise, privacy
+from bayespriv.ledger import (
+    JointGaussian,
+    Ledger,
+    Session,
+    SubsetCountMechanism,
+    VariableRelease,
+    epsilon_on,
+    epsilon_table,
+    subset_count_table,
 )
+from .calibration import Calibration, calibrate
+from .files import load_calibration, save_calibration
+from .networks import MarkovChain, ParameterNetwork, Quilt, calibrate_chain, calibrate_quilts, markov_quilts, max_influence
 from .datamodels import (
     BayesNetDataModel,
     DataModel,
@@ -47,6 +46,7 @@ from .datamodels import (
     EmpiricalDataModel,
     FunctionDataModel,
     GaussianDataModel,
+    McmcSettings,
     PyMCDataModel,
     clear_posterior_cache,
 )
@@ -64,17 +64,21 @@ from .errors import (
     UnsupportedSecretError,
     ValidationError,
 )
-from .mechanisms import Guarantee, Release
+from .privacy import Guarantee, Release, ReleaseOptions
 from .queries import Query, count, mean, proportion, stack
 from .secrets import DatasetSecret, DistributionSecret, SecretPair, all_pairs, pairs_between
 
 from ._version import __version__
 
 __all__ = [
-    "accounting",
     "audit",
     "diagnostics",
+    "files",
+    "ledger",
     "mechanisms",
+    "networks",
+    "noise",
+    "privacy",
     "Ledger",
     "Session",
     "JointGaussian",
@@ -87,6 +91,7 @@ __all__ = [
     "calibrate",
     "calibrate_quilts",
     "load_calibration",
+    "save_calibration",
     "calibrate_chain",
     "markov_quilts",
     "max_influence",
@@ -100,6 +105,7 @@ __all__ = [
     "FunctionDataModel",
     "GaussianDataModel",
     "PyMCDataModel",
+    "McmcSettings",
     "clear_posterior_cache",
     "AssumptionFailedError",
     "BayesPrivError",
@@ -115,6 +121,7 @@ __all__ = [
     "ValidationError",
     "Guarantee",
     "Release",
+    "ReleaseOptions",
     "Query",
     "count",
     "mean",
@@ -126,3 +133,14 @@ __all__ = [
     "all_pairs",
     "pairs_between",
 ]
+
+
+def __getattr__(name: str):
+    """``bayespriv.accounting``: the ledger's old name, kept for one release (it warns on every name read)."""
+    if name == "accounting":
+        import sys
+
+        import bayespriv.accounting
+
+        return sys.modules["bayespriv.accounting"]
+    raise AttributeError(f"module 'bayespriv' has no attribute {name!r}")

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["MISSING", "NO_CLAIM", "cell", "frame_html", "frame_text", "infinite_text", "shown", "register_view", "view"]
+__all__ = ["MISSING", "NO_CLAIM", "cell", "frame_html", "frame_text", "infinite_text", "shown"]
 
 #: What a missing value reads when its column gives no explanation.
 MISSING = "—"
@@ -128,26 +128,3 @@ def frame_text(df: pd.DataFrame, *, infinite: str | Mapping[Any, str] | None = N
                missing: str | Mapping[Any, str] = MISSING, index: bool = True, digits: int = 4) -> str:
     """A DataFrame as plain text (``DataFrame.to_string``) whose cells read as :func:`cell` says."""
     return shown(df, infinite=infinite, missing=missing, digits=digits).to_string(index=index)
-
-
-# -- views registered by the diagnostics layer ------------------------------------------------------------------
-_VIEWS: dict[str, Any] = {}
-
-
-def register_view(fn: Any) -> Any:
-    """Register a view function (object -> text) under its name; the diagnostics layer registers its views when
-    it is imported (the package imports it), so the results' ``__repr__``/``_repr_html_`` call them through
-    :func:`view` without importing a later stage."""
-    _VIEWS[fn.__name__] = fn
-    return fn
-
-
-def view(name: str, obj: Any) -> str:
-    """The registered view ``name`` of ``obj`` (a plain escaped ``repr`` of the object's type and id when the
-    diagnostics layer was not imported, which importing ``bayespriv`` always does)."""
-    fn = _VIEWS.get(name)
-    if fn is None:  # pragma: no cover - bayespriv/__init__ imports the diagnostics layer
-        import html
-
-        return html.escape(object.__repr__(obj))
-    return fn(obj)

@@ -255,7 +255,7 @@ def sealed(value: Any, dtype: Any = None) -> np.ndarray:
 
 
 #: Key present in an instance's ``__dict__`` only while :func:`seal_fields`'s ``__init__`` runs.
-_BUILDING = "_building_fields"
+BUILDING = "_building_fields"
 
 
 class _SealedField:
@@ -279,7 +279,7 @@ class _SealedField:
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
 
     def __set__(self, obj: Any, value: Any) -> None:
-        if _BUILDING not in obj.__dict__:
+        if BUILDING not in obj.__dict__:
             raise ImmutableError(f"{type(obj).__name__} is immutable: got an assignment to {self.name!r} (through "
                                  "object.__setattr__). Build a new one instead (dataclasses.replace).")
         obj.__dict__[self.name] = value
@@ -307,7 +307,7 @@ def seal_fields(cls: type) -> type:
 
     def __new__(klass: type, *args: Any, **kwargs: Any) -> Any:
         obj = object.__new__(klass)
-        obj.__dict__[_BUILDING] = True
+        obj.__dict__[BUILDING] = True
         return obj
 
     @functools.wraps(init)
@@ -315,21 +315,21 @@ def seal_fields(cls: type) -> type:
         try:
             init(self, *args, **kwargs)
         finally:
-            self.__dict__.pop(_BUILDING, None)
+            self.__dict__.pop(BUILDING, None)
 
     def __post_init__(self: Any, *args: Any) -> None:
         try:
             if post is not None:
                 post(self, *args)
         finally:
-            self.__dict__.pop(_BUILDING, None)
+            self.__dict__.pop(BUILDING, None)
 
     def __setstate__(self: Any, state: Any) -> None:  # unpickling and copy: restored, not built
         if setstate is not None:
             setstate(self, state)
         else:
             self.__dict__.update(state)
-        self.__dict__.pop(_BUILDING, None)
+        self.__dict__.pop(BUILDING, None)
 
     for f in dataclasses.fields(cls):
         setattr(cls, f.name, _SealedField(f.name))

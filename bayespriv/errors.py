@@ -27,6 +27,7 @@ __all__ = [
     "SigningKeyError",
     "BayesPrivWarning",
     "PrivacyAssumptionWarning",
+    "BayesPrivDeprecationWarning",
     "warn",
 ]
 
@@ -129,7 +130,7 @@ class AssumptionFailedError(BayesPrivError, ValueError):
     that failed its check on the calibration samples. Nothing was spent and no
     noise was drawn; the message names the failed check, its statistic and the
     remedies (an unequal-covariance calibration, ``relaxed(eta)``, more draws,
-    or ``accept_failed_assumptions=True`` to release with the guarantee
+    or ``options=bp.ReleaseOptions(accept_failed_assumptions=True)`` to release with the guarantee
     recorded as *not established*).
 
     Examples
@@ -235,6 +236,21 @@ class BayesPrivWarning(UserWarning):
     Traceback (most recent call last):
     ...
     bayespriv.errors.PrivacyAssumptionWarning: classic Gaussian calibration (c = sqrt(2 ln(1.25/δ))) is proven only for epsilon < 1; ...
+    """
+
+
+class BayesPrivDeprecationWarning(BayesPrivWarning, DeprecationWarning):
+    """An old spelling (a moved name, a renamed keyword) that still works for one release.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import bayespriv as bp
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     sigma = bp.mechanisms.gaussian_sigma(1.0, 1.0, 1e-5)
+    >>> caught[0].category.__name__, sigma == bp.privacy.gaussian_sigma(1.0, 1.0, 1e-5)
+    ('BayesPrivDeprecationWarning', True)
     """
 
 

@@ -47,7 +47,7 @@ def _check_name(value: Any, name: str) -> str:
     return value
 
 
-def _check_category(category: Any) -> None:
+def check_category(category: Any) -> None:
     """A proportion's category is one value a cell can equal: hashable (secrets are dict keys and
     categories are looked up in tables) and not a missing value (NaN equals no cell)."""
     try:
@@ -107,7 +107,7 @@ class DatasetSecret:
                 raise fail("p", "a proportion in [0, 1]", self.value)
             if self.category is None:
                 raise ValidationError("category must be given for a proportion secret; got None")
-            _check_category(self.category)
+            check_category(self.category)
         object.__setattr__(self, "value", value)
 
     @classmethod

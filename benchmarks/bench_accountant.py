@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 import bayespriv as bp
-import bayespriv.mechanisms.accounted as accounted_module
+import bayespriv.mechanisms.scale_search as accounted_module
 from bayespriv.calibration.laws import conditions_of
-from bayespriv.mechanisms.accountant import GaussianNoise, account
+from bayespriv.privacy.accountant import GaussianNoise, account
 
 ROOT = Path(__file__).resolve().parents[1]
 M = bp.mechanisms
@@ -148,7 +148,7 @@ def _one_evaluation(cal: bp.Calibration, mech: M.Mechanism, calibration_s: float
 
 def gaussian_route(cal: bp.Calibration, repeats: int = 5) -> list[str]:
     """``accountant="gaussian"`` (APGM) beside the analytic Gaussian computed by hand from the calibration's bounds."""
-    from bayespriv.mechanisms import gaussian_sigma
+    from bayespriv.privacy import gaussian_sigma
 
     draws = np.asarray(cal.sample_array)
 

@@ -9,7 +9,7 @@ refused (and how many draws the refusals asked for), and failed (established, tr
 largest true δ over the request; the half-noise twin's failures (the harness must flag it). The threshold is the
 count a Binomial(runs, 0.05) exceeds with probability 1e-3.
 
-Part 1 re-measures the settings of the audit that filed the calibrated-confidence issue (their draws); part 2
+Part 1 re-measures the settings of the independent coverage audit (their draws); part 2
 gives every law the draws that let it be established (the long harness of ``tests/audit/test_coverage.py``);
 part 3 the exact route of a hypergeometric count (no randomness: one evaluation per δ).
 """

@@ -53,13 +53,13 @@ def reproduction(tmp: Path) -> list[str]:
         try:
             mb.release(data, ledger=led)
             verdict = f"granted, joint ε charged {led.spent('x')[0]:.3f} at δ = {led.spent('x')[1]:g}"
-        except bp.accounting.JointLeakError:
+        except bp.ledger.JointLeakError:
             verdict = "refused before any noise: the two together reveal the secret"
         took = time.perf_counter() - t
         summed = bp.Ledger(tmp / f"sum-{route}.sqlite")
         summed.set_budget("x", 20.0, 0.5)
         ma.release(data, ledger=summed)
-        mb.release(data, ledger=summed, independent=True)
+        mb.release(data, ledger=summed, options=bp.ReleaseOptions(independent=True))
         res = sequence_attack([ma, mb], model, pair, claimed=summed.spent("x"), n_trials=2000, n_draws=2000, rng=5)
         out.append(f"* `accountant=\"{route}\"` (noise variances {float(ma.noise_cov[0, 0]):.4g}, "
                    f"{float(mb.noise_cov[0, 0]):.4g}): B after A — {verdict} ({took:.1f} s). Summed instead "
@@ -78,7 +78,7 @@ def ten_releases(tmp: Path) -> list[str]:
     led.set_budget("m", 100.0, 0.5)
     t = time.perf_counter()
     for _ in range(10):
-        mech.release_value([0.3], ledger=led, dataset="survey")
+        mech.release_value([0.3], ledger=led, dataset_name="survey")
     took = time.perf_counter() - t
     joint = [j["m"]["epsilon"] for j in led.releases()["joint"]]
     return ["## 2. Ten releases of one Gaussian query on the same data", "",
@@ -123,7 +123,7 @@ def census(adult_dir: Path, tmp: Path) -> list[str]:
     same = bp.JointGaussian(mechs, bp.calibrate(model, pairs, stacked, n_draws=20_000, rng=records[-1]["seed"]))
     spread = [bp.JointGaussian(mechs, bp.calibrate(model, pairs, stacked, n_draws=20_000, rng=seed)).epsilon
               for seed in (20, 21, 22)]
-    plan = bp.accounting.plan_releases(model, pairs, singles, epsilon=same.epsilon, delta=1e-3, n_draws=20_000,
+    plan = bp.ledger.plan_releases(model, pairs, singles, epsilon=same.epsilon, delta=1e-3, n_draws=20_000,
                                        rng=21)
     err = lambda cov: float(np.sqrt(np.trace(np.asarray(cov))))  # noqa: E731
     seq_noise = err(same.noise_cov)
@@ -163,7 +163,7 @@ def _workloads(adult_dir: Path) -> list[tuple[str, list, Any, int, int]]:
     from bench_ledger import make_mechanism
 
     out = [("Gaussian laws (exact moments, k = 5; `bench_ledger.py`'s mechanism)", [make_mechanism(5)],
-            lambda m, led: m.release_value(np.zeros(5), ledger=led, dataset="one"), 7, 11)]
+            lambda m, led: m.release_value(np.zeros(5), ledger=led, dataset_name="one"), 7, 11)]
     if (adult_dir / "adult.data").exists():
         from bayespriv.models.census import census_query
 

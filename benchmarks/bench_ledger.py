@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import bayespriv as bp
-from bayespriv.accounting import Ledger
+from bayespriv.ledger import Ledger
 from bayespriv.mechanisms.apgm import APGM
 
 PRAGMAS = ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
@@ -78,7 +78,7 @@ def rate(mech: APGM, ledger: Ledger | None, n: int, unique: bool, tag: str) -> f
     answer = np.zeros(mech.k)
     t0 = time.perf_counter()
     for i in range(n):
-        mech.release_value(answer, ledger=ledger, dataset=f"{tag}-{i}" if unique else tag)
+        mech.release_value(answer, ledger=ledger, dataset_name=f"{tag}-{i}" if unique else tag)
     return n / (time.perf_counter() - t0)
 
 

@@ -49,7 +49,7 @@ if str(ROOT) not in sys.path:
 
 import bayespriv as bp  # noqa: E402
 from bayespriv.calibration import calibration_from_samples, check_assumptions  # noqa: E402
-from bayespriv.mechanisms import gaussian_radius  # noqa: E402
+from bayespriv.privacy import gaussian_radius  # noqa: E402
 from bayespriv.mechanisms import optimal as opt  # noqa: E402
 from bayespriv.mechanisms.expected_value import DauM, EigM  # noqa: E402
 

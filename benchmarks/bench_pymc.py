@@ -182,7 +182,7 @@ def _logit_builder(n):
 def cache_child(mode: str, path: str) -> dict:
     """One fresh process: calibrations of the logit model with MCMC secrets (see the module notes)."""
     import bayespriv as bp
-    from bayespriv.datamodels import _posterior_cache
+    from bayespriv.datamodels import posterior_cache
     from bayespriv.datamodels.pymc import PyMCDataModel
 
     pair = bp.SecretPair(bp.DatasetSecret.proportion("gender", 1, 0.3), bp.DatasetSecret.proportion("gender", 1, 0.7))
@@ -212,7 +212,7 @@ def cache_child(mode: str, path: str) -> dict:
         out["calibrate_s"], cal = run(reuse=saved)
         out["identical"] = bool(np.array_equal(cal.samples.values, saved.samples.values))
         out["sensitivity"] = cal.sensitivity(2)
-    out["cache"] = _posterior_cache.stats()
+    out["cache"] = posterior_cache.stats()
     return out
 
 

@@ -69,8 +69,8 @@ if str(ROOT) not in sys.path:
 
 warnings.filterwarnings("ignore", category=FutureWarning, module="pgmpy")
 
-from bayespriv.calibration.influence import InfluenceEngine  # noqa: E402
-from bayespriv.calibration.quilts import markov_quilts  # noqa: E402
+from bayespriv.networks.influence import InfluenceEngine  # noqa: E402
+from bayespriv.networks.quilts import markov_quilts  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "RESULTS_quilts.md"
 
@@ -101,7 +101,7 @@ def quality(n_networks: int = 30) -> list[str]:
     sys.path.insert(0, str(ROOT / "tests"))
     import bayespriv as bp
     from _bn_oracles import random_network as small_network
-    from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
+    from bayespriv.networks.quilts import ParameterNetwork, calibrate_quilts
     from bayespriv.mechanisms import APMQM
 
     ratios: dict[str, list[float]] = {"refine=0 (default)": [], "refine=64": [], "refine=256": []}
@@ -140,7 +140,7 @@ settings = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {"exhaustive": Fals
 sys.path[:0] = [code, bench]
 import bayespriv as bp
 from bench_quilts import random_network
-from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
+from bayespriv.networks.quilts import ParameterNetwork, calibrate_quilts
 bn = random_network(n, 0)
 names = list(bn.nodes())
 t0, c0 = time.perf_counter(), time.process_time()
@@ -242,8 +242,8 @@ def elimination_work(n_nodes: int) -> dict:
     to see whether another order would change how the work grows.
     """
     import bayespriv as bp
-    import bayespriv.calibration.elimination as el
-    from bayespriv.calibration.quilts import ParameterNetwork, calibrate_quilts
+    import bayespriv.networks.elimination as el
+    from bayespriv.networks.quilts import ParameterNetwork, calibrate_quilts
 
     counts = {"joints": 0, "ancestral": 0, "bucket_work": 0, "final_work": 0}
     plans: list = []

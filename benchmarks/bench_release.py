@@ -11,7 +11,7 @@ answer. "float" is a float sampler (``sample_gaussian`` /
 
 The last row is a whole release, ``APGM.release_value(answer)`` without a ledger and without a
 seed (fresh OS bits per release, as in production), k-component answer with a general
-covariance; its "float" column is the same mechanism with the pre-issue-11 noise step
+covariance; its "float" column is the same mechanism with the earlier float noise step
 (``value + _draw_noise(gen)``, a subclass overriding ``_noisy``), so the ratio isolates the noise.
 """
 
@@ -25,14 +25,8 @@ import numpy as np
 
 import bayespriv as bp
 from bayespriv.mechanisms.apgm import APGM
-from bayespriv.mechanisms.exact_noise import (
-    BitSource,
-    plan_gaussian,
-    plan_laplace,
-    sample_discrete_gaussian,
-    sample_discrete_laplace,
-)
-from bayespriv.mechanisms.noise import sample_gaussian, sample_laplace
+from bayespriv.noise import BitSource, plan_gaussian, plan_laplace, sample_discrete_gaussian, sample_discrete_laplace
+from bayespriv.noise.float_noise import sample_gaussian, sample_laplace
 
 
 def best_rate(fn, n: int, repeats: int) -> float:
@@ -47,7 +41,7 @@ def best_rate(fn, n: int, repeats: int) -> float:
 
 
 class FloatNoiseAPGM(APGM):
-    """APGM with the pre-issue-11 float noise step (for the comparison only; leaks low bits)."""
+    """APGM with the earlier float noise step (NumPy float noise added in float64) (for the comparison only; leaks low bits)."""
 
     def _noisy(self, value: np.ndarray, rng) -> np.ndarray:
         return value + self._draw_noise(np.random.default_rng(rng))
@@ -65,7 +59,7 @@ def mechanism_pair(cov: np.ndarray) -> tuple[APGM, APGM]:
 def floor_lines(mech: APGM, answer: np.ndarray, n: int, rep: int) -> str:
     """``release_value`` beside what a user writes by hand (``answer + L @ z``, NumPy floats) and beside
     its own sampling floor: the k exact discrete Gaussian draws of one release, and nothing else."""
-    from bayespriv.mechanisms.exact_noise.samplers import dgauss
+    from bayespriv.noise.samplers import dgauss
 
     chol = np.linalg.cholesky(mech.noise_cov)
     gen, bits = np.random.default_rng(), BitSource.for_release()

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 import bayespriv as bp
-from bayespriv.calibration import consistency, persist, signing
+from bayespriv.files import consistency, calibration_io as persist, signing
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Where the UCI Adult files may be: $BAYESPRIV_ADULT_DIR, else ../shared/data/adult next to the repository

@@ -30,17 +30,12 @@ import numpy as np
 from scipy import stats
 
 import bayespriv as bp
-from bayespriv.accounting import cell_variance, subset_count_array
-from bayespriv.mechanisms.subset_count import _alpha, _exact_pair_draws, _noise
-from bayespriv.audit.empirical import epsilon_lower_bound
+from bayespriv.ledger import cell_variance, subset_count_array
+from bayespriv.mechanisms.subset_count import _exact_pair_draws, geometric_alpha, pair_noise
+from bayespriv.audit.empirical_epsilon import epsilon_lower_bound
 from bayespriv.calibration import calibration_from_samples
-from bayespriv.calibration.wasserstein import (
-    quantile_band,
-    w_infinity_discrete,
-    w_infinity_from_quantiles,
-    wasserstein_bounds,
-)
-from bayespriv.mechanisms.exact_noise import BitSource
+from bayespriv.calibration.w_distances import quantile_band, w_infinity_discrete, w_infinity_from_quantiles, wasserstein_bounds
+from bayespriv.noise import BitSource
 
 A = bp.DistributionSecret("theta", 0.0)
 B = bp.DistributionSecret("theta", 1.0)
@@ -120,7 +115,7 @@ def audit(eps: float, calibration: str, seed: int, runs: int = 20_000) -> float:
 
     def releases(f, s):
         draw = _exact_pair_draws(eps, BitSource.from_rng(s), calibration)
-        return f + _noise(mask, _alpha(eps, calibration), None, runs, draw)
+        return f + pair_noise(mask, geometric_alpha(eps, calibration), None, runs, draw)
 
     tp = int((releases(np.array([[30, 70], [12, 5]]), seed)[:, 0, 0] >= 30).sum())
     fp = int((releases(np.array([[29, 71], [12, 5]]), seed + 1)[:, 0, 0] >= 30).sum())

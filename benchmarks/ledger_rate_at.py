@@ -38,7 +38,7 @@ def rate(mech: APGM, rep: int) -> float:
     t = time.perf_counter()
     for i in range(RELEASES):
         try:
-            mech.release_value(answer, ledger=ledger, dataset=f"r{rep}-{i}")
+            mech.release_value(answer, ledger=ledger, dataset_name=f"r{rep}-{i}")
         except TypeError:  # code from before release_value took a dataset name
             mech.release_value(answer, ledger=ledger)
     return RELEASES / (time.perf_counter() - t)

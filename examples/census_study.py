@@ -438,7 +438,7 @@ def write_report(path: Path, r: dict, timings: dict[str, float], *, draws: int, 
         "guarantees are not established and `release` refuses them unless the caller opts in. The honest "
         "calibration (the default, `covariance=\"auto\"`) keeps each mechanism's noise shape and scales it by "
         "the smallest factor whose exact privacy curve of N(μ_a, Σ_a + S) vs N(μ_b, Σ_b + S) meets (ε, δ) "
-        "(`bayespriv.mechanisms.privacy_loss`; over the confidence box for sampled bounds). Its guarantee "
+        "(`bayespriv.privacy.privacy_loss`; over the confidence box for sampled bounds). Its guarantee "
         "still assumes `gaussian_query`. Where that check FAILS too (20 000 draws let Shapiro–Wilk see that "
         "counts and means over 100 records are not exactly Gaussian), `release` refuses: the routes there are "
         "`relaxed(eta)` (Theorem 4.6), `with_extra_laplace` (4.7) or `APGMnG`.",

@@ -18,7 +18,7 @@ pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 20)
 
 import bayespriv as bp
-from bayespriv.accounting import Ledger, VariableRelease, cell_variance, epsilon_table, subset_count_table
+from bayespriv.ledger import Ledger, VariableRelease, cell_variance, epsilon_table, subset_count_table
 
 BANDS = ["<$30k", "$30-40k", "$40-50k", "$50-60k", "$60-80k", "$80-100k", "$100-120k", "$120k+"]
 COUNTS = {

@@ -29,7 +29,8 @@ import pandas as pd
 
 import bayespriv as bp
 from bayespriv.errors import PrivacyAssumptionWarning
-from bayespriv.mechanisms import APGM, gaussian_radius
+from bayespriv.mechanisms import APGM
+from bayespriv.privacy import gaussian_radius
 from bayespriv.models import hospital as H
 
 __all__ = [

@@ -17,7 +17,7 @@ students come from (a share, a mean), drawn **once per school**; given the
 φ's, each of the n students draws each attribute from a law indexed by its own
 parameter. That is what APMQM's theorem covers, and what
 :func:`parameter_network` declares by wrapping the pgmpy network in
-:class:`~bayespriv.calibration.influence.ParameterNetwork` with the column
+:class:`~bayespriv.networks.influence.ParameterNetwork` with the column
 each parameter governs (:data:`PARAMETER_COLUMNS`). A network over one
 student's attributes (every student draws every node, like the classic
 "asia") is a different Θ: there a count of n students reveals a share far
@@ -103,7 +103,7 @@ from scipy.stats import norm
 
 import bayespriv as bp
 from bayespriv._validation import check_epsilon, check_positive_int, fail
-from bayespriv.calibration.quilts import ParameterNetwork, Quilt, QuiltCalibration, calibrate_quilts
+from bayespriv.networks.quilts import ParameterNetwork, Quilt, QuiltCalibration, calibrate_quilts
 from bayespriv.errors import ParameterTypeError
 from bayespriv.random import RNGLike, as_generator
 
@@ -228,7 +228,7 @@ def parameter_network() -> ParameterNetwork:
 
 
 def calibration(query: str | bp.Query = "tall", *, n_records: int = N_RECORDS) -> QuiltCalibration:
-    """:func:`~bayespriv.calibration.quilts.calibrate_quilts` for φ_income (exhaustive search)."""
+    """:func:`~bayespriv.networks.quilts.calibrate_quilts` for φ_income (exhaustive search)."""
     q = QUERIES[query] if isinstance(query, str) else query
     return calibrate_quilts(parameter_network(), "income", q, n_records=n_records)
 

@@ -112,14 +112,14 @@ def build_schools(n_records: int):
     return model
 
 
-def schools_model(n_records: int = N_RECORDS, **mcmc) -> bp.PyMCDataModel:
+def schools_model(n_records: int = N_RECORDS, mcmc: bp.McmcSettings | None = None) -> bp.PyMCDataModel:
     """Θ: the non-centred model; secrets may name ``theta[j]``, ``mu`` or ``tau``.
 
-    ``mcmc`` goes to :class:`~bayespriv.PyMCDataModel` (``draws``, ``tune``, thresholds…);
-    the defaults are the library's.
+    ``mcmc`` goes to :class:`~bayespriv.PyMCDataModel` (a :class:`~bayespriv.McmcSettings`:
+    ``draws``, ``tune``, thresholds…); None: the library's defaults.
     """
     return bp.PyMCDataModel(build_schools, n_records=n_records, columns=["score"],
-                            parameters=["theta", "mu", "tau"], **mcmc)
+                            parameters=["theta", "mu", "tau"], mcmc=mcmc)
 
 
 def secret_pair(low: float = 0.0, high: float = 10.0, school: int = SECRET_SCHOOL) -> bp.SecretPair:

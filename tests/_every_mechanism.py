@@ -47,7 +47,7 @@ def _quilt(epsilon: float) -> Any:
 
 
 def _chain(epsilon: float) -> Any:
-    from bayespriv.calibration.quilts import MarkovChain, calibrate_chain
+    from bayespriv.networks.quilts import MarkovChain, calibrate_chain
 
     chain = MarkovChain([[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5])
     cal = calibrate_chain(chain, bp.count(lambda b: b["s"] == 1, "s", name="ones"), length=6)
@@ -83,6 +83,12 @@ def _apgmng(epsilon: float) -> Any:
     return M.APGMnG(sampled_calibration(), epsilon=epsilon, delta=1e-3, lambda_eta=epsilon / 4), np.array([0.5])
 
 
+def _subset_count(epsilon: float, **options: Any) -> Any:
+    # a count table: no calibration, its answer is the table of counts (public × protected)
+    mech = M.SubsetCountMechanism(protected="u", public="v", epsilon=epsilon, **options)
+    return mech, np.array([[3, 4], [5, 6]])
+
+
 BUILDERS: dict[str, Callable[..., Any]] = {
     "APGM": _exact(M.APGM, delta=1e-3),
     "APGMnG": _apgmng,
@@ -98,6 +104,7 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "MQM": _chain,
     "Wasserstein": _sampled(M.Wasserstein, support=(-10.0, 10.0)),
     "ApproxWasserstein": _sampled(M.ApproxWasserstein, delta=0.2),
+    "SubsetCountMechanism": _subset_count,
 }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import h5py
 
-from bayespriv.calibration import persist, signing
+from bayespriv.files import calibration_io as persist, signing
 
 
 def resign(path, key: bytes | None = None) -> str:

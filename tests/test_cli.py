@@ -7,6 +7,7 @@ import pytest
 from bayespriv.cli import main
 
 
+@pytest.mark.slow
 def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -28,6 +29,7 @@ def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
     assert f"figure: {png}" in out
 
 
+@pytest.mark.slow
 def test_demo_quiet_at_a_small_epsilon_keeps_the_table_and_needs_no_warning_line(tmp_path, capsys):
     """Few draws with a δ they can certify (500 draws per secret, δ = 0.2: the floor of 500 draws is about 0.02)."""
     assert main(["demo", "--draws", "500", "--delta", "0.2", "--seed", "1", "--epsilon", "0.5", "--out", str(tmp_path),
@@ -83,6 +85,7 @@ def workdir(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, capsys):
     """From a temporary directory, with relative paths, as a user would type them."""
     monkeypatch.chdir(tmp_path)
@@ -94,7 +97,7 @@ def test_round_trip_calibrate_inspect_release_ledger(tmp_path, monkeypatch, caps
     assert "seed 7" in out and "saved: cal.nc" in out
 
     import bayespriv as bp
-    from bayespriv.calibration import load_calibration
+    from bayespriv.files import load_calibration
 
     query = bp.stack(bp.mean("years"), bp.mean("score"))
     cal = load_calibration("cal.nc", query=query)
@@ -214,6 +217,7 @@ def test_help_of_each_subcommand(command, capsys):
         assert "model" in out and "pairs" in out and "query" in out and "calibration_template.py" in out
 
 
+@pytest.mark.subprocess
 def test_console_script_help_in_a_real_subprocess():
     exe = Path(sys.executable).with_name("bayespriv")
     cmd = [str(exe), "--help"] if exe.exists() else [sys.executable, "-m", "bayespriv.cli", "--help"]
@@ -253,8 +257,8 @@ def test_failed_assumption_refuses_unless_accepted(workdir, capsys):
 
 def test_chain_calibration_through_the_command_line(tmp_path, capsys):
     """A ChainCalibration saved from Python is inspected and released with MQM from the shell."""
-    from bayespriv.calibration import save_calibration
-    from bayespriv.calibration.quilts import MarkovChain, calibrate_chain
+    from bayespriv.files import save_calibration
+    from bayespriv.networks.quilts import MarkovChain, calibrate_chain
 
     script = tmp_path / "chain.py"
     script.write_text('import bayespriv as bp\nquery = bp.count(lambda b: b["s"] == "b", "s", name="bs")\n')
@@ -293,6 +297,7 @@ def _release_argv(workdir: Path, cal: Path) -> list[str]:
             "--data", str(workdir / "payroll.csv")]
 
 
+@pytest.mark.subprocess
 def test_release_of_an_edited_file_exits_1_with_one_line(workdir):
     """As a user types it, in a subprocess (which inherits the session's key): refused, one line on stderr,
     nothing on stdout."""
@@ -337,7 +342,7 @@ def test_inspect_shows_verified_or_an_unverified_banner(workdir, capsys):
 
 
 def test_key_command_shows_rotates_and_never_prints_the_secret_unasked(tmp_path, monkeypatch, capsys):
-    from bayespriv.calibration import signing
+    from bayespriv.files import signing
 
     key_file = tmp_path / "keys" / "key"
     monkeypatch.setenv("BAYESPRIV_KEY_FILE", str(key_file))
@@ -398,7 +403,7 @@ def _scalar_release_argv(d: Path) -> list[str]:
 def test_release_json_carries_the_noise_and_reads_back(scalar_workdir, capsys):
     """The JSON holds the noise law, the sd per component, the interval at --level and the valid range,
     and Release.from_dict reads it back to the same release; nothing is clipped unless asked."""
-    from bayespriv.mechanisms.guarantee import Release
+    from bayespriv.privacy.guarantee import Release
 
     capsys.readouterr()
     assert main(_scalar_release_argv(scalar_workdir) + ["--level", "0.9"]) == 0
@@ -501,6 +506,7 @@ def test_a_copy_of_the_data_is_accounted_with_the_first_release(variant, workdir
     assert bp.Ledger(tmp_path / "l.sqlite").spent("salary") == pytest.approx((1.0, 1e-3))
 
 
+@pytest.mark.slow
 def test_release_with_the_best_mechanism_names_it_and_shapes_the_noise(workdir, capsys):
     """The shell quickstart's two averages (years, score) have very different spreads: APGM puts the same noise on
     both; --mechanism best compares the candidates on stderr and releases with the least expected squared error,

@@ -23,6 +23,9 @@ import pytest
 from bayespriv import Ledger
 from bayespriv.cli import main
 
+#: Every test here uses the quickstart fixture, which runs the template script in a Python subprocess.
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 TEMPLATE = ROOT / "examples" / "calibration_template.py"
@@ -258,7 +261,7 @@ def test_an_unexpected_failure_is_one_line(files, monkeypatch, capsys):
     monkeypatch.setattr(inspection, "_inspect_without_query", boom)
     monkeypatch.setattr(inspection, "_inspect_plots", boom)
     src, _ = files
-    monkeypatch.setattr("bayespriv.calibration.read_metadata", lambda path: {"kind": "chain"})
+    monkeypatch.setattr("bayespriv.files.read_metadata", lambda path: {"kind": "chain"})
     assert main(["inspect", str(src / "cal.nc")]) == 1
     _one_line_error(capsys.readouterr().err, "unexpected RuntimeError: disk on fire (inspect)", "--debug")
 
@@ -345,7 +348,7 @@ def test_out_is_written_atomically(files, tmp_path, capsys):
 _AS_NOBODY = r"""
 import os, sys
 from bayespriv.cli import main
-import bayespriv.calibration.persist, xarray, h5netcdf  # imported as root: root's home is closed to nobody
+import bayespriv.files.calibration_io, xarray, h5netcdf  # imported as root: root's home is closed to nobody
 if os.geteuid() == 0:
     os.setgid(65534); os.setuid(65534)
 sys.exit(main(sys.argv[1:]))

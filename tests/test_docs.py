@@ -40,7 +40,7 @@ PUBLIC_MODULES = (
     "bayespriv.queries",
     "bayespriv.calibration",
     "bayespriv.mechanisms",
-    "bayespriv.accounting",
+    "bayespriv.ledger",
     "bayespriv.audit",
     "bayespriv.diagnostics",
     "bayespriv.errors",
@@ -145,17 +145,19 @@ def _sphinx_build(source: Path, out: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.docs
+@pytest.mark.subprocess
 def test_docs_build_without_warnings(tmp_path):
     """The API reference and the design notes build with no warning (about 10 s)."""
     run = _sphinx_build(DOCS, tmp_path)
     assert run.returncode == 0, f"sphinx-build failed ({run.returncode}):\n{run.stderr[-6000:]}"
-    for name in ("bayespriv.calibration.calibrate", "bayespriv.mechanisms.APGM", "bayespriv.accounting.Ledger"):
+    for name in ("bayespriv.calibration.calibrate", "bayespriv.mechanisms.APGM", "bayespriv.ledger.Ledger"):
         page = tmp_path / "html" / "api" / f"{name.split('.')[1]}.html"
         assert f'id="{name}"' in page.read_text(encoding="utf-8"), f"{name} missing from {page.name}"
     assert (tmp_path / "html" / "design.html").exists()
 
 
 @pytest.mark.docs
+@pytest.mark.subprocess
 def test_docs_build_fails_on_a_warning(tmp_path):
     """Twin: the same command on a page with one markup warning fails (a tiny project, about 1 s)."""
     source = tmp_path / "src"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,11 +27,10 @@ import pandas as pd
 import pytest
 
 import bayespriv as bp
-from bayespriv.accounting.composition import JointGaussian
-from bayespriv.mechanisms.exact_noise import BitSource, plan_gaussian, plan_laplace
+from bayespriv.ledger.composition import JointGaussian
+from bayespriv.noise import BitSource, plan_gaussian, plan_laplace
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _every_mechanism import BUILDERS, mechanism_classes  # noqa: E402
+from tests._every_mechanism import BUILDERS, mechanism_classes  # noqa: E402
 from bayespriv.models import hospital as H  # noqa: E402
 
 SEED = 20240611
@@ -176,9 +174,9 @@ def outcome(mech: Any, answer: np.ndarray, path: Path, budgets: tuple[str, ...])
         refused = False
     except bp.AssumptionFailedError:
         refused = True
-        r = mech.release_value(answer, rng=np.random.default_rng(SEED), ledger=ledger, accept_failed_assumptions=True)
+        r = mech.release_value(answer, rng=np.random.default_rng(SEED), ledger=ledger, options=bp.ReleaseOptions(accept_failed_assumptions=True))
     rows = ledger.releases()
-    return (refused, r.value.tolist(), r.guarantee, {b: ledger.spent(b) for b in budgets},
+    return (refused, np.asarray(r.value).tolist(), r.guarantee, {b: ledger.spent(b) for b in budgets},
             rows[["mechanism", "epsilon", "delta", "assumptions", "failed_assumptions", "protected", "variables",
                   "query"]].to_dict("records"))
 
@@ -324,7 +322,7 @@ def test_an_edited_guarantee_does_not_lower_the_ledger_charge(tmp_path):
     releases = []
     with pytest.raises(bp.BudgetExceededError):
         for i in range(5000):  # each on its own dataset: charged its own ε (no joint accounting between them)
-            releases.append(mech.release_value(np.array([150.0]), ledger=ledger, dataset=f"hospital-{i}"))
+            releases.append(mech.release_value(np.array([150.0]), ledger=ledger, dataset_name=f"hospital-{i}"))
     assert len(releases) == 5 and ledger.spent(budget)[0] == 5.0
     assert all(r.guarantee.epsilon == 1.0 for r in releases)
     assert ledger.releases()["epsilon"].tolist() == [1.0] * 5
@@ -386,7 +384,7 @@ def test_guarantee_and_release_edits_feed_back_nowhere(tmp_path):
     assert mech.guarantee.epsilon == 1.0
     row = ledger.releases().iloc[0]
     assert (row["epsilon"], row["delta"], row["mechanism"]) == (1.0, 0.0, "ExpM")
-    again = mech.release_value(answer, rng=np.random.default_rng(SEED + 1), ledger=ledger, dataset="another")
+    again = mech.release_value(answer, rng=np.random.default_rng(SEED + 1), ledger=ledger, dataset_name="another")
     assert again.guarantee == mech.guarantee and again.guarantee.epsilon == 1.0
     assert ledger.spent(mech.protected[0]) == (2.0, 0.0)
 

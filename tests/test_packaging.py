@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _checkout import ROOT, copy_checkout, tracked_files  # noqa: E402
+from tests._checkout import ROOT, copy_checkout, tracked_files
 
 #: An import of the scenarios as a top-level package, in code, notebooks or docs.
 TOP_LEVEL_IMPORT = re.compile(r"(^|[\s\"'`(;>])(from models(\.\w+)* import|import models\b)", re.M)
@@ -63,6 +62,7 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+@pytest.mark.subprocess
 def test_wheel_installs_only_bayespriv(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
     version = wheel.name.split("-")[1]
@@ -70,6 +70,7 @@ def test_wheel_installs_only_bayespriv(wheel: Path):
     assert "bayespriv/models/__init__.py" in names and "bayespriv/models/hospital.py" in names
 
 
+@pytest.mark.subprocess
 def test_wheel_holds_every_module_of_the_source(wheel: Path):
     """A subpackage missing from pyproject's ``packages`` list would be missing here."""
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -78,6 +79,7 @@ def test_wheel_holds_every_module_of_the_source(wheel: Path):
     assert expected and expected <= names, sorted(expected - names)
 
 
+@pytest.mark.subprocess
 def test_installed_wheel_imports_its_own_models(wheel: Path, tmp_path: Path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
@@ -87,6 +89,7 @@ def test_installed_wheel_imports_its_own_models(wheel: Path, tmp_path: Path):
                                                                           "bayespriv/models/hospital.py"]
 
 
+@pytest.mark.subprocess
 def test_editable_install_resolves_models_to_the_checkout(tmp_path: Path):
     """``pip install -e .`` (what ``make`` runs) maps ``bayespriv.models`` to the checkout's ``models/``."""
     # The first distribution on sys.path may be the checkout's own bayespriv.egg-info (the build backend writes
@@ -118,6 +121,7 @@ LAZY_LIBRARIES = ("networkx", "xarray", "matplotlib", "cvxpy", "scipy.signal", "
 @pytest.mark.parametrize("code", ["import bayespriv",
                                   "import sys; from bayespriv.cli import main\ntry:\n    main(['--help'])\n"
                                   "except SystemExit:\n    pass"])
+@pytest.mark.subprocess
 def test_start_up_imports_no_library_it_does_not_use_yet(code: str):
     """Start-up cost: the heavy optional libraries are imported where they are used, not at import time. The
     twin: importing one on purpose is seen by the same check."""

@@ -20,8 +20,7 @@ import pytest
 
 import bayespriv as bp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _checkout import ROOT, copy_checkout  # noqa: E402
+from tests._checkout import ROOT, copy_checkout
 
 README = ROOT / "README.md"
 VENV = Path(sys.prefix)
@@ -86,6 +85,7 @@ def test_readme_starts_with_the_two_commands():
     assert any(line.startswith("make test") for line in head)
 
 
+@pytest.mark.subprocess
 def test_every_shell_command_succeeds_without_warnings(shell_quickstart):
     assert [c.split()[0] for c, _ in shell_quickstart][:2] == ["mkdir", ".venv/bin/python"]
     for command, done in shell_quickstart:
@@ -93,6 +93,7 @@ def test_every_shell_command_succeeds_without_warnings(shell_quickstart):
         assert "Warning" not in done.stderr, f"`{command}` printed a warning:\n{done.stderr[-3000:]}"
 
 
+@pytest.mark.subprocess
 def test_shell_quickstart_outputs(checkout: Path, shell_quickstart):
     out = {command.split()[1]: done.stdout for command, done in shell_quickstart if command.startswith(".venv/bin/")}
     payroll = (checkout / "work" / "payroll.csv").read_text().splitlines()
@@ -110,6 +111,7 @@ def test_shell_quickstart_outputs(checkout: Path, shell_quickstart):
     assert (ledger.budget("salary"), ledger.spent("salary")) == ((3.0, 0.01), (1.0, delta))
 
 
+@pytest.mark.subprocess
 def test_shell_quickstart_writes_only_ignored_files_under_work(checkout: Path, shell_quickstart):
     assert _git(checkout, "status", "--porcelain", "--untracked-files=all") == ""
     ignored = [line[3:] for line in _git(checkout, "status", "--porcelain", "--ignored", "--untracked-files=all")
@@ -117,6 +119,7 @@ def test_shell_quickstart_writes_only_ignored_files_under_work(checkout: Path, s
     assert ignored and all(path.startswith("work/") for path in ignored), ignored
 
 
+@pytest.mark.subprocess
 def test_python_quickstart_runs_as_printed(checkout: Path, python_quickstart):
     assert python_quickstart.returncode == 0, python_quickstart.stderr[-3000:]
     assert "Warning" not in python_quickstart.stderr, python_quickstart.stderr[-3000:]

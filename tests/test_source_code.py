@@ -2,7 +2,7 @@
 
 A fingerprint must follow what the code computes and nothing else: the same definition gives the same text
 wherever it sits in a file, and on every Python version (the committed files of
-``tests/calibration/data/saved/python-*`` check that across interpreters); a source that is not what the
+``tests/files/data/saved/python-*`` check that across interpreters); a source that is not what the
 interpreter compiled is never used.
 """
 

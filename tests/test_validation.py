@@ -10,8 +10,6 @@ import copy
 import dataclasses
 import math
 import pickle
-import sys
-from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -21,8 +19,7 @@ import pytest
 import bayespriv as bp
 from bayespriv.mechanisms import APGM, ExpM, GroupDP
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _every_mechanism import BUILDERS, NOISE_PARAMETER, mechanism_classes  # noqa: E402
+from tests._every_mechanism import BUILDERS, NOISE_PARAMETER, mechanism_classes
 
 A = bp.DatasetSecret.mean("height", 64.0)
 B = bp.DatasetSecret.mean("height", 66.0)
@@ -391,10 +388,10 @@ BAD_INPUTS = [
     ("n_draws-1e15", lambda: bp.calibrate(model(), PAIR, bp.mean("weight"), n_draws=10**15, rng=0),
      bp.ValidationError, ["n_draws", "memory", "calibration samples"]),
     ("sample-n_draws-1e15", lambda: model().sample(None, 10**15, rng=0), bp.ValidationError, ["n_draws", "memory"]),
-    ("two_sided_geometric-size", lambda: bp.accounting.two_sided_geometric(1.0, 10**15, rng=0), bp.ValidationError,
+    ("two_sided_geometric-size", lambda: bp.ledger.two_sided_geometric(1.0, 10**15, rng=0), bp.ValidationError,
      ["size", "memory"]),
-    ("pair_matrix-n", lambda: bp.accounting.pair_matrix(10**6), bp.ValidationError, ["n", "memory"]),
-    ("subset_count_array-size", lambda: bp.accounting.subset_count_array([[1, 2]], 1.0, size=10**15, rng=0),
+    ("pair_matrix-n", lambda: bp.ledger.pair_matrix(10**6), bp.ValidationError, ["n", "memory"]),
+    ("subset_count_array-size", lambda: bp.ledger.subset_count_array([[1, 2]], 1.0, size=10**15, rng=0),
      bp.ValidationError, ["size", "memory"]),
     # from_moments
     ("from_moments-n_records-negative", lambda: bp.Calibration.from_moments({A: [0.0], B: [1.0]}, {A: 1.0, B: 1.0}, PAIR,
@@ -457,7 +454,7 @@ BAD_INPUTS = [
     ("subset-count-sum-overflows", lambda: bp.subset_count_table(
         pd.DataFrame({"u": ["a", "a"], "v": ["x", "x"], "c": [2**62, 2**62]}), protected="u", public="v", epsilon=1.0,
         count="c", protected_values=["a", "b"]), bp.ValidationError, ["count", "2**53"]),
-    ("subset_count_array-huge", lambda: bp.accounting.subset_count_array([[1e20, 0.0]], 1.0, rng=0), bp.ValidationError,
+    ("subset_count_array-huge", lambda: bp.ledger.subset_count_array([[1e20, 0.0]], 1.0, rng=0), bp.ValidationError,
      ["counts", "2**53"]),
     ("subset-protected_values-int", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
                                                                   protected_values=3), bp.ParameterTypeError,
@@ -468,21 +465,21 @@ BAD_INPUTS = [
     ("subset-ledger", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
                                                     protected_values=["a", "b"], ledger="ledger.db"),
      bp.ParameterTypeError, ["ledger", "str"]),
-    ("two_sided_geometric-size-float", lambda: bp.accounting.two_sided_geometric(1.0, 2.5, rng=0), bp.ValidationError,
+    ("two_sided_geometric-size-float", lambda: bp.ledger.two_sided_geometric(1.0, 2.5, rng=0), bp.ValidationError,
      ["size", "2.5"]),
-    ("two_sided_geometric-size-negative", lambda: bp.accounting.two_sided_geometric(1.0, -1, rng=0), bp.ValidationError,
+    ("two_sided_geometric-size-negative", lambda: bp.ledger.two_sided_geometric(1.0, -1, rng=0), bp.ValidationError,
      ["size", "-1"]),
-    ("two_sided_geometric_pmf-z", lambda: bp.accounting.two_sided_geometric_pmf("x", 1.0), bp.ParameterTypeError,
+    ("two_sided_geometric_pmf-z", lambda: bp.ledger.two_sided_geometric_pmf("x", 1.0), bp.ParameterTypeError,
      ["z", "numeric"]),
-    ("two_sided_geometric_pmf-z-fraction", lambda: bp.accounting.two_sided_geometric_pmf([0.5], 1.0),
+    ("two_sided_geometric_pmf-z-fraction", lambda: bp.ledger.two_sided_geometric_pmf([0.5], 1.0),
      bp.ValidationError, ["z", "integers"]),
-    ("cell_variance-n", lambda: bp.accounting.cell_variance("x", 1.0), bp.ParameterTypeError, ["n", "numeric"]),
-    ("cell_variance-n-negative", lambda: bp.accounting.cell_variance(-1, 1.0), bp.ValidationError, ["n", "whole numbers"]),
-    ("pair_matrix-None", lambda: bp.accounting.pair_matrix(None), bp.ParameterTypeError, ["n", "None"]),
-    ("pair_matrix-bool", lambda: bp.accounting.pair_matrix(True), bp.ParameterTypeError, ["n", "True"]),
-    ("nonnegative_rows-scalar", lambda: bp.accounting.nonnegative_rows(3), bp.ValidationError, ["table", "1-dimensional"]),
-    ("SubsetCountMechanism-name", lambda: bp.accounting.SubsetCountMechanism(None, "v", 1.0), bp.ParameterTypeError,
-     ["protected_variable", "None"]),
+    ("cell_variance-n", lambda: bp.ledger.cell_variance("x", 1.0), bp.ParameterTypeError, ["n", "numeric"]),
+    ("cell_variance-n-negative", lambda: bp.ledger.cell_variance(-1, 1.0), bp.ValidationError, ["n", "whole numbers"]),
+    ("pair_matrix-None", lambda: bp.ledger.pair_matrix(None), bp.ParameterTypeError, ["n", "None"]),
+    ("pair_matrix-bool", lambda: bp.ledger.pair_matrix(True), bp.ParameterTypeError, ["n", "True"]),
+    ("nonnegative_rows-scalar", lambda: bp.ledger.nonnegative_rows(3), bp.ValidationError, ["table", "1-dimensional"]),
+    ("SubsetCountMechanism-name", lambda: bp.ledger.SubsetCountMechanism(protected=None, public="v", epsilon=1.0), bp.ParameterTypeError,
+     ["protected", "None"]),
     # epsilon tables
     ("epsilon_table-releases-None", lambda: bp.epsilon_table(None), bp.ParameterTypeError, ["releases", "None"]),
     ("epsilon_on-releases-int", lambda: bp.epsilon_on(3, ["a"]), bp.ParameterTypeError, ["releases", "3"]),
@@ -553,11 +550,11 @@ BAD_INPUTS = [
     ("subset-epsilon-1e-300", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1e-300,
                                                             protected_values=["a", "b"], geometric_calibration="paper"),
      bp.ValidationError, ["epsilon", "at least 1e-09", "1e-300"]),
-    ("subset_count_array-epsilon-1e-20", lambda: bp.accounting.subset_count_array([[1, 2]], 1e-20, rng=0),
+    ("subset_count_array-epsilon-1e-20", lambda: bp.ledger.subset_count_array([[1, 2]], 1e-20, rng=0),
      bp.ValidationError, ["epsilon", "at least 1e-09", "1e-20"]),
-    ("two_sided_geometric-epsilon-1e-300", lambda: bp.accounting.two_sided_geometric(1e-300, 3, rng=0),
+    ("two_sided_geometric-epsilon-1e-300", lambda: bp.ledger.two_sided_geometric(1e-300, 3, rng=0),
      bp.ValidationError, ["epsilon", "at least 1e-09", "1e-300"]),
-    ("SubsetCountMechanism-epsilon-1e-20", lambda: bp.accounting.SubsetCountMechanism("u", "v", 1e-20),
+    ("SubsetCountMechanism-epsilon-1e-20", lambda: bp.ledger.SubsetCountMechanism(protected="u", public="v", epsilon=1e-20),
      bp.ValidationError, ["epsilon", "at least 1e-09", "1e-20"]),
     ("ExpM-gaussian-delta-0", lambda: ExpM(calibration(), epsilon=1.0, delta=0, noise="gaussian"), bp.ValidationError,
      ["delta", "(0, 1)", "got 0", "Gaussian noise needs δ > 0"]),
@@ -738,7 +735,7 @@ RELEASE_CASES = ["ledger-str", "ledger-dict", "rng-str", "rng-negative", "rng-fl
 
 
 def _release(mech, answer, **kwargs):
-    return mech.release_value(answer, accept_failed_assumptions=True, **kwargs)
+    return mech.release_value(answer, options=bp.ReleaseOptions(accept_failed_assumptions=True), **kwargs)
 
 
 @pytest.mark.parametrize("name, case", [_case(n, c) for n in sorted(BUILDERS) for c in EXTREME_EPSILONS])

@@ -5,7 +5,7 @@ from .accuracy import accuracy_bound, direct_accuracy, n_leaked
 from .coverage import CoverageLaw, CoverageResult, failure_threshold, measure_coverage
 from .attack import AttackResult, default_classifier, noise_sampler, property_inference_attack
 from .densities import log_likelihood_ratio
-from .empirical import EmpiricalEpsilon, clopper_pearson, empirical_epsilon, epsilon_lower_bound
+from .empirical_epsilon import EmpiricalEpsilon, clopper_pearson, empirical_epsilon, epsilon_lower_bound
 from .likelihood import LikelihoodRatioResult, likelihood_ratio_attack
 from .sequence import sequence_attack
 from .mechanism_table import HalfNoise, calibration_rows

@@ -2,7 +2,7 @@
 
 The law of the released value given secret s is μ_s ∗ Z, μ_s known through draws of F(X) | s
 (reference draws): its density is estimated by the mixture of the noise density centred on those
-draws, evaluated in chunks with the float32 kernels of :mod:`~bayespriv.mechanisms.mixture_mc` after
+draws, evaluated in chunks with the float32 kernels of :mod:`~bayespriv.privacy.mixture_mc` after
 mapping every point to coordinates where the noise is standard (:class:`_Noise`). Without noise, the
 nearest reference draw decides (:func:`_nearest_scores`).
 """
@@ -16,8 +16,8 @@ import numpy as np
 
 from .._validation import check_finite_array, described, fail
 from ..errors import ValidationError
-from ..mechanisms.loss_reduction import RANK_RTOL
-from ..mechanisms.mixture_mc import KERNEL_BYTES, _Block, _chunk_rows
+from bayespriv.privacy.loss_reduction import RANK_RTOL
+from bayespriv.privacy.mixture_mc import KERNEL_BYTES, Block, chunk_rows
 from .attack import noise_sampler
 
 
@@ -68,9 +68,9 @@ def _log_mixture(u: np.ndarray, atoms: np.ndarray, laplace: bool) -> np.ndarray:
     n = atoms.shape[0]
     w = np.full(n, 1.0 / n, dtype=np.float32)
     out = np.empty(len(u))
-    step = _chunk_rows(n, atoms.shape[1], laplace)
+    step = chunk_rows(n, atoms.shape[1], laplace)
     for s in range(0, len(u), step):
-        blk = _Block.of(u[s:s + step], atoms, laplace)  # φ = e · exp(top), e in [0, 1], float32
+        blk = Block.of(u[s:s + step], atoms, laplace)  # φ = e · exp(top), e in [0, 1], float32
         out[s:s + step] = blk.top + np.log((blk.e @ w).astype(np.float64))
     return out
 

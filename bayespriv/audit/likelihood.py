@@ -10,7 +10,7 @@ at most as accurate, so this attack measures what the release itself gives away.
 Densities. μ_s is known through draws x_1 … x_n of F(X) | s (by default the
 calibration's), so p_s is estimated by the mixture p̂_s(y) = (1/n) Σ_i φ_Z(y − x_i),
 evaluated in chunks with the float32 kernels of
-:mod:`~bayespriv.mechanisms.mixture_mc` (the accountant's own), after mapping every
+:mod:`~bayespriv.privacy.mixture_mc` (the accountant's own), after mapping every
 point to coordinates where the noise is standard (whitened Gaussian noise; Laplace noise
 along a square basis mapped to unit scales). Without noise the mixture degenerates: the
 test is its limit as the kernel shrinks — the secret with the nearer reference draw
@@ -63,7 +63,7 @@ from ..secrets import Secret, SecretPair
 from .accuracy import accuracy_bound, n_leaked, _proportion_pair
 from .attack import _claimed, _mechanism_name, _readonly, noise_sampler
 from .densities import _Noise, _scores
-from .empirical import EmpiricalEpsilon, clopper_pearson, epsilon_lower_bound
+from .empirical_epsilon import EmpiricalEpsilon, clopper_pearson, epsilon_lower_bound
 
 __all__ = [
     "LikelihoodRatioResult",

@@ -20,7 +20,7 @@ import numpy as np
 from ..calibration.laws import conditions_of
 from ..errors import ValidationError
 from ..mechanisms import APGM, DauM, DirM, EigM, ExpM, OptimalGaussian
-from ..mechanisms.accountant import GaussianNoise, PrivacyAccount, account
+from bayespriv.privacy.accountant import GaussianNoise, PrivacyAccount, account
 from .attack import noise_sampler
 from .likelihood import likelihood_ratio_attack
 

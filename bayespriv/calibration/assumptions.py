@@ -29,7 +29,7 @@ Bonferroni split over every test it runs (all members θ of a family, all
 secrets or pairs, all components).
 
 When an assumption fails, the relaxed guarantees rest on Gaussian approximations of the true
-law: :mod:`bayespriv.calibration.relaxation` estimates what they need (its names are
+law: :mod:`bayespriv.calibration.relaxed_bounds` estimates what they need (its names are
 re-exported here). The power rules of the checks are in :mod:`bayespriv.calibration.power`.
 """
 
@@ -51,7 +51,7 @@ from .._display import frame_html
 from .._validation import check_real, fail
 from ..errors import ParameterTypeError
 from .power import MIN_DRAWS_NORMALITY, POWER_RULES, PowerRule, power_rules, required_draws
-from .relaxation import (
+from .relaxed_bounds import (
     GaussianApproximation,
     RelaxationEstimate,
     approx_max_divergence,

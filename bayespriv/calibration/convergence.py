@@ -24,7 +24,6 @@ import numpy as np
 
 from .._validation import check_positive_int, check_real, described, fail
 from .result import Calibration, _ord
-from ._hooks import register
 
 __all__ = ["Convergence", "convergence", "draws_for_slack"]
 
@@ -128,7 +127,6 @@ def _prefix_point(cal: Calibration, n: int, ord_: Any) -> tuple[float, float, fl
     return sens, bound, var, var_bound
 
 
-@register  # Calibration's convenience method calls it by name (_hooks)
 def convergence(calibration: Calibration, ord: Any = 2, *, n_points: int = 20) -> Convergence:
     """Sensitivity estimate, bound and slack (and the smallest variance) as the draws accumulate.
 
@@ -164,7 +162,6 @@ def convergence(calibration: Calibration, ord: Any = 2, *, n_points: int = 20) -
                        ord=ord_, confidence=cal.confidence)
 
 
-@register  # Calibration's convenience method calls it by name (_hooks)
 def draws_for_slack(calibration: Calibration, target: float, ord: Any = 2) -> int:
     """Draws per secret needed for a sensitivity slack (bound − estimate) of ``target``.
 

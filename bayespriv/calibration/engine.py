@@ -22,7 +22,7 @@ from .._validation import fail
 from .._progress import ProgressBar
 from .._progress import progress as progress_bar
 from .._validation import check_confidence, check_memory, check_optional_positive_int, check_positive_int
-from ..datamodels import _posterior_cache
+from ..datamodels import posterior_cache
 from ..datamodels.base import DataModel
 from ..datamodels.family import DataModelFamily
 from ..errors import ParameterTypeError, UnsupportedSecretError, UnverifiedCalibrationError, ValidationError
@@ -32,13 +32,13 @@ from ..secrets import Secret, SecretPair, as_pairs
 from .moments import bonferroni_z, sample_moments
 from .laws import FiniteLaw
 from .result import Calibration
-from .signing import UNVERIFIED
+from bayespriv.calibration.provenance import UNVERIFIED
 
 __all__ = ["calibrate", "default_chunk_size", "draw_query_samples", "minimum_draws"]
 
 #: The data model each calibration made by :func:`calibrate` was drawn from, while both are alive
 #: (never saved: a calibration loaded from a file has none). Joint accounting of several releases on
-#: the same data draws their stacked query from it (:mod:`bayespriv.accounting.joint`).
+#: the same data draws their stacked query from it (:mod:`bayespriv.ledger.joint`).
 _MODELS: "weakref.WeakKeyDictionary[Calibration, Any]" = weakref.WeakKeyDictionary()
 
 
@@ -419,7 +419,7 @@ def calibrate(
     root = as_seed_sequence(rng)
     # Seeds: a single model keeps root -> secret -> chunk; a family adds a θ level first.
     seeds = root.spawn(len(request.members)) if request.family else [root]
-    with _posterior_cache.offered(_offered_posteriors(reuse)):
+    with posterior_cache.offered(_offered_posteriors(reuse)):
         prepared = [m.prepare(request.secrets, np.random.default_rng(_prepare_seed(seed)))
                     for m, seed in zip(request.members, seeds)]
     laws, why_sampled = _tabulated_laws(prepared, request.secrets, query, exact_laws)
@@ -566,7 +566,7 @@ def _offered_posteriors(reuse: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for m in (reuse, *reuse.family):
         for idata in m.posteriors.values():
-            key = _posterior_cache.key_of(idata)
+            key = posterior_cache.key_of(idata)
             if key is not None:
                 out[key] = idata
     return out

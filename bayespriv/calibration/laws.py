@@ -3,7 +3,7 @@
 A Pufferfish guarantee is one condition per θ ∈ Θ and per secret pair (a, b):
 the released laws ``P_a = μ_a ∗ Z`` and ``P_b = μ_b ∗ Z`` (μ_s the law of F(X)
 given secret s and θ, Z the mechanism's noise) must be (ε, δ)-indistinguishable.
-The accountant (:mod:`bayespriv.mechanisms.accountant`) computes that from μ_a
+The accountant (:mod:`bayespriv.privacy.accountant`) computes that from μ_a
 and μ_b, which a calibration knows in one of three ways:
 
 * :class:`GaussianLaw` — only the moments are known (``Calibration.from_moments``);
@@ -26,7 +26,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .._validation import _BUILDING, check_covariance, check_finite_array, described, fail, seal_fields, sealed
+from .._validation import BUILDING, check_covariance, check_finite_array, described, fail, seal_fields, sealed
 
 __all__ = ["GaussianLaw", "FiniteLaw", "SampledLaw", "Law", "Condition", "conditions_of", "SAMPLED_LAW"]
 
@@ -109,7 +109,7 @@ class FiniteLaw:
         law = cls.__new__(cls)  # the sealed fields accept values only while the object is being built
         object.__setattr__(law, "points", sealed(pts, float))
         object.__setattr__(law, "weights", sealed(w, float))
-        law.__dict__.pop(_BUILDING, None)
+        law.__dict__.pop(BUILDING, None)
         return law
 
     @property

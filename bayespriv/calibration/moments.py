@@ -37,7 +37,7 @@ from scipy.special import ndtri
 __all__ = ["sample_moments", "bonferroni_z", "loewner_lower", "whitened_cov_se", "law_mismatch", "RTOL"]
 
 #: Relative tolerance of a stored moment against its recomputation, of its natural scale (see
-#: :mod:`bayespriv.calibration.consistency`).
+#: :mod:`bayespriv.files.consistency`).
 RTOL = 1e-9
 
 

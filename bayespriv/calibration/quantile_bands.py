@@ -1,7 +1,7 @@
 """Confidence bands for the quantile function of i.i.d. draws, and the W∞ (or δ-trimmed W∞) of
 two one-dimensional laws that they bound.
 
-What :func:`~bayespriv.calibration.wasserstein.wasserstein_bounds` uses for a one-dimensional F:
+What :func:`~bayespriv.calibration.w_distances.wasserstein_bounds` uses for a one-dimensional F:
 :func:`quantile_band` (DKW, or order statistics ∩ DKW) and :func:`w_infinity_samples`.
 
 One dimension: the quantile coupling and the DKW band

@@ -33,9 +33,9 @@ from .fields import (
     moments_fields,
 )
 from .laws import FiniteLaw
-from ._hooks import call as call_registered
+from bayespriv._late import late
 from .moments import loewner_lower
-from .signing import UNVERIFIED, FileProvenance
+from bayespriv.calibration.provenance import UNVERIFIED, FileProvenance
 from .views import (
     calibration_html,
     calibration_repr,
@@ -148,7 +148,7 @@ class Calibration:
     provenance : FileProvenance or None
         For a calibration read by :func:`~bayespriv.load_calibration`: the
         file, its content digest and whether it verified
-        (:class:`~bayespriv.calibration.signing.FileProvenance`); None for a
+        (:class:`~bayespriv.calibration.provenance.FileProvenance`); None for a
         calibration computed in this process. A calibration loaded with
         ``trust="unverified"`` from a file that did not verify carries the
         assumption ``"unverified_calibration"`` (:attr:`assumptions`), and so
@@ -228,7 +228,7 @@ class Calibration:
     def content_hash(self) -> str | None:
         """The verified SHA-256 content digest of the file this calibration was loaded from.
 
-        :func:`~bayespriv.calibration.signing.content_digest` of the file as
+        :func:`~bayespriv.files.signing.content_digest` of the file as
         read, once its MAC verified under the owner's key and its contents
         agreed with themselves; a ledger records it to name the exact file
         behind a release. None for a calibration computed in this process (a
@@ -327,8 +327,8 @@ class Calibration:
     def to_netcdf(self, path: Any, *, seed: Any = None, key: bytes | None = None) -> Path:
         """Save to a netCDF-4 file, signed; :func:`~bayespriv.load_calibration` reads it back bit-identical.
 
-        The file layout is described in :mod:`bayespriv.calibration.persist`,
-        the signature in :mod:`bayespriv.calibration.signing`.
+        The file layout is described in :mod:`bayespriv.files.calibration_io`,
+        the signature in :mod:`bayespriv.files.signing`.
 
         Parameters
         ----------
@@ -339,7 +339,7 @@ class Calibration:
             does not keep it); recorded in the file's metadata.
         key : bytes, optional
             The signing key; default: the data owner's key (created with mode
-            0600 on first use, see :func:`~bayespriv.calibration.signing.load_key`).
+            0600 on first use, see :func:`~bayespriv.files.signing.load_key`).
 
         Returns
         -------
@@ -347,7 +347,7 @@ class Calibration:
             The file written.
         """
 
-        return call_registered("save_calibration", self, path, seed=seed, key=key)
+        return late("save_calibration")(self, path, seed=seed, key=key)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -383,7 +383,7 @@ class Calibration:
         The moments are the laws' own (exact, standard errors 0, ``confidence``
         1.0, like :meth:`from_moments`), and the accountant of the released
         law computes δ(ε) from the laws themselves: exactly for a scalar
-        query (:mod:`~bayespriv.mechanisms.finite_exact`), with no assumption.
+        query (:mod:`~bayespriv.privacy.finite_exact`), with no assumption.
 
         Parameters
         ----------
@@ -481,7 +481,7 @@ class Calibration:
           it is log-concave, which is checked on the grid, not proven.
         * ``"unverified_calibration"``: loaded with ``trust="unverified"`` from
           a file whose MAC did not verify under the owner's key: nothing
-          vouches for its numbers, so a release needs ``accept_unverified=True``.
+          vouches for its numbers, so a release needs ``options=ReleaseOptions(accept_unverified=True)``.
         """
         out: tuple[str, ...] = ()
         if self.plug_in:
@@ -592,7 +592,7 @@ class Calibration:
         See :func:`bayespriv.calibration.convergence.convergence`.
         """
 
-        return call_registered("convergence", self, ord, n_points=n_points)
+        return late("convergence")(self, ord, n_points=n_points)
 
     def draws_for_slack(self, target: float, ord: Any = 2) -> int:
         """Draws per secret for a sensitivity slack (bound − estimate) of ``target``.
@@ -600,7 +600,7 @@ class Calibration:
         See :func:`bayespriv.calibration.convergence.draws_for_slack`.
         """
 
-        return call_registered("draws_for_slack", self, target, ord)
+        return late("draws_for_slack")(self, target, ord)
 
     def sensitivity(self, ord: Any = 2, *, bound: bool = False) -> float:
         """Largest distance between the means of a pair, Δ_{E,ord}, over pairs

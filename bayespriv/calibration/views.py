@@ -16,8 +16,8 @@ import pandas as pd
 
 from .._display import cell, frame_html
 from .._validation import described, fail
-from ._hooks import call as call_registered
-from .signing import UNVERIFIED
+from bayespriv._late import late
+from bayespriv.calibration.provenance import UNVERIFIED
 
 if TYPE_CHECKING:  # imported where used: it costs start-up time
     import xarray as xr
@@ -102,7 +102,7 @@ def with_w_infinity(cal: Any, table: pd.DataFrame) -> pd.DataFrame:
         return table
 
     try:
-        wb = call_registered("wasserstein_bounds", cal).table()
+        wb = late("wasserstein_bounds")(cal).table()
     except Exception:  # noqa: BLE001 - a display must not fail; the mechanism reports the reason
         return table
     return table.join(wb[["estimate", "bound"]].rename(columns={"estimate": "W∞", "bound": "W∞ bound"}))
@@ -144,7 +144,7 @@ def summary_reasons(cal: Any) -> dict[str, str]:
     ``bounds=``): its DKW band then reaches the unbounded tails.
     """
 
-    lo, hi = call_registered("query_support", cal.query, cal.k, cal.n_records)
+    lo, hi = late("query_support")(cal.query, cal.k, cal.n_records)
     name = cal.query_name or "the query"
     why = (f"unbounded: {name} has no declared bounds"
            if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))

@@ -40,14 +40,14 @@ _CLI_TRUST_HINT = ("on the command line: --trust-unverified loads it for inspect
 
 
 def _unverified_opt_in(args: argparse.Namespace) -> dict[str, bool]:
-    """``accept_unverified=True`` for ``release`` only when both flags are given."""
+    """The ``accept_unverified`` release option: True only when both flags are given."""
     return {"accept_unverified": bool(args.trust_unverified and args.accept_unverified)}
 
 
 def _load_trusting(path: Path, argument: str, query: Any, trust_unverified: bool) -> Any:
     """load_calibration with the command's trust: a file that does not verify is a refusal (exit 1) naming the
     file argument; anything else a crafted or damaged file raises is one line (:func:`_read_calibration_file`)."""
-    from bayespriv.calibration import load_calibration
+    from bayespriv.files import load_calibration
     from bayespriv.errors import UnverifiedCalibrationError
 
     def read() -> Any:
@@ -73,7 +73,7 @@ def _print_trust_banner(cal: Any) -> None:
 
 def _print_file_trust(path: Path, trust_unverified: bool) -> None:
     """The MAC of a chain or quilt file (shown without loading it, which needs its query)."""
-    from bayespriv.calibration import persist, signing
+    from bayespriv.files import calibration_io as persist, signing
     from bayespriv.errors import UnverifiedCalibrationError
 
     nodes = persist._open_tree(path)

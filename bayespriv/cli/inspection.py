@@ -15,7 +15,7 @@ from bayespriv.cli.files import _check_out_dir, _out_dir, _write_atomically
 
 
 def _inspect_cmd(args: argparse.Namespace) -> int:
-    from bayespriv.calibration import read_metadata
+    from bayespriv.files import read_metadata
 
     if args.out is not None:
         _check_out_dir(args.out, "--out")  # before reading: a wrong --out fails at once

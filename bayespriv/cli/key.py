@@ -11,7 +11,7 @@ from bayespriv.errors import BayesPrivError
 
 
 def _key_cmd(args: argparse.Namespace) -> int:
-    from bayespriv.calibration import signing
+    from bayespriv.files import signing
 
     source = (f"environment variable {signing.ENV_KEY}" if os.environ.get(signing.ENV_KEY)
               else f"key file {signing.key_path()}")

@@ -13,7 +13,7 @@ from bayespriv.cli.calibrate import _calibrate_cmd
 from bayespriv.cli.demo import _demo
 from bayespriv.cli.inspection import _inspect_cmd
 from bayespriv.cli.key import _key_cmd
-from bayespriv.cli.ledger import _ledger_cmd, _set_budget_cmd
+from .budget import _ledger_cmd, _set_budget_cmd
 from bayespriv.cli.release import _cli_mechanisms, _release_cmd
 from bayespriv.cli.script import SCRIPT_TEMPLATE
 

@@ -169,7 +169,7 @@ def _saved_signature(cal: Any, args: argparse.Namespace) -> Any:
     provenance = getattr(cal, "provenance", None)
     if provenance is not None and provenance.model_signature is not None:
         return json.loads(provenance.model_signature)
-    from bayespriv.calibration.persist import read_metadata
+    from bayespriv.files.calibration_io import read_metadata
 
     return read_metadata(args.calibration).get("model")
 
@@ -206,13 +206,14 @@ def _check_model(scope: dict[str, Any], cal: Any, args: argparse.Namespace) -> N
 
 def _release_on(mech: Any, data: Any, ledger: Any, args: argparse.Namespace) -> Any:
     """``mech.release`` on the data, each refusal turned into the command's one-line error."""
-    from bayespriv.accounting.joint import JointAccountingError, JointLeakError
+    from bayespriv.ledger.joint import JointAccountingError, JointLeakError
     from bayespriv.errors import AssumptionFailedError, BudgetExceededError, ReleaseMismatchError
+    from bayespriv.privacy import ReleaseOptions
 
     try:
-        return mech.release(data, ledger=ledger, accept_failed_assumptions=args.accept_failed_assumptions,
-                            dataset_name=args.dataset_name, independent=args.independent, clip=args.clip,
-                            **_unverified_opt_in(args))
+        options = ReleaseOptions(accept_failed_assumptions=args.accept_failed_assumptions,
+                                 independent=args.independent, clip=args.clip, **_unverified_opt_in(args))
+        return mech.release(data, ledger=ledger, dataset_name=args.dataset_name, options=options)
     except ReleaseMismatchError as exc:
         raise _ArgumentProblem("--data", str(exc), "pass the dataset the calibration was made for (rows, columns "
                                                    "and query as calibrated)") from exc

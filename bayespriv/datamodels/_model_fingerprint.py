@@ -1,6 +1,6 @@
 """A stable hash of a PyMC model: its graph, distributions, constants, data and transforms.
 
-Used to key cached MCMC posteriors (:mod:`._posterior_cache`): two models with
+Used to key cached MCMC posteriors (:mod:`.posterior_cache`): two models with
 the same fingerprint have the same log density and the same forward graph, so
 :func:`pymc.sample` with the same settings and seed draws the same values.
 

@@ -18,7 +18,7 @@ import pandas as pd
 from .._validation import check_frame, check_positive_int, described, fail
 from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
 from ..queries import Batch, Query
-from ..queries.checks import _numeric_output
+from ..queries.checks import numeric_output
 from ..queries.query import complete_fingerprint
 from ..random import RNGLike, as_generator
 from ..secrets import DatasetSecret, Secret, share_count
@@ -144,7 +144,7 @@ def _coded_column(source: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray]
 
 
 def _record_values(comp: Any, batch: Batch, size: int) -> np.ndarray:
-    return _numeric_output(comp.h(batch), comp.name).reshape(size)
+    return numeric_output(comp.h(batch), comp.name).reshape(size)
 
 
 def _object_values(comp: Any, name: str, cells: np.ndarray) -> np.ndarray | None:

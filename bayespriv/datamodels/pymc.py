@@ -7,17 +7,18 @@ conditioned on a secret, through one compiled PyTensor function per kind of
 secret, and runs MCMC (once per secret, in :meth:`PyMCDataModel.prepare`) where
 conditioning needs a posterior.
 
-This module holds the data model, its public methods and its per-process
-runtime; the machinery of its routes is in :mod:`bayespriv.datamodels.pymc_model`
-(plans, pivots, conditioned models, compiled samplers, posterior runs,
-tabulated posteriors, checks).
+This module holds the data model, its public methods and the registry of its
+per-process runtimes. The data model owns one collaborator per stage of its
+routes, each in :mod:`bayespriv.datamodels.pymc_model` (checks, plans, pivots,
+conditioned models, compiled samplers, posterior runs, tabulated posteriors),
+rebuilt from its settings after unpickling and never pickled.
 """
 
 from __future__ import annotations
 
 import collections
 import copy
-import math
+import dataclasses
 import threading
 import uuid
 import weakref
@@ -27,29 +28,38 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int, check_real, fail
-from ..errors import ParameterTypeError, UnsupportedSecretError, ValidationError
+from .._deprecation import keywords_into_option
+from .._validation import fail
+from ..errors import ParameterTypeError, ValidationError
 from ..queries import Batch
 from ..random import as_seed_sequence
-from ..secrets import DistributionSecret, Secret, share_count
+from ..secrets import DistributionSecret, Secret
 from .base import DataModel
-from .pymc_model.batched import BatchedSamplers
-from .pymc_model.checks import SecretChecks
-from .pymc_model.conditioned import ConditionedModels
-from .pymc_model.graph import _ancestors, _pm
-from .pymc_model.pivots import Pivots
-from .pymc_model.plans import Plans, _Plan
-from .pymc_model.posterior import PosteriorRuns
-from .pymc_model.tabulated import TabulatedPosteriors
+from .pymc_model.batched import BatchedSampler
+from .pymc_model.conditioned import ConditionedModelBuilder, single_pivot_density
+from .pymc_model.graph import _ancestors, _pm  # noqa: F401 - read from here by datamodels.parameters.density
+from .pymc_model.model_checks import SecretChecker, check_intervals, check_model
+from .pymc_model.pivots import PivotFinder
+from .pymc_model.plans import Plan, PlanBuilder
+from .pymc_model.posterior import (  # noqa: F401 - the defaults are read from here too
+    DEFAULT_MAX_DIVERGENCES,
+    DEFAULT_MAX_R_HAT,
+    DEFAULT_MIN_ESS_BULK,
+    McmcSettings,
+    PosteriorRunner,
+    convergence,
+)
+from .pymc_model.runtime import Runtime
+from .pymc_model.tabulated import TabulatedPosteriors, table_diagnostics
 
 __all__ = ["PyMCDataModel", "relaxed_thresholds", "RELAXED_PREFIX"]
 
-#: Default convergence thresholds of :class:`PyMCDataModel` (R-hat at most, bulk ESS at least,
-#: divergent transitions at most).
-DEFAULT_MAX_R_HAT, DEFAULT_MIN_ESS_BULK, DEFAULT_MAX_DIVERGENCES = 1.01, 400.0, 0
+#: The fields of :class:`McmcSettings`, each also a (deprecated) keyword of :class:`PyMCDataModel` and an attribute
+#: of the model.
+_MCMC_FIELDS = tuple(f.name for f in dataclasses.fields(McmcSettings))
 #: Prefix of the assumption naming a convergence threshold looser than its default.
 RELAXED_PREFIX = "mcmc_relaxed:"
-#: (key in ``diagnostics["mcmc_thresholds"]``, constructor argument, default, +1 if larger is looser).
+#: (key in ``diagnostics["mcmc_thresholds"]``, :class:`McmcSettings` field, default, +1 if larger is looser).
 _THRESHOLDS = (("r_hat_max", "max_r_hat", DEFAULT_MAX_R_HAT, 1),
                ("ess_bulk_min", "min_ess_bulk", DEFAULT_MIN_ESS_BULK, -1),
                ("divergences_max", "max_divergences", DEFAULT_MAX_DIVERGENCES, 1))
@@ -73,8 +83,8 @@ def relaxed_thresholds(thresholds: Mapping[str, Any]) -> tuple[str, ...]:
     Returns
     -------
     tuple of str
-        ``"mcmc_relaxed:<argument>=<value>"`` per relaxed threshold, named by the constructor
-        argument that set it, in the order ``max_r_hat``, ``min_ess_bulk``, ``max_divergences``
+        ``"mcmc_relaxed:<argument>=<value>"`` per relaxed threshold, named by the
+        :class:`McmcSettings` field that set it, in the order ``max_r_hat``, ``min_ess_bulk``, ``max_divergences``
         (e.g. ``"mcmc_relaxed:max_divergences=50"``); empty when none is looser than its default
         (stricter thresholds are not named).
 
@@ -97,29 +107,30 @@ def relaxed_thresholds(thresholds: Mapping[str, Any]) -> tuple[str, ...]:
 #: copies of one data model unpickled task after task in a worker compile once.
 _RECENT_RUNTIMES = 16
 _registry_lock = threading.Lock()
-_live_runtimes: "weakref.WeakValueDictionary[str, _Runtime]" = weakref.WeakValueDictionary()
-_recent_runtimes: "collections.OrderedDict[str, _Runtime]" = collections.OrderedDict()
+_live_runtimes: "weakref.WeakValueDictionary[str, Runtime]" = weakref.WeakValueDictionary()
+_recent_runtimes: "collections.OrderedDict[str, Runtime]" = collections.OrderedDict()
+#: The collaborators of a :class:`PyMCDataModel` (built by ``_assemble``, never pickled).
+_PARTS = ("_sampler", "_conditioned", "_pivots", "_plans", "_runs", "_tabulated", "_checks")
 
 
-class _Runtime:
-    """The PyMC model built by ``builder(n_records)`` and compiled samplers of it.
+def _mcmc_settings(owner: str, mcmc: Any, old: Mapping[str, Any]) -> McmcSettings:
+    """The ``mcmc=`` of a :class:`PyMCDataModel` called as ``owner``: checked (None: the defaults), with the
+    deprecated keywords of ``old`` (the settings' fields, once keywords of their own) folded in, warning. An old
+    keyword given with ``mcmc=`` is a :class:`~bayespriv.errors.ValidationError`; a keyword that was never
+    accepted, a ``TypeError`` (as Python's)."""
+    unknown = [name for name in old if name not in _MCMC_FIELDS]
+    if unknown:
+        raise TypeError(f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}")
+    mcmc = keywords_into_option(owner, "mcmc", McmcSettings, old, mcmc)
+    if mcmc is None:
+        return McmcSettings()
+    if not isinstance(mcmc, McmcSettings):
+        raise ParameterTypeError(f"mcmc must be None or a bayespriv McmcSettings; got {mcmc!r:.80} of type "
+                                 f"{type(mcmc).__name__}")
+    return mcmc
 
-    Shared by all copies of one :class:`PyMCDataModel` within a process (see the
-    registry above); never pickled. ``lock`` serialises every use of the
-    compiled functions, whose RNG state is reseeded on each call.
-    """
 
-    def __init__(self, model) -> None:
-        self.model = model
-        self.lock = threading.RLock()
-        self.functions: dict[tuple, tuple[Any, list, list[str]]] = {}
-        self.plans: dict[Any, _Plan] = {}
-        self.fingerprint: str | None = None  # of the built model and the builder (posterior cache keys)
-        self.tables: dict[Any, Any] = {}  # secret -> quadrature table or the reason there is none
-        self.pivots: dict[Any, Any] = {}  # (deterministic, index) -> (pivot, index, note) or the reason there is none
-
-
-def _build_runtime(builder: Callable[[int], Any], n_records: int) -> _Runtime:
+def _build_runtime(builder: Callable[[int], Any], n_records: int) -> Runtime:
     pm = _pm()
     try:
         model = builder(n_records)
@@ -127,10 +138,10 @@ def _build_runtime(builder: Callable[[int], Any], n_records: int) -> _Runtime:
         raise ValidationError(f"builder(n_records={n_records}) must build a PyMC model; it raised {exc!r}") from exc
     if not isinstance(model, pm.Model):
         raise ParameterTypeError(f"builder(n_records) must return a pymc.Model; got {type(model).__name__}")
-    return _Runtime(model)
+    return Runtime(model)
 
 
-def _runtime_for(token: str, builder: Callable[[int], Any], n_records: int) -> _Runtime:
+def _runtime_for(token: str, builder: Callable[[int], Any], n_records: int) -> Runtime:
     with _registry_lock:
         rt = _live_runtimes.get(token)
         if rt is None:
@@ -143,8 +154,7 @@ def _runtime_for(token: str, builder: Callable[[int], Any], n_records: int) -> _
         return rt
 
 
-class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSamplers, PosteriorRuns,
-                    TabulatedPosteriors, DataModel):
+class PyMCDataModel(DataModel):
     """Θ given by a PyMC model: hyperparameters φ, then ``n_records`` records.
 
     Parameters
@@ -176,26 +186,22 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
         :class:`~bayespriv.DistributionSecret` holds one number, so the set is
         declared here; ``value`` must lie in ``[lo, hi]`` and serves as the
         label. Example: ``{DistributionSecret("p", 0.25): (0.0, 0.5)}``.
-    draws, tune, chains : int, default 1000, 1000, 2
-        MCMC settings (:func:`pymc.sample`, one core, no progress bar), used
-        once per secret that needs a posterior.
-    target_accept : float, default 0.9
-        NUTS target acceptance rate.
-    max_r_hat, min_ess_bulk, max_divergences : default 1.01, 400, 0
-        Convergence thresholds: :meth:`prepare` raises
-        :class:`~bayespriv.errors.ConvergenceError` when the largest R-hat
-        exceeds ``max_r_hat``, the smallest bulk effective sample size is below
-        ``min_ess_bulk`` or there are more than ``max_divergences`` divergent
-        transitions. A threshold looser than its default is a weaker premise
-        for the posterior draws: a calibration with some secret drawn by MCMC
-        names it in its assumptions, and so does every guarantee built on it
-        (``"mcmc_relaxed:max_divergences=50"``, see :func:`relaxed_thresholds`).
-    mcmc_extensions : int, default 2
-        A run that misses only the R-hat or bulk-ESS threshold, and by a little (R-hat at most
-        ``max_r_hat`` + 0.04, bulk ESS at least a quarter of ``min_ess_bulk``), is run again with twice the
-        tuning and draws, up to this many times (4× at the default); the thresholds stay the same, and
-        the diagnostics record the extension (``"extension"``, the ``tune`` and ``draws`` used). A run
-        with divergences, or far from the thresholds, is refused at once. 0: never extend.
+    mcmc : McmcSettings, optional
+        The MCMC settings, used once per secret that needs a posterior
+        (:class:`~bayespriv.datamodels.McmcSettings`: ``draws``, ``tune``,
+        ``chains``, ``target_accept``, the convergence thresholds
+        ``max_r_hat``, ``min_ess_bulk``, ``max_divergences`` and
+        ``mcmc_extensions``). None: ``McmcSettings()``, the defaults. A
+        threshold looser than its default is a weaker premise for the
+        posterior draws: a calibration with some secret drawn by MCMC names it
+        in its assumptions (``"mcmc_relaxed:max_divergences=50"``, see
+        :func:`relaxed_thresholds`). The eight settings passed as keywords of
+        their own (``draws=500``) are the deprecated spelling, kept for one
+        release: they warn with
+        :class:`~bayespriv.errors.BayesPrivDeprecationWarning`, and with
+        ``mcmc=`` too are a :class:`~bayespriv.errors.ValidationError`. The
+        model keeps each setting as an attribute of the same name
+        (``model.draws``), and the whole as :attr:`mcmc`.
     conjugate : bool, default True
         Use exact posteriors where they apply instead of MCMC: the
         Beta-Bernoulli conjugate and the quadrature route for a single scalar
@@ -406,17 +412,12 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
         columns: Sequence[str],
         parameters: Sequence[str] = (),
         intervals: Mapping[DistributionSecret, tuple[float, float]] | None = None,
-        draws: int = 1000,
-        tune: int = 1000,
-        chains: int = 2,
-        target_accept: float = 0.9,
-        max_r_hat: float = DEFAULT_MAX_R_HAT,
-        min_ess_bulk: float = DEFAULT_MIN_ESS_BULK,
-        max_divergences: int = DEFAULT_MAX_DIVERGENCES,
+        mcmc: McmcSettings | None = None,
         conjugate: bool = True,
         theta: Mapping[str, Any] | None = None,
-        mcmc_extensions: int = 2,
+        **deprecated: Any,
     ) -> None:
+        mcmc = _mcmc_settings(type(self).__name__, mcmc, deprecated)
         if not callable(builder):
             raise ParameterTypeError(f"builder must be callable (n_records -> pymc.Model); got {type(builder).__name__}")
         if isinstance(columns, str):
@@ -428,50 +429,58 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
         if not all(isinstance(p, str) for p in self.parameters) or len(set(self.parameters)) != len(self.parameters):
             raise fail("parameters", "distinct variable names", list(parameters))
         self.builder = builder
-        self.draws = check_positive_int(draws, "draws")
-        self.tune = check_positive_int(tune, "tune", minimum=0)
-        self.chains = check_positive_int(chains, "chains")
-        self.target_accept = check_real("target_accept", target_accept)
-        if not 0.0 < self.target_accept < 1.0:
-            raise fail("target_accept", "in the open interval (0, 1)", target_accept)
-        self.max_r_hat = check_real("max_r_hat", max_r_hat)
-        if not self.max_r_hat >= 1.0:
-            raise fail("max_r_hat", ">= 1", max_r_hat)
-        self.min_ess_bulk = check_real("min_ess_bulk", min_ess_bulk)
-        if not self.min_ess_bulk >= 0:
-            raise fail("min_ess_bulk", ">= 0", min_ess_bulk)
-        self.max_divergences = check_positive_int(max_divergences, "max_divergences", minimum=0)
+        for name in _MCMC_FIELDS:  # each setting a plain attribute too (model.draws): the signature reads them
+            setattr(self, name, getattr(mcmc, name))
         self.conjugate = bool(conjugate)
-        self.mcmc_extensions = check_positive_int(mcmc_extensions, "mcmc_extensions", minimum=0)
         self._token = uuid.uuid4().hex
-        self._rt: _Runtime | None = None
+        self._rt: Runtime | None = None
         self._pools: dict[Secret, dict[str, np.ndarray]] = {}
         self._tables: dict[Secret, Any] = {}  # secret -> QuadratureTable (prepared exact 1-D posteriors)
         self._diagnostics: dict[str, Any] = {}
         self._posteriors: dict[str, Any] = {}
-        self._check_model()
-        self.intervals = self._check_intervals(intervals)
+        check_model(self.pymc_model, self.columns, self.n_records, self.parameters)
+        checking = SecretChecker(self._runtime, parameters=self.parameters, n_records=self.n_records)
+        self.intervals = check_intervals(intervals, checking.check_parameter)
+        self._assemble()
+
+    def _assemble(self) -> None:
+        """Build the collaborators from the settings: after construction, unpickling and copying (never pickled).
+
+        Each reaches the per-process runtime through :meth:`_runtime`, and those that consult a hook (the
+        methods below ``_run_mcmc``) are handed this model's, so that a subclass overriding one changes what
+        they do.
+        """
+        rt, n = self._runtime, self.n_records
+        self._sampler = BatchedSampler(rt, n)
+        self._conditioned = ConditionedModelBuilder(rt, n, pivot_density=self._pivot_density)
+        self._pivots = PivotFinder(rt, find=self._find_pivot)
+        self._plans = PlanBuilder(rt, columns=self.columns, n_records=n, intervals=self.intervals,
+                                  conjugate=self.conjugate, pivots=self._pivots, conditioned=self._conditioned,
+                                  element_plan=self._element_plan)
+        settings = McmcSettings(**{name: getattr(self, name) for name in _MCMC_FIELDS})
+        self._runs = PosteriorRunner(rt, builder=self.builder, n_records=n, settings=settings,
+                                     conditioned=self._conditioned, convergence=self._convergence)
+        self._tabulated = TabulatedPosteriors(rt, conjugate=self.conjugate, runs=self._runs,
+                                              conditioned=self._conditioned)
+        self._checks = SecretChecker(rt, parameters=self.parameters, n_records=n, intervals=self.intervals,
+                                     plan=self._plans.plan)
 
     # -- the built model -------------------------------------------------------------------
-    def _runtime(self) -> _Runtime:
+    def _runtime(self) -> Runtime:
         if self._rt is None:
             self._rt = _runtime_for(self._token, self.builder, self.n_records)
         return self._rt
 
     @property
+    def mcmc(self) -> McmcSettings:
+        """The MCMC settings this model runs with (read-only: a model with other settings is a new model,
+        ``PyMCDataModel(..., mcmc=dataclasses.replace(model.mcmc, draws=2000))``)."""
+        return self._runs.settings
+
+    @property
     def pymc_model(self):
         """The PyMC model built by ``builder(n_records)`` (do not mutate it)."""
         return self._runtime().model
-
-    def _free_upstream(self, targets: Sequence[str], exclude: set[str]) -> set[str]:
-        model = self.pymc_model
-        anc = _ancestors([model[t] for t in targets])
-        return {v.name for v in model.free_RVs if v in anc and v.name not in exclude}
-
-    def _reaching_columns(self, candidates: set[str], blockers: Sequence[str]) -> set[str]:
-        model = self.pymc_model
-        anc = _ancestors([model[c] for c in self.columns], blockers=[model[b] for b in blockers])
-        return {a for a in candidates if model[a] in anc}
 
     # -- secrets ---------------------------------------------------------------------------
     def check_secret(self, secret: Secret | None) -> None:
@@ -484,34 +493,10 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
         if secret is None:
             return
         if isinstance(secret, DistributionSecret):
-            self._check_parameter(secret)
+            self._checks.check_parameter(secret)
             return
         super().check_secret(secret)
-        from pytensor.tensor.random.basic import BernoulliRV, NormalRV
-
-        model = self.pymc_model
-        var = model[secret.column]
-        op = var.owner.op if var.owner is not None else None
-        if var not in model.free_RVs:
-            raise UnsupportedSecretError(
-                f"dataset secrets need a column that is a random variable of the model; {secret.column!r} is a deterministic"
-            )
-        if secret.statistic == "proportion":
-            if not isinstance(op, BernoulliRV):
-                raise UnsupportedSecretError(
-                    f"proportion secrets need a Bernoulli record column (values 0/1); {secret.column!r} is {op}"
-                )
-            cat = secret.category
-            if isinstance(cat, (bool, np.bool_)):
-                cat = int(cat)
-            if not isinstance(cat, (int, np.integer, float, np.floating)) or cat not in (0, 1):
-                raise fail("category", f"0 or 1 (the values of the Bernoulli column {secret.column!r})", secret.category)
-            share_count(secret.value, self.n_records)
-        else:
-            if not isinstance(op, NormalRV):
-                raise UnsupportedSecretError(
-                    f"mean secrets need a Normal record column (exact Gaussian conditioning on the sum); {secret.column!r} is {op}"
-                )
+        self._checks.check_dataset_secret(secret)
 
     # -- preparation -----------------------------------------------------------------------
     def prepare(self, secrets: Sequence[Secret], rng: np.random.Generator) -> "PyMCDataModel":
@@ -538,18 +523,13 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
         per_secret: dict[str, Any] = {}
         for secret in dict.fromkeys(secrets):
             self.check_secret(secret)
-            plan = self._plan(secret)
+            plan = self._plans.plan(secret)
             label = "no secret" if secret is None else secret.label
-            seed = self._secret_seed(root, secret)
-            table = self._quadrature(secret, plan, seed) if plan.route == "mcmc" else None
+            seed = PosteriorRunner.secret_seed(root, secret)
+            table = self._tabulated.table(secret, plan, seed) if plan.route == "mcmc" else None
             if table is not None and not isinstance(table, str):
                 new._tables[secret] = table
-                per_secret[label] = {
-                    "route": "quadrature", "variables": [table.name], "tv_bound": float(table.tv_bound),
-                    "grid_points": int(table.cumulative.size + 1),
-                    "note": f"exact posterior of {table.name!r} tabulated on {table.cumulative.size + 1} points "
-                            f"(log-concave; total-variation distance <= {table.tv_bound:.2g}), no MCMC",
-                }
+                per_secret[label] = table_diagnostics(table)
             elif plan.route == "mcmc":
                 pool, diag, idata = self._run_mcmc(secret, plan, seed)
                 if isinstance(table, str) and self.conjugate:
@@ -599,78 +579,87 @@ class PyMCDataModel(SecretChecks, Plans, Pivots, ConditionedModels, BatchedSampl
         Telling ``"quadrature"`` from ``"mcmc"`` tabulates the posterior (once per process).
         """
         self.check_secret(secret)
-        plan = self._plan(secret)
-        if plan.route == "mcmc" and not isinstance(self._quadrature(secret, plan), str):
+        plan = self._plans.plan(secret)
+        if plan.route == "mcmc" and not isinstance(self._tabulated.table(secret, plan), str):
             return "quadrature"
         return plan.route
 
     # -- sampling --------------------------------------------------------------------------
     def _sample(self, secret, n_draws, rng, columns) -> Batch:
-        plan = self._plan(secret)
-        givens: dict[str, np.ndarray] = {}
-        for name, value in plan.fixed.items():
-            if name == plan.permute:  # a 0/1 configuration: shuffle it as booleans (2.5x faster than int64)
-                flags = np.broadcast_to(value.astype(bool), (n_draws,) + value.shape)
-                givens[name] = rng.permuted(flags, axis=1).astype(value.dtype)
-            elif name not in plan.pool:
-                givens[name] = np.broadcast_to(value, (n_draws,) + value.shape)
+        plan = self._plans.plan(secret)
+        givens = self._sampler.fixed(plan, n_draws, rng)
         if plan.route == "conjugate":
             name, a, b = plan.conjugate
             givens[name] = rng.beta(a, b, size=n_draws)
         elif plan.route == "rejection":
-            givens.update(self._rejection(plan, n_draws, rng))
+            givens.update(self._sampler.rejection(plan, n_draws, rng))
         elif plan.route == "mcmc" and (table := self._exact_table(secret, plan)) is not None:
             givens[table.name] = table.draw(n_draws, rng)
         elif plan.route == "mcmc":
-            pool = self._pools.get(secret)
-            if pool is None:
-                rt = self._runtime()
-                with rt.lock:
-                    seed = int(rng.integers(0, 2**32 - 1))
-                    pool, _, _ = self._run_mcmc(secret, plan, seed)
-            size = next(iter(pool.values())).shape[0]
-            idx = rng.integers(0, size, size=n_draws)
-            for name, values in pool.items():
-                givens[name] = values[idx]
-        return self._draw(givens, plan.mean, tuple(columns), n_draws, rng, plan.element)
+            givens.update(self._posterior_draws(secret, plan, n_draws, rng))
+        return self._sampler.draw(givens, plan.mean, tuple(columns), n_draws, rng, plan.element)
 
-    def _rejection(self, plan: _Plan, n_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Prior draws of ``plan.pool`` with the parameter in its interval, in vectorised rounds."""
-        name, lo, hi = plan.interval
-        kept: dict[str, list[np.ndarray]] = {v: [] for v in plan.pool}
-        need, tried, accepted = n_draws, 0, 0
-        while need > 0:
-            rate = accepted / tried if accepted else None
-            size = max(2 * need, 256) if rate is None else int(math.ceil(1.2 * need / rate)) + 16
-            draws = self._draw({}, None, plan.pool, size, rng)
-            ok = (draws[name] >= lo) & (draws[name] <= hi)
-            tried += size
-            accepted += int(ok.sum())
-            for v in plan.pool:
-                kept[v].append(draws[v][ok])
-            need -= int(ok.sum())
-            if tried >= 100_000 and accepted < 1e-3 * tried:
-                raise ValidationError(
-                    f"intervals[{name}] must have prior probability >= 1e-3 for rejection sampling; "
-                    f"got about {accepted / tried:.2g} for [{lo:g}, {hi:g}]"
-                )
-        return {v: np.concatenate(kept[v])[:n_draws] for v in plan.pool}
+    def _exact_table(self, secret: Secret | None, plan: Plan):
+        """The quadrature table to draw ``secret``'s latent variable from (prepared, or tabulated now), or None."""
+        return self._tabulated.exact(secret, plan, self._tables, self._pools)
+
+    def _posterior_draws(self, secret: Secret | None, plan: Plan, n_draws: int,
+                         rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """``n_draws`` joint draws of ``plan.pool`` resampled with replacement from the prepared posterior draws
+        (or, on a model not prepared for ``secret``, from an MCMC run made now and seeded from ``rng``)."""
+        pool = self._pools.get(secret)
+        if pool is None:
+            with self._runtime().lock:
+                seed = int(rng.integers(0, 2**32 - 1))
+                pool, _, _ = self._run_mcmc(secret, plan, seed)
+        size = next(iter(pool.values())).shape[0]
+        idx = rng.integers(0, size, size=n_draws)
+        return {name: values[idx] for name, values in pool.items()}
+
+    # -- hooks: ``_run_mcmc`` is called here; the others are handed to the collaborators (:meth:`_assemble`) --
+    def _run_mcmc(self, secret: Secret | None, plan: Plan,
+                  seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any], Any]:
+        """Posterior draws of ``plan.pool``, their diagnostics and the InferenceData (:meth:`PosteriorRunner.run
+        <bayespriv.datamodels.pymc_model.posterior.PosteriorRunner.run>`); raises ConvergenceError."""
+        return self._runs.run(secret, plan, seed)
+
+    def _convergence(self, idata: Any, names: Sequence[str]) -> tuple[float, float, float]:
+        """The worst R-hat, bulk ESS and tail ESS of a run
+        (:func:`~bayespriv.datamodels.pymc_model.posterior.convergence`)."""
+        return convergence(idata, names)
+
+    def _element_plan(self, secret: DistributionSecret, observed: list[str]) -> Plan:
+        """The plan of a secret on one element of a vector parameter (:meth:`PlanBuilder.element_plan
+        <bayespriv.datamodels.pymc_model.plans.PlanBuilder.element_plan>`)."""
+        return self._plans.element_plan(secret, observed)
+
+    def _find_pivot(self, name: str, index: tuple[int, ...]):
+        """The pivot of a secret on ``name[index]``, or the reason there is none (:meth:`PivotFinder.find
+        <bayespriv.datamodels.pymc_model.pivots.PivotFinder.find>`)."""
+        return self._pivots.find(name, index)
+
+    @staticmethod
+    def _pivot_density(logp, beta):
+        """The potential of a single pivot
+        (:func:`~bayespriv.datamodels.pymc_model.conditioned.single_pivot_density`)."""
+        return single_pivot_density(logp, beta)
 
     # -- pickling --------------------------------------------------------------------------
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
+        state = {k: v for k, v in self.__dict__.items() if k not in _PARTS}  # the collaborators are rebuilt
         state["_rt"] = None  # the PyMC model and compiled functions are rebuilt per process
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._assemble()
 
     def _signature_state(self) -> dict[str, Any]:
         """What defines this model's law (:mod:`bayespriv.datamodels.signature`): the built graph, its data and the
         builder (the posterior cache's fingerprint), and the plain settings."""
         plain = {k: v for k, v in vars(self).items()
                  if not k.startswith("_") and isinstance(v, (str, int, float, bool, type(None), tuple, list))}
-        return {"graph": self._model_fingerprint(), **plain}
+        return {"graph": self._runs.fingerprint(), **plain}
 
     def __repr__(self) -> str:
         extra = f", theta={self.theta}" if self.theta else ""

@@ -1,14 +1,14 @@
 """What defines a data model's law, as plain data: the model a calibration file is bound to.
 
 A calibration's noise hides the pairs *under the model it was drawn from*. A file saved from a
-calibration records this signature of that model (:func:`~bayespriv.calibration.save_calibration`),
+calibration records this signature of that model (:func:`~bayespriv.files.save_calibration`),
 and ``bayespriv release`` compares it with the script's model, refusing any difference
 (:func:`signature_differences`): the class, the records, the columns, each member's θ (the θ grid of
 a family) and a digest of what the class says defines its law (:meth:`DataModel._signature_state`:
 by default its public attributes — a Gaussian model's mean and covariance, a function model's
 sampler with the code and values it reads; a reference table's values; a PyMC model's graph, data
 and builder; a Bayesian network's conditional tables), written canonically with the query
-fingerprint's encoder (:class:`~bayespriv.queries.query._Canon`: no ids, addresses or source
+fingerprint's encoder (:class:`~bayespriv.queries.query.CanonicalEncoder`: no ids, addresses or source
 positions). A state the encoder can write only in part (an object covered by its type only) has no
 digest (``None``): the rest of the signature is still compared, and the release says the digest
 was not.
@@ -40,11 +40,11 @@ def _plain(value: Any) -> Any:
 
 def _digest(model: Any) -> str | None:
     """SHA-256 of the canonical text of ``model._signature_state()``; None when it can be written only in part."""
-    from ..queries.query import _Canon
+    from ..queries.query import CanonicalEncoder
 
     state = model._signature_state() if callable(getattr(model, "_signature_state", None)) else \
         {k: v for k, v in vars(model).items() if not k.startswith("_")}
-    canon = _Canon()
+    canon = CanonicalEncoder()
     text = canon.encode(state)
     return hashlib.sha256(text.encode()).hexdigest() if canon.complete else None
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._display import cell, frame_html, frame_text, register_view
+from .._display import cell, frame_html, frame_text
 from ..errors import BayesPrivError, ParameterTypeError
 
 __all__ = [
@@ -166,7 +166,18 @@ def _checks_html(mech: Any) -> str:
             f"{table}</div>")
 
 
-@register_view
+def _count_table_noise_html(mech: Any) -> str:
+    """The noise of a mechanism whose output shape is the table's (no ``noise_cov`` before the data): the exact
+    variance of a cell by the number of protected categories its row can take, where the mechanism states it."""
+    variance = getattr(mech, "cell_variance", None)
+    if not callable(variance):
+        return "<p>Noise: its shape is the table's, known at release.</p>"
+    n = np.arange(2, 7)
+    table = pd.DataFrame({"cell variance": variance(n), "cell sd": np.sqrt(variance(n))},
+                         index=pd.Index(n, name="protected categories in the row"))
+    return _frame_html(table, "Noise per cell (exact; every public margin is exact, the noise of a row sums to 0)")
+
+
 def mechanism_html(mech: Any) -> str:
     """An HTML view of a mechanism: parameters, noise, expected error, guarantee, assumption checks.
 
@@ -195,6 +206,10 @@ def mechanism_html(mech: Any) -> str:
     if missing:
         raise ParameterTypeError(f"mech must be a bayespriv mechanism (with noise_cov, guarantee, calibration); got "
                                  f"{type(mech).__name__} without {', '.join(missing)}")
+    if mech.noise_cov is None:  # a count table: its noise depends on the table's shape, known at release
+        parts = [_kv_table(_mechanism_facts(mech), "Mechanism"), _count_table_noise_html(mech),
+                 mech.guarantee._repr_html_()]
+        return _section(type(mech).__name__, repr(mech), parts)
     noise = _noise_view(mech)
     names = list(noise.table.index)
     parts = [_kv_table(_mechanism_facts(mech), "Mechanism"),
@@ -217,9 +232,8 @@ def mechanism_html(mech: Any) -> str:
 
 
 # -- quilt and chain calibrations -----------------------------------------------------------------------------
-@register_view
 def quilt_calibration_repr(cal: Any) -> str:
-    """One readable line for a :class:`~bayespriv.calibration.quilts.QuiltCalibration`."""
+    """One readable line for a :class:`~bayespriv.networks.quilts.QuiltCalibration`."""
     q = getattr(cal.query, "name", None) or "?"
     quilts = sum(len(v) for v in cal.candidates.values())
     conf = "numerical influences" if cal.confidence is None else f"confidence={cal.confidence:g}"
@@ -241,7 +255,6 @@ def _quilt_rows(cal: Any, node: Any) -> pd.DataFrame:
     return df.drop(columns="why")
 
 
-@register_view
 def quilt_calibration_html(cal: Any, *, max_rows: int = 12) -> str:
     """An HTML view of a quilt calibration: summary, and the kept quilts of each sensitive node.
 
@@ -273,15 +286,13 @@ def quilt_calibration_html(cal: Any, *, max_rows: int = 12) -> str:
     return _section("QuiltCalibration", quilt_calibration_repr(cal), parts)
 
 
-@register_view
 def chain_calibration_repr(cal: Any) -> str:
-    """One readable line for a :class:`~bayespriv.calibration.quilts.ChainCalibration`."""
+    """One readable line for a :class:`~bayespriv.networks.quilts.ChainCalibration`."""
     q = getattr(cal.query, "name", None) or "?"
     return (f"ChainCalibration(query={q!r}, column={cal.column!r}, T={cal.length}, states={cal.chains[0].k}, "
             f"chains={len(cal.chains)}, L={cal.lipschitz:.4g}, window={cal.window})")
 
 
-@register_view
 def chain_calibration_html(cal: Any) -> str:
     """An HTML view of a Markov-chain calibration (for MQM): its parameters and the chain(s).
 
@@ -305,9 +316,8 @@ def chain_calibration_html(cal: Any) -> str:
 
 
 # -- joint accounting -----------------------------------------------------------------------------------------
-@register_view
 def joint_gaussian_html(joint: Any) -> str:
-    """An HTML view of a :class:`~bayespriv.accounting.JointGaussian`: ε of each release, of their
+    """An HTML view of a :class:`~bayespriv.ledger.JointGaussian`: ε of each release, of their
     sum and of the joint release; the output-law mode; the guarantee.
 
     Returns
@@ -375,7 +385,7 @@ def epsilon_table_view(table: pd.DataFrame) -> TableView:
     Examples
     --------
     >>> import bayespriv as bp
-    >>> from bayespriv.accounting import VariableRelease
+    >>> from bayespriv.ledger import VariableRelease
     >>> view = bp.diagnostics.epsilon_table_view(bp.epsilon_table(
     ...     [VariableRelease("counts", 1.0, ["income", "degree"], protected=["income"])]))
     >>> print(view)  # doctest: +NORMALIZE_WHITESPACE
@@ -385,7 +395,7 @@ def epsilon_table_view(table: pd.DataFrame) -> TableView:
     counts        1  ∞ (not private: used without protection)
     Total         1  ∞ (not private: used without protection)
     """
-    from ..accounting.epsilon import UNPROTECTED
+    from bayespriv.ledger.epsilon import UNPROTECTED
 
     if not isinstance(table, pd.DataFrame):
         raise ParameterTypeError(f"table must be a pandas DataFrame from epsilon_table(...); got {type(table).__name__}")

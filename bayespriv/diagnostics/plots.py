@@ -344,7 +344,7 @@ _QUILT_COLOURS = {"node": "#d62728", "quilt": "#ff7f0e", "nearby": "#9ecae1", "r
 def _resolve_quilt(source: Any, node: Any, quilt: Any, epsilon: float | None) -> tuple[Any, Any]:
     """(DAG, Quilt): the calibration computes the split (:meth:`QuiltCalibration.evaluate` /
     :meth:`QuiltCalibration.best`); with a bare graph, ``quilt`` must be a :class:`Quilt`."""
-    from ..calibration.quilts import Quilt, QuiltCalibration, as_digraph
+    from bayespriv.networks.quilts import Quilt, QuiltCalibration, as_digraph
 
     if isinstance(source, QuiltCalibration):
         if quilt is None:
@@ -388,11 +388,11 @@ def plot_quilt(quilt_calibration_or_graph: Any, node: Any, quilt: Any = None, *,
         The sensitive node.
     quilt : Quilt or collection of nodes, optional
         With a calibration, a set Q is split into (Q, N, R) by
-        :meth:`~bayespriv.calibration.quilts.QuiltCalibration.evaluate`; with a bare graph it
-        must be a :class:`~bayespriv.calibration.quilts.Quilt`.
+        :meth:`~bayespriv.networks.quilts.QuiltCalibration.evaluate`; with a bare graph it
+        must be a :class:`~bayespriv.networks.quilts.Quilt`.
     epsilon : float, optional
         With a calibration and no ``quilt``: show Algorithm 2's choice at this ε
-        (:meth:`~bayespriv.calibration.quilts.QuiltCalibration.best`).
+        (:meth:`~bayespriv.networks.quilts.QuiltCalibration.best`).
     ax : matplotlib Axes, optional
 
     Returns
@@ -729,7 +729,7 @@ def _noise_density(noise: Any, c: int, offsets: np.ndarray) -> np.ndarray:
     part, each Laplace term, convolved numerically on the grid."""
     from scipy.stats import laplace, norm
 
-    var, weights = noise._terms(c)
+    var, weights = noise.component_terms(c)
     step = float(offsets[1] - offsets[0])
     terms = ([norm.pdf(offsets, scale=math.sqrt(var))] if var > 0 else []) + [laplace.pdf(offsets, scale=w)
                                                                                for w in weights]
@@ -765,11 +765,11 @@ def plot_release(release: Any, *, component: Any = 0, true_value: float | None =
         Artists with gids ``"release:density"``, ``"release:interval"``, ``"release:value"`` and
         ``"release:truth"`` (those that apply).
     """
-    from ..mechanisms.guarantee import Release
+    from bayespriv.privacy.guarantee import Release
 
     if not isinstance(release, Release):
         raise ParameterTypeError(f"release must be a Release; got {type(release).__name__}")
-    noise = release._noise_law("plot_release")
+    noise = release.noise_law("plot_release")
     names = release.component_names or tuple(str(i) for i in range(release.value.size))
     c = names.index(component) if component in names else component
     if not isinstance(c, (int, np.integer)) or not 0 <= c < release.value.size:

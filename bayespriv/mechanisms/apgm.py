@@ -11,12 +11,12 @@ from .._validation import check_delta
 from ..calibration import Calibration
 from ..calibration.assumptions import RelaxationEstimate, estimate_lambda_eta
 from ..errors import ValidationError
-from .base import Guarantee, check_gaussian_params
-from .relaxation import SampledMomentMechanism, check_nonnegative, relaxed_parameters
-from .noise import gaussian_radius
+from .mechanism import Guarantee, check_gaussian_params
+from .sampled_moments import SampledMomentMechanism, check_nonnegative, relaxed_parameters
+from bayespriv.privacy.analytic_gaussian import gaussian_radius
 from .covariance_modes import choose_covariance_mode, mechanism_boxes, unequal_noise
-from .accounted import accounted_theorem, uses_real_law
-from .privacy_loss import PairBox, box_assumptions, privacy_curve
+from .scale_search import accounted_theorem, uses_real_law
+from bayespriv.privacy.privacy_loss import PairBox, box_assumptions, privacy_curve
 
 __all__ = ["APGM", "APGMnG"]
 
@@ -31,7 +31,7 @@ class APGM(SampledMomentMechanism):
 
     where Δ_ab bounds ‖E[F|a] − E[F|b]‖₂, V_ab bounds from below the smallest
     eigenvalue of Cov(F|a) and of Cov(F|b), and r*(ε, δ) is the Gaussian radius
-    (:func:`~bayespriv.mechanisms.noise.gaussian_radius`). With
+    (:func:`~bayespriv.privacy.analytic_gaussian.gaussian_radius`). With
     ``gaussian_calibration="classic"``, r* = ε/c and for k = 1 this is
     Algorithm 1's ``(cΔF/ε)² − Var(F | g(X))``.
 
@@ -59,7 +59,7 @@ class APGM(SampledMomentMechanism):
     both secrets of a pair). Both are checked on the calibration samples
     (:mod:`bayespriv.calibration.assumptions`; exactly for ``from_moments``):
     a failed check is listed in ``Guarantee.failed_assumptions`` and release
-    refuses unless ``accept_failed_assumptions=True``; a check without power
+    refuses unless ``options=ReleaseOptions(accept_failed_assumptions=True)``; a check without power
     is reported unchecked. Bounds are exact for
     :meth:`Calibration.from_moments`, hold with the calibration's
     ``confidence`` for sampled calibrations, and are plug-in estimates when
@@ -71,7 +71,7 @@ class APGM(SampledMomentMechanism):
     σ² is the smallest value such that the exact privacy curve of
     N(μ_a, Σ_a + σ²I) vs N(μ_b, Σ_b + σ²I) meets (ε, δ) for every pair, θ and
     every mean difference and covariance pair in the calibration's
-    confidence box (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`;
+    confidence box (:func:`~bayespriv.privacy.privacy_loss.scale_for_delta`;
     exact: one point). The guarantee then names ``gaussian_query`` but not
     ``equal_covariance``. For example (means 0 vs 1, variances 1 vs 25,
     ε = 1, δ = 1e-3): σ² = 5.63 under equal covariance (true δ 0.24), 98.26
@@ -125,7 +125,6 @@ class APGM(SampledMomentMechanism):
             self.covariance_mode = choose_covariance_mode(self, covariance)
             if self.covariance_mode == "unequal":
                 self._set_unequal_noise()
-        self._freeze()
 
     def _set_accounted_noise(self) -> None:
         """Stage 2 (real law): keep the shape σ²I, scale it by the accountant of the released law."""
@@ -144,7 +143,7 @@ class APGM(SampledMomentMechanism):
         self.noise_scale_factor = scale / self.sigma2 if self.sigma2 > 0 else scale
         self.sigma2 = float(scale)
         self.theorem = (f"{APGM.theorem} — as noise shape σ²I only; σ² = {self.sigma2:.6g} from the exact privacy curve "
-                        "of Gaussians with unequal covariances (bayespriv.mechanisms.privacy_loss), over the "
+                        "of Gaussians with unequal covariances (bayespriv.privacy.privacy_loss), over the "
                         "calibration's confidence box")
         self._set_gaussian(cov)
 
@@ -155,7 +154,7 @@ class APGM(SampledMomentMechanism):
         """δ(ε) for each ε: the worst over pairs, θ members and the calibration's
         confidence box of the exact privacy curve of N(μ_a, Σ_a + S) vs
         N(μ_b, Σ_b + S) with this mechanism's noise S, covariances *not*
-        assumed equal (:func:`~bayespriv.mechanisms.privacy_loss.privacy_curve`;
+        assumed equal (:func:`~bayespriv.privacy.privacy_loss.privacy_curve`;
         F | secret assumed Gaussian)."""
         if self.accounting is not None:
             return self._accounted_curve(epsilons)
@@ -287,7 +286,6 @@ class APGMnG(APGM):
         self.inner_epsilon, self.inner_delta = self._inner_parameters()
         self._set_apgm_noise(calibration, gaussian_calibration,
                              radius=gaussian_radius(self.inner_epsilon, self.inner_delta, gaussian_calibration))
-        self._freeze()
 
     def _default_eta(self) -> float:
         """A quarter of the δ budget: η = δ/(4(1 + e^ε))."""

@@ -1,7 +1,7 @@
 """Which mechanism to release with: every candidate built on one calibration, compared by expected error.
 
 Each mechanism of the Gaussian and expected-value families gives exactly the (ε, δ) asked for, or
-refuses (:mod:`bayespriv.mechanisms.base`), so the established ones are interchangeable in privacy and
+refuses (:mod:`bayespriv.mechanisms.mechanism`), so the established ones are interchangeable in privacy and
 differ only in the noise they add: the one with the least E‖noise‖² = trace(noise_cov) is the best
 choice for a release of the whole query. A mechanism whose guarantee rests on a failed check, or that
 refuses, is listed with the reason and never chosen. APGM puts the same noise on every component; the

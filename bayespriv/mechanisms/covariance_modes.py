@@ -4,7 +4,7 @@ EigM, DauM, OptimalGaussian and APGM take a ``covariance=`` argument (the rule i
 docstring of :mod:`~bayespriv.mechanisms.expected_value`). This module holds what the modes
 need: :func:`choose_covariance_mode` (the ``"auto"`` rule), :func:`unequal_covariance_boxes`
 (the calibration's confidence box of every (θ, pair) condition, as
-:class:`~bayespriv.mechanisms.privacy_loss.PairBox`), :func:`unequal_noise` (the smallest
+:class:`~bayespriv.privacy.privacy_loss.PairBox`), :func:`unequal_noise` (the smallest
 scale of a noise shape meeting (ε, δ) for unequal covariances) and :func:`covariance_notes`
 (whether the covariances of each pair agree, recorded without failing).
 """
@@ -20,15 +20,15 @@ from ..calibration import Calibration, PairConstraints
 from ..calibration.assumptions import check_assumptions
 from ..calibration.moments import shrink_factor
 from ..errors import ValidationError
-from .base import Mechanism
-from .privacy_loss import PairBox, gaussian_delta, scale_for_delta
+from .mechanism import Mechanism
+from bayespriv.privacy.privacy_loss import PairBox, gaussian_delta, scale_for_delta
 
 
 COVARIANCE_MODES = ("auto", "equal", "unequal")
 
 
 def unequal_covariance_boxes(calibration: Calibration) -> tuple[PairBox, ...]:
-    """One :class:`~bayespriv.mechanisms.privacy_loss.PairBox` per (θ, pair)
+    """One :class:`~bayespriv.privacy.privacy_loss.PairBox` per (θ, pair)
     condition, in the order of :meth:`Calibration.pair_constraints`.
 
     Mean differences ``μ̂_a − μ̂_b ± z(se_a + se_b)``; covariances
@@ -77,7 +77,7 @@ def choose_covariance_mode(mech: Mechanism, covariance: Any) -> str:
 
 def unequal_noise(mech: Mechanism, shape: np.ndarray, boxes: tuple[PairBox, ...]) -> tuple[np.ndarray, float, tuple[str, ...]]:
     """``(c·N, c, notes)``: the smallest scale c of the noise shape N meeting (ε, δ)
-    for unequal covariances over every box (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`).
+    for unequal covariances over every box (:func:`~bayespriv.privacy.privacy_loss.scale_for_delta`).
 
     The shape N is kept unless the widened shape ``W = N + (tr N / k or 1)·I``
     needs less total noise (trace): N may leave a direction without noise that

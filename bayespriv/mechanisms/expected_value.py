@@ -26,7 +26,7 @@ above (assumption ``equal_covariance``); ``"unequal"`` keeps the noise *shape*
 the reduction gives and scales it by the smallest factor whose exact privacy
 curve meets (ε, δ) for unequal covariances, for every pair, θ member, mean
 difference and covariance in the calibration's confidence box
-(:mod:`~bayespriv.mechanisms.privacy_loss`); its guarantee names
+(:mod:`~bayespriv.privacy.privacy_loss`); its guarantee names
 ``gaussian_query`` but not ``equal_covariance``. ``"auto"`` (default) is
 ``"unequal"`` exactly when the calibration's ``equal_covariance`` check fails
 (for exact moments: when the covariances of a pair differ), and ``"equal"``
@@ -47,16 +47,16 @@ from .._validation import check_choice, check_finite_array, described, fail
 from ..calibration import Calibration, PairConstraints
 from ..calibration.constraints import MAX_CORNER_DIMS
 from ..errors import ValidationError
-from .accounted import account_noise, uses_real_law
-from .base import Guarantee, check_gaussian_params, check_noise
-from .relaxation import SampledMomentMechanism
+from .scale_search import account_noise, uses_real_law
+from .mechanism import Guarantee, check_gaussian_params, check_noise
+from .sampled_moments import SampledMomentMechanism
 from .daum_plan import DauPlan, dau_direction, dau_plan
 from .dirm_geometry import DirGeometry, best_scales, dirm_theorem, span_basis
 from .eigm_plan import EIGENVECTOR_RTOL, eig_plan
 from .gaussian_constraint import GaussianConstraintMechanism
 from .mahalanobis import (ROUNDING_RTOL, SAFETY, NoiselessReport, box_norms, certified_mahalanobis_sq, noiseless_ok,
                           noiseless_report, repair)
-from .noise import GAUSSIAN_CALIBRATIONS
+from bayespriv.privacy.analytic_gaussian import GAUSSIAN_CALIBRATIONS
 
 __all__ = [
     "ExpM",
@@ -94,8 +94,8 @@ class ExpM(SampledMomentMechanism):
     differential privacy applies. Assumption: ``translation`` (checked on
     the calibration samples, see :mod:`bayespriv.calibration.assumptions`: a
     failed check is listed in ``Guarantee.failed_assumptions`` and release
-    refuses unless ``accept_failed_assumptions=True``). Theorem 4.2 as printed needs ε ∈ (0, 1) with the classic
-    constant; the default analytic calibration holds for every ε.
+    refuses unless ``options=ReleaseOptions(accept_failed_assumptions=True)``). Theorem 4.2 as printed
+    needs ε ∈ (0, 1) with the classic constant; the default analytic calibration holds for every ε.
 
     Per θ (families): no variance is credited, so the per-θ requirement is
     Δ_θ/ε (Laplace) or Δ_θ/r* (Gaussian) and its maximum over θ is the
@@ -126,7 +126,6 @@ class ExpM(SampledMomentMechanism):
         self.accountant = accountant
         if self.delta > 0 and uses_real_law(calibration, accountant):
             account_noise(self)
-        self._freeze()
 
     def _compute_guarantee(self) -> Guarantee:
         laplace_theorem = self.noise_kind == "laplace" and self.accounting is None
@@ -165,7 +164,7 @@ class Noiseless(GaussianConstraintMechanism):
 
     Assumptions: ``gaussian_query``, ``equal_covariance`` (checked on the
     calibration samples; a failed check is listed in the guarantee and release
-    refuses unless ``accept_failed_assumptions=True``). Noiseless has no
+    refuses unless ``options=ReleaseOptions(accept_failed_assumptions=True)``). Noiseless has no
     unequal-covariance mode: :func:`privacy_curve` reports its true curve.
     Exact for :meth:`Calibration.from_moments`; with probability
     ``confidence`` for sampled calibrations; plug-in otherwise.
@@ -183,7 +182,6 @@ class Noiseless(GaussianConstraintMechanism):
             self.report = report
             self._set_gaussian(np.zeros((self.k, self.k)))
             self._finish({}, int(np.argmax(m2)))
-            self._freeze()
             return
         if not report.holds:
             raise ValidationError(
@@ -194,13 +192,12 @@ class Noiseless(GaussianConstraintMechanism):
         self.report = report
         self._set_gaussian(np.zeros((self.k, self.k)))
         self._finish({}, int(np.argmax(m2)))
-        self._freeze()
 
     def _account_noiseless(self) -> None:
         """The exact release accounted on the real law: only an exact finite law in one dimension can be."""
         from ..calibration.laws import conditions_of
-        from .accountant import account
-        from .accounted import Accounted
+        from bayespriv.privacy.accountant import account
+        from .scale_search import Accounted
 
         acc = account(conditions_of(self.calibration), None, self.epsilon, confidence=self.calibration.confidence,
                       target=self._noise_delta)
@@ -346,7 +343,6 @@ class DirM(SampledMomentMechanism):
             self.scales = np.sqrt(np.diag(self.directions.T @ self.noise_cov @ self.directions)) \
                 if self.noise_kind == "gaussian" else np.array(self._laplace[0])
             self.scales.setflags(write=False)
-        self._freeze()
 
     def _geometry(self, cons: PairConstraints, directions: Any) -> DirGeometry:
         """The noise directions that carry some difference, and every corner's coordinates along them."""
@@ -476,7 +472,7 @@ class EigM(GaussianConstraintMechanism):
     Assumptions: ``gaussian_query`` and, with ``covariance="equal"``,
     ``equal_covariance``; both are checked on the calibration samples (a
     failed check is listed in the guarantee and release refuses unless
-    ``accept_failed_assumptions=True``). The paper's common-eigenvector
+    ``options=ReleaseOptions(accept_failed_assumptions=True)``). The paper's common-eigenvector
     assumption is not needed for validity (the Gershgorin credit covers its
     failure).
 
@@ -485,8 +481,8 @@ class EigM(GaussianConstraintMechanism):
     released noise is c·N with c the smallest factor such that the exact
     privacy curve of N(μ_a, Σ_a + cN) vs N(μ_b, Σ_b + cN) meets (ε, δ) for
     every pair, θ and every mean difference and covariance pair of the
-    calibration's confidence box (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`;
-    the box search is described in :func:`~bayespriv.mechanisms.privacy_loss.box_delta`).
+    calibration's confidence box (:func:`~bayespriv.privacy.privacy_loss.scale_for_delta`;
+    the box search is described in :func:`~bayespriv.privacy.privacy_loss.box_delta`).
     ``equal_covariance`` is then not assumed. ``sigma2`` is then the noise
     variance along each v_l, ``noise_scale_factor`` is c and ``pair_table``
     has a ``delta`` column (δ at ε per constraint).
@@ -533,7 +529,6 @@ class EigM(GaussianConstraintMechanism):
         worst = int(np.argmax(plan.need.sum(axis=1))) if len(cons) else 0
         self._finish({"sensitivity": plan.sensitivity, "required": plan.required, "credit": list(plan.credit),
                       "offdiag": plan.offdiag}, worst)
-        self._freeze()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,7 +619,7 @@ class DauM(GaussianConstraintMechanism):
     Both rest on Theorem 4.4: Gaussian query, equal covariance within a pair
     (``gaussian_query``, ``equal_covariance``: checked on the calibration
     samples, a failed check is listed in the guarantee and release refuses
-    unless ``accept_failed_assumptions=True``), with Σ
+    unless ``options=ReleaseOptions(accept_failed_assumptions=True)``), with Σ
     the Loewner lower bound (conservative: (Σ + S)⁻¹ ⪯ (Σ_lo + S)⁻¹) and d
     every corner of the box (the condition is convex in d; beyond 12 uncertain
     components the maxima over the box are certified polynomial upper bounds,
@@ -703,4 +698,3 @@ class DauM(GaussianConstraintMechanism):
         self._set_gaussian(cov)
         worst = int(np.argmax(plan.per_pair)) if len(cons) else 0
         self._finish({"alpha": plan.alpha, "credit": plan.credit, "perp": plan.perp, "sigma2": plan.per_pair}, worst)
-        self._freeze()

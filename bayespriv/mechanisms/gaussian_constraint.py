@@ -16,12 +16,12 @@ import pandas as pd
 
 from ..calibration import PairConstraints
 from ..errors import ValidationError
-from .accounted import accounted_theorem, uses_real_law
-from .base import check_gaussian_params
-from .relaxation import SampledMomentMechanism
+from .scale_search import accounted_theorem, uses_real_law
+from .mechanism import check_gaussian_params
+from .sampled_moments import SampledMomentMechanism
 from .covariance_modes import choose_covariance_mode, covariance_notes, mechanism_boxes, unequal_noise
 from .mahalanobis import certified_mahalanobis_sq
-from .privacy_loss import PairBox, box_assumptions, box_delta, privacy_curve
+from bayespriv.privacy.privacy_loss import PairBox, box_assumptions, box_delta, privacy_curve
 
 
 class GaussianConstraintMechanism(SampledMomentMechanism):
@@ -68,7 +68,7 @@ class GaussianConstraintMechanism(SampledMomentMechanism):
         cov, self.noise_scale_factor, notes = unequal_noise(self, shape, self._boxes())
         self.assumption_notes += notes
         self.theorem = (f"{self.theorem} — used as the noise shape only, scaled ×{self.noise_scale_factor:.6g} by the exact privacy curve "
-                        "of Gaussians with unequal covariances (bayespriv.mechanisms.privacy_loss), over the "
+                        "of Gaussians with unequal covariances (bayespriv.privacy.privacy_loss), over the "
                         "calibration's confidence box")
         return cov
 
@@ -79,7 +79,7 @@ class GaussianConstraintMechanism(SampledMomentMechanism):
         """δ(ε) for each ε: the worst over pairs, θ members and the calibration's
         confidence box of the exact privacy curve of N(μ_a, Σ_a + S) vs
         N(μ_b, Σ_b + S) with this mechanism's noise S, covariances *not*
-        assumed equal (:func:`~bayespriv.mechanisms.privacy_loss.privacy_curve`).
+        assumed equal (:func:`~bayespriv.privacy.privacy_loss.privacy_curve`).
         Needs an upper bound of every covariance (η < 1) for sampled calibrations.
         """
         if self.accounting is not None:

@@ -9,8 +9,8 @@ import numpy as np
 from .._validation import check_positive_int
 from ..calibration import Calibration
 from ..errors import ValidationError
-from .base import Guarantee
-from .relaxation import SampledMomentMechanism
+from .mechanism import Guarantee
+from .sampled_moments import SampledMomentMechanism
 
 __all__ = ["GroupDP"]
 
@@ -46,7 +46,7 @@ class GroupDP(SampledMomentMechanism):
     calibration's secrets: a share or a mean over the dataset, or a parameter
     of the distribution, can change every record. Its guarantee fails the
     assumption ``group_covers_secret`` (not established): ``release`` refuses
-    without ``accept_failed_assumptions=True``.
+    without ``options=ReleaseOptions(accept_failed_assumptions=True)``.
     """
 
     #: Differential privacy: sequential composition is a theorem (the ledger adds its charges).
@@ -77,7 +77,6 @@ class GroupDP(SampledMomentMechanism):
         self.record_sensitivity = query.record_sensitivity(self.n_records)
         group = self.group_size * self.record_sensitivity
         self._set_isotropic(noise, np.abs(group).sum(), np.linalg.norm(group), gaussian_calibration)
-        self._freeze()
 
     def _compute_guarantee(self) -> Guarantee:
         delta = 0.0 if self.noise_kind == "laplace" else self.delta

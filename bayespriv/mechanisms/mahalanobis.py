@@ -21,7 +21,7 @@ import numpy as np
 from .._validation import check_choice, check_delta, check_epsilon
 from ..calibration import Calibration, PairConstraints
 from ..errors import ParameterTypeError, ValidationError
-from .noise import GAUSSIAN_CALIBRATIONS, gaussian_radius
+from bayespriv.privacy.analytic_gaussian import GAUSSIAN_CALIBRATIONS, gaussian_radius
 
 
 #: Relative slack kept below the privacy target (r*² for Gaussian noise, ε for

@@ -1,7 +1,7 @@
 """Draws on demand: calibrate with as many draws as the guarantee needs, and no more than a ceiling.
 
 A guarantee resting on draws needs enough of them: below about ln(1/α)/δ per secret no bound can
-certify δ (:func:`~bayespriv.mechanisms.accountant.check_draws`), and the mechanism refuses with a
+certify δ (:func:`~bayespriv.privacy.accountant.check_draws`), and the mechanism refuses with a
 :class:`~bayespriv.errors.DrawsNeededError` naming how many would do. :func:`build_on_demand`
 starts from that number, and while a refusal asks for more it calibrates again with more (at
 least twice as many), up to ``max_draws``.
@@ -68,7 +68,7 @@ def build_on_demand(mechanism: Any, model: Any, pairs: Any, query: Any, *, epsil
         Ceiling of draws per secret.
     start : int, optional
         Draws per secret of the first round. Default: the number a refusal asks for at this δ
-        (:func:`~bayespriv.mechanisms.accountant.check_draws`).
+        (:func:`~bayespriv.privacy.accountant.check_draws`).
     confidence : float in (0, 1)
         Level of the whole procedure (module docstring).
     rng : None, int, SeedSequence or Generator
@@ -120,7 +120,7 @@ def build_on_demand(mechanism: Any, model: Any, pairs: Any, query: Any, *, epsil
 def draws_for_delta(pairs: Any, delta: float, *, confidence: float = 0.95, members: int = 1) -> int:
     """Draws per secret a calibration needs before any mechanism can certify ``delta`` with room for the noise.
 
-    The number a refusal asks for (:func:`~bayespriv.mechanisms.accountant.check_draws`): the draws whose
+    The number a refusal asks for (:func:`~bayespriv.privacy.accountant.check_draws`): the draws whose
     floor — the mass a region may have while every draw misses it — is a third of δ, at each direction's
     Bonferroni share of ``1 − confidence`` (two directions per pair and family member). A law that needs
     more (a rare region seen a few times, a wide draws' margin) is refused with a larger number.
@@ -133,8 +133,8 @@ def draws_for_delta(pairs: Any, delta: float, *, confidence: float = 0.95, membe
     15512
     """
     from ..secrets import as_pairs
-    from .accountant import ASK_FLOOR_SHARE, LEVEL_SHARES
-    from .draw_bounds import draws_for_floor
+    from bayespriv.privacy.accountant import ASK_FLOOR_SHARE, LEVEL_SHARES
+    from bayespriv.privacy.draw_bounds import draws_for_floor
 
     conf = check_confidence(confidence)
     if conf is None:

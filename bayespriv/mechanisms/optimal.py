@@ -567,13 +567,13 @@ class OptimalGaussian(GaussianConstraintMechanism):
     Assumptions: ``gaussian_query`` and, with ``covariance="equal"``,
     ``equal_covariance``; both are checked on the calibration samples (see
     :attr:`assumption_notes`; a failed check is listed in the guarantee and
-    release refuses unless ``accept_failed_assumptions=True``).
+    release refuses unless ``options=ReleaseOptions(accept_failed_assumptions=True)``).
 
     Unequal covariances (``covariance="unequal"``, or ``"auto"`` when the
     ``equal_covariance`` check fails): the least-trace S above is the noise
     *shape*, scaled by the smallest factor c meeting (ε, δ) by the exact
     privacy curve over the calibration's confidence box
-    (:func:`~bayespriv.mechanisms.privacy_loss.scale_for_delta`), widened by
+    (:func:`~bayespriv.privacy.privacy_loss.scale_for_delta`), widened by
     an isotropic part if S alone cannot (see :attr:`assumption_notes`);
     ``equal_covariance`` is then not assumed, :attr:`noise_scale_factor` is c
     and :attr:`trace` the trace of the released noise. The result is least
@@ -613,7 +613,6 @@ class OptimalGaussian(GaussianConstraintMechanism):
         self._set_gaussian(cov)
         worst = int(np.argmax(noiseless)) if len(cons) else 0
         self._finish({"noiseless": noiseless}, worst)
-        self._freeze()
 
     def _optimise(self, cons: PairConstraints, r2: float) -> tuple[np.ndarray, str]:
         candidates: dict[str, np.ndarray] = {}

@@ -7,15 +7,15 @@ given X_Q; the quilt's own dependence on the sensitive node is paid from ε
 through the max-influence e(X_Q | X_i).
 
 * :class:`APMQM` — Algorithm 2 of Zhang, Ohrimenko, Yang & Cummings,
-  *Attribute Privacy* (FAccT 2022), on a :class:`~bayespriv.calibration.quilts.QuiltCalibration`
-  of a network over distribution parameters (:class:`~bayespriv.calibration.influence.ParameterNetwork`).
+  *Attribute Privacy* (FAccT 2022), on a :class:`~bayespriv.networks.quilts.QuiltCalibration`
+  of a network over distribution parameters (:class:`~bayespriv.networks.influence.ParameterNetwork`).
 * :class:`MQM` — the Markov Quilt Mechanism of Song, Wang & Chaudhuri,
   *Pufferfish Privacy Mechanisms for Correlated Data* (SIGMOD 2017), for one
   attribute observed along a Markov chain, on a
-  :class:`~bayespriv.calibration.quilts.ChainCalibration`.
+  :class:`~bayespriv.networks.quilts.ChainCalibration`.
 
 Neither takes a :class:`~bayespriv.Calibration` (there are no moments of F to
-estimate): both implement the contract of :class:`~bayespriv.mechanisms.base.Mechanism`
+estimate): both implement the contract of :class:`~bayespriv.mechanisms.mechanism.Mechanism`
 directly (guarantee and noise plan from the quilt calibration).
 """
 
@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_real, described, fail
-from ..calibration.quilts import ChainCalibration, ParameterNetwork, QuiltCalibration, QuiltScore
+from bayespriv.networks.quilts import ChainCalibration, ParameterNetwork, QuiltCalibration, QuiltScore
 from ..errors import ParameterTypeError, ValidationError
-from .base import Guarantee, Mechanism
+from .mechanism import Guarantee, Mechanism
 from .release_path import check_mechanism_epsilon
 
 __all__ = ["APMQM", "MQM", "ChainQuilt"]
@@ -52,10 +52,10 @@ class _QuiltMechanism(Mechanism):
 
     The guarantee rests on the network or chain Θ, not on the law of F: there is nothing to check
     on samples and no Gaussian approximation to relax (those belong to
-    :class:`~bayespriv.mechanisms.relaxation.SampledMomentMechanism`).
+    :class:`~bayespriv.mechanisms.sampled_moments.SampledMomentMechanism`).
     """
 
-    def __init__(self, calibration: Any, *, epsilon: float) -> None:
+    def __init__(self, calibration: QuiltCalibration | ChainCalibration, *, epsilon: float) -> None:
         super().__init__(calibration, epsilon=epsilon)
         self.noise_kind = "laplace"
 
@@ -68,8 +68,7 @@ class _QuiltMechanism(Mechanism):
     @property
     def n_records(self) -> int:
         """Records (network nodes or chain length) per dataset."""
-        cal = self.calibration
-        return int(cal.n_records if isinstance(cal, QuiltCalibration) else cal.length)
+        return int(self.calibration.n_records)
 
     # release: the base class binds the dataset to ``n_records`` (the column sensitivities of APMQM
     # and the nearby counts of MQM were computed for that many records; another size is refused).
@@ -119,8 +118,8 @@ class APMQM(_QuiltMechanism):
     over one record: each node is a parameter φ_j (a share, a mean) drawn
     once per dataset, and given the φ's every record draws attribute j from a
     law indexed by φ_j alone. It is declared as a
-    :class:`~bayespriv.calibration.influence.ParameterNetwork` (nodes →
-    record columns); :func:`~bayespriv.calibration.quilts.calibrate_quilts`
+    :class:`~bayespriv.networks.influence.ParameterNetwork` (nodes →
+    record columns); :func:`~bayespriv.networks.quilts.calibrate_quilts`
     refuses a bare pgmpy network and one whose states are record values. On
     a record-level network (like "asia", every record drawing every node) the
     quilt {dysp} of smoke would make a count of dysp free of noise although
@@ -132,19 +131,19 @@ class APMQM(_QuiltMechanism):
     Parameters
     ----------
     calibration : QuiltCalibration
-        From :func:`~bayespriv.calibration.quilts.calibrate_quilts` on a
+        From :func:`~bayespriv.networks.quilts.calibrate_quilts` on a
         network over parameters.
     epsilon : float
     quilts : mapping, optional
         Sensitive node -> a quilt to use instead of the minimiser (a set of
-        nodes or a :class:`~bayespriv.calibration.quilts.Quilt`), e.g. to
+        nodes or a :class:`~bayespriv.networks.quilts.Quilt`), e.g. to
         reproduce a paper's choice. It must have e < ε; the guarantee is the
         same, the noise possibly larger.
 
     Attributes
     ----------
     chosen : mapping
-        Sensitive node -> the :class:`~bayespriv.calibration.quilts.QuiltScore`
+        Sensitive node -> the :class:`~bayespriv.networks.quilts.QuiltScore`
         used; for a family, the one chosen for the binding member θ (the θ
         whose best quilt needs the most noise for that node).
     chosen_per_member : tuple of mappings
@@ -173,14 +172,14 @@ class APMQM(_QuiltMechanism):
     φ are drawn once per dataset from the given Bayesian network(s) over
     parameters, and given them the attributes are independent, attribute j
     depending on φ_j alone (the paper's "naive" conditional independence) —
-    the meaning of :class:`~bayespriv.calibration.influence.ParameterNetwork`.
+    the meaning of :class:`~bayespriv.networks.influence.ParameterNetwork`.
     This is stated by the user when wrapping the network and cannot be tested
     on its tables (a discrete node with record-valued states is refused).
     Bound: exact — the max-influences are computed exactly (discrete
     parameters) and the column sensitivities are closed forms; confidence 1.
     For continuous parameters (a PyMC model) the max-influence of a chosen
     quilt is a numerical estimate with a refinement margin (see
-    :func:`~bayespriv.calibration.influence.max_influence`): the guarantee
+    :func:`~bayespriv.networks.influence.max_influence`): the guarantee
     then names ``"numerical_influence"`` and has confidence None (no
     probability is claimed for an estimate); an underestimated e would make
     the true loss exceed ε by at most the underestimate.
@@ -214,7 +213,7 @@ class APMQM(_QuiltMechanism):
 
     theorem = "APMQM: Zhang, Ohrimenko, Yang & Cummings 2022 (Attribute Privacy), Theorem 3 / Algorithm 2"
     #: Releases sharing a valid quilt per (θ, sensitive node) compose linearly; the ledger checks the shared quilt
-    #: (:meth:`valid_quilts`, :mod:`bayespriv.accounting.joint`).
+    #: (:meth:`valid_quilts`, :mod:`bayespriv.ledger.joint`).
     _composition: ClassVar[str] = "quilt"
 
     def __init__(
@@ -258,7 +257,6 @@ class APMQM(_QuiltMechanism):
         self.scale = float(sigma.max())
         self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
         self._valid_json = json.dumps(self._valid_quilts(calibration, per_member), sort_keys=True)
-        self._freeze()
 
     def valid_quilts(self) -> dict[str, dict[str, float]]:
         """The quilts this release's noise is valid for: per ``"θ|node"`` (member label and sensitive
@@ -267,7 +265,7 @@ class APMQM(_QuiltMechanism):
 
         The proof of Theorem 3 for a fixed θ and node holds with *any* such quilt, not only the chosen
         one; releases that share one for every (θ, node) compose linearly (see
-        :mod:`bayespriv.accounting.joint`), which the ledger checks from these sets. Computed once at
+        :mod:`bayespriv.ledger.joint`), which the ledger checks from these sets. Computed once at
         construction (a fresh copy at each call), so editing the public attributes changes nothing.
         """
         return json.loads(self._valid_json)
@@ -412,7 +410,7 @@ class MQM(_QuiltMechanism):
     Parameters
     ----------
     calibration : ChainCalibration
-        From :func:`~bayespriv.calibration.quilts.calibrate_chain`.
+        From :func:`~bayespriv.networks.quilts.calibrate_chain`.
     epsilon : float
 
     Attributes
@@ -476,7 +474,6 @@ class MQM(_QuiltMechanism):
         self.worst = self._chain_quilt(worst, int(binding[worst]))
         self.scale = float(calibration.lipschitz * self.sigma_max)
         self._set_laplace(np.full(self.k, self.scale), np.eye(self.k))
-        self._freeze()
 
     def _chain_quilt(self, position: int, member: int) -> ChainQuilt:
         cal = self.calibration

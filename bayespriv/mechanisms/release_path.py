@@ -4,7 +4,9 @@
 fail is checked *before* the ledger is charged, so a refused release spends
 nothing and draws no noise:
 
-1. :func:`check_ledger` / :func:`check_release_rng` — the arguments are what they claim to be;
+1. :func:`check_ledger` / :func:`check_release_rng` — the arguments are what they claim to be
+   (:func:`release_options`: the :class:`~bayespriv.privacy.ReleaseOptions`, checked when built, or the
+   deprecated flag keywords folded into one);
 2. :func:`bind_answer` / :func:`bind_dataset` — the data match what was calibrated
    (row count, columns, the query's output length, finite values);
 3. :func:`premise_gate` — the guarantee's premises did not fail their checks,
@@ -36,7 +38,8 @@ from ..errors import (
     warn,
 )
 from ..random import as_seed_sequence
-from .guarantee import Guarantee
+from bayespriv._deprecation import keywords_into_option, renamed_keyword
+from bayespriv.privacy.guarantee import Guarantee, ReleaseOptions
 
 __all__ = [
     "LEGACY_TABLE_PREFIX",
@@ -52,6 +55,9 @@ __all__ = [
     "unverified_gate",
     "watch_seed",
     "check_mechanism_epsilon",
+    "DEFAULT_OPTIONS",
+    "RELEASE_FLAGS",
+    "release_options",
 ]
 
 #: Smallest ε a mechanism accepts: below it a Laplace scale Δ/ε exceeds 10⁹ sensitivities (the release
@@ -81,6 +87,41 @@ def check_mechanism_epsilon(epsilon: Any, name: str = "epsilon") -> None:
         if 0 < eps < MIN_EPSILON:
             raise fail(name, f"at least {MIN_EPSILON:g} (below it the noise would exceed 10⁹ sensitivities: the "
                              "release carries no information, and noise scales leave the floating-point range)", epsilon)
+
+
+#: The options of a release that passes none: opts into nothing, declares nothing (checked once, here).
+DEFAULT_OPTIONS = ReleaseOptions()
+#: The keywords ``release`` and ``release_value`` took before :class:`~bayespriv.privacy.ReleaseOptions` held
+#: them (deprecated spellings, kept for one release).
+RELEASE_FLAGS = ("accept_failed_assumptions", "accept_unverified", "independent", "clip")
+
+_MISSING = object()
+
+
+def release_options(owner: str, options: Any, old: dict[str, Any], *, flags: tuple[str, ...] = RELEASE_FLAGS,
+                    dataset_name: Any = None, renamed: bool = False) -> tuple[Any, ReleaseOptions]:
+    """``(dataset_name, options)`` of a release called as ``owner``: ``options`` checked (None: the defaults),
+    with the deprecated keywords of ``old`` folded in, each warning — the flags of ``flags`` into the options
+    and, when ``renamed``, ``dataset=`` into ``dataset_name``. An old keyword given with its new spelling is a
+    :class:`~bayespriv.errors.ValidationError`; a keyword that was never accepted, a ``TypeError``.
+
+    Not on the fast path: a release that passes no old keyword only checks ``options``' type.
+    """
+    old = dict(old)
+    if renamed and "dataset" in old:
+        name = renamed_keyword(owner, "dataset", "dataset_name", old.pop("dataset"),
+                               _MISSING if dataset_name is None else dataset_name, missing=_MISSING)
+        dataset_name = None if name is _MISSING else name
+    unknown = [name for name in old if name not in flags]
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    options = keywords_into_option(owner, "options", ReleaseOptions, old, options)
+    if options is None:
+        return dataset_name, DEFAULT_OPTIONS
+    if not isinstance(options, ReleaseOptions):
+        raise ParameterTypeError(f"options must be None or a bayespriv ReleaseOptions; got {options!r:.80} of type "
+                                 f"{type(options).__name__}")
+    return dataset_name, options
 
 
 def check_ledger(ledger: Any) -> None:
@@ -155,8 +196,8 @@ def premise_gate(mechanism: Any, guarantee: Guarantee, accept_failed_assumptions
         f"{type(mechanism).__name__} cannot release: its guarantee (ε={guarantee.epsilon:g}, δ={guarantee.delta:g}) is not "
         f"established because the check of {', '.join(guarantee.failed_assumptions)} failed on the calibration "
         f"({_failed_details(mechanism)}). Nothing was spent and no noise was drawn. Remedies: "
-        f"{_remedies(mechanism, guarantee)}; or pass accept_failed_assumptions=True to release anyway (the Release and "
-        "the ledger then record the guarantee as NOT ESTABLISHED).")
+        f"{_remedies(mechanism, guarantee)}; or pass options=ReleaseOptions(accept_failed_assumptions=True) to release "
+        "anyway (the Release and the ledger then record the guarantee as NOT ESTABLISHED).")
 
 
 #: The assumption of a guarantee built on a calibration loaded with ``trust="unverified"``.
@@ -175,14 +216,15 @@ def unverified_gate(mechanism: Any, guarantee: Guarantee, accept_unverified: boo
         raise ParameterTypeError(f"accept_unverified must be True or False; got {accept_unverified!r}")
     if UNVERIFIED not in guarantee.assumptions or accept_unverified:
         return
-    provenance = getattr(getattr(mechanism, "calibration", None), "provenance", None)
+    calibration = getattr(mechanism, "calibration", None)  # a mechanism's, or None (a composition of several)
+    provenance = None if calibration is None else calibration.provenance
     where = f"the file {provenance.path!r}" if provenance is not None else "a file"
     raise UnverifiedCalibrationError(
         f"{type(mechanism).__name__} cannot release: its calibration was loaded with trust='unverified' from {where}, "
         "whose MAC did not verify under your key, so nothing vouches for the noise it sets. Nothing was spent and no "
-        "noise was drawn. Re-run calibrate and save with your key, or pass accept_unverified=True (command line: "
-        "--accept-unverified) to release anyway (the Release and its guarantee then name the assumption "
-        "unverified_calibration).")
+        "noise was drawn. Re-run calibrate and save with your key, or pass "
+        "options=ReleaseOptions(accept_unverified=True) (command line: --accept-unverified) to release anyway (the "
+        "Release and its guarantee then name the assumption unverified_calibration).")
 
 
 def _failed_details(mechanism: Any) -> str:
@@ -230,7 +272,7 @@ def watch_seed(mechanism: Any, rng: Any) -> None:
 
 
 #: What older versions recorded as a release's dataset: a fingerprint of the frame's bytes ("table:<sha256>"). A
-#: ledger reads such rows as its default account (:mod:`bayespriv.accounting.session`); no name may start with it.
+#: ledger reads such rows as its default account (:mod:`bayespriv.ledger.session`); no name may start with it.
 LEGACY_TABLE_PREFIX = "table:"
 
 

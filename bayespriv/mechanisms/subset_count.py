@@ -1,13 +1,13 @@
 """Algorithm 1 of Tan (*Privacy on a subset of dataset variables*) as a mechanism: count tables
 ε-private on a protected variable, with exact public margins.
 
-:class:`SubsetCountMechanism` implements the :class:`~bayespriv.mechanisms.base.Mechanism`
+:class:`SubsetCountMechanism` implements the :class:`~bayespriv.mechanisms.mechanism.Mechanism`
 contract for a table: its guarantee (ε on the protected variable, exact), its noise plan (one
 exact two-sided geometric draw per pair of protected categories in a row) and ``release``, which
 returns a :class:`TableRelease` whose value is the noisy table. It also holds the checks of a
 count request, the noise law's helpers and the non-negative post-processing. The construction,
-the privacy proof and the variance are in the docstring of :mod:`bayespriv.accounting.subset`,
-whose :func:`~bayespriv.accounting.subset_count_table` releases a table through this mechanism.
+the privacy proof and the variance are in the docstring of :mod:`bayespriv.ledger.subset`,
+whose :func:`~bayespriv.ledger.subset_count_table` releases a table through this mechanism.
 """
 
 from __future__ import annotations
@@ -35,21 +35,38 @@ from .._validation import (
 )
 from ..errors import ParameterTypeError, PrivacyAssumptionWarning, ValidationError, warn
 from ..random import RNGLike
-from .base import LedgerLike, Mechanism, _Fixed, _void
-from .exact_noise import BitSource
-from .release_path import check_dataset_name
-from .guarantee import Guarantee, Release
+from .mechanism import LedgerLike, Mechanism, _Fixed, _void
+from bayespriv.noise import BitSource
+from .release_path import DEFAULT_OPTIONS, check_dataset_name, release_options
+from bayespriv._deprecation import positional_arguments, renamed_keyword
+from bayespriv.privacy.guarantee import Guarantee, Release, ReleaseOptions
 
-__all__ = ["SubsetCountMechanism", "TableRelease", "pair_matrix", "cell_variance", "nonnegative_rows"]
+__all__ = [
+    "SubsetCountMechanism",
+    "TableRelease",
+    "pair_matrix",
+    "cell_variance",
+    "nonnegative_rows",
+    "check_geometric_calibration",
+    "check_noise_epsilon",
+    "geometric_alpha",
+    "draw_two_sided_geometric",
+    "check_counts",
+    "check_domain",
+    "pair_noise",
+    "validate_count_request",
+    "count_domain",
+    "exact_counts",
+]
 
 THEOREM = "Tan, Privacy on a subset of dataset variables: Algorithm 1, Proposition 5.1"
 
 #: Noise calibrations: ``"tight"`` (α = e^{−ε}, loss exactly ε; the default) and ``"paper"``
-#: (α = e^{−ε/2} as printed in Algorithm 1; loss ε/2, recorded as ε). See the :mod:`bayespriv.accounting.subset` docstring.
+#: (α = e^{−ε/2} as printed in Algorithm 1; loss ε/2, recorded as ε). See the :mod:`bayespriv.ledger.subset` docstring.
 CALIBRATIONS = ("tight", "paper")
 
 _THEOREMS = {
-    "tight": THEOREM + "; tight calibration α = e^(−ε) (bayespriv.accounting.subset, Theorem)",
+    "tight": THEOREM + "; tight calibration α = e^(−ε) (bayespriv.ledger.subset, Theorem)",
     "paper": THEOREM + "; the paper's calibration α = e^(−ε/2) (true loss ε/2, recorded as ε)",
 }
 
@@ -65,11 +82,12 @@ MIN_EPSILON = 1e-9
 # -- the noise law ---------------------------------------------------------------------------------
 
 
-def _calibration(calibration: Any) -> str:
+def check_geometric_calibration(calibration: Any) -> str:
+    """The noise calibration, checked: one of :data:`CALIBRATIONS`."""
     return check_choice(calibration, "geometric_calibration", CALIBRATIONS)
 
 
-def _check_noise_epsilon(epsilon: Any) -> float:
+def check_noise_epsilon(epsilon: Any) -> float:
     """ε for drawing noise: finite, > 0 and at least :data:`MIN_EPSILON`."""
     eps = check_epsilon(epsilon)
     if eps < MIN_EPSILON:
@@ -78,12 +96,13 @@ def _check_noise_epsilon(epsilon: Any) -> float:
     return eps
 
 
-def _alpha(epsilon: float, calibration: str = "tight") -> float:
+def geometric_alpha(epsilon: float, calibration: str = "tight") -> float:
     """α = e^{−ε} (tight) or e^{−ε/2} (paper): the noise of the paper at ε is the tight noise at ε/2."""
     return math.exp(-(epsilon if calibration == "tight" else epsilon / 2.0))
 
 
-def _draw(alpha: float, size: Any, gen: np.random.Generator) -> np.ndarray:
+def draw_two_sided_geometric(alpha: float, size: Any, gen: np.random.Generator) -> np.ndarray:
+    """Two-sided geometric draws of parameter ``alpha`` (``G₁ − G₂``, i.i.d. ``gen.geometric(1 − alpha)``), int64."""
     p = 1.0 - alpha
     return np.asarray(gen.geometric(p, size), dtype=np.int64) - np.asarray(gen.geometric(p, size), dtype=np.int64)
 
@@ -109,14 +128,15 @@ def cell_variance(n: Any, epsilon: float, *, geometric_calibration: str = "tight
     releasing: this is the exact noise variance of every cell (0 when n ≤ 1).
     """
     eps = check_epsilon(epsilon)
-    a = _alpha(eps, _calibration(geometric_calibration))
+    a = geometric_alpha(eps, check_geometric_calibration(geometric_calibration))
     n = check_finite_array(n, "n")
     if np.any(n < 0) or np.any(n != np.round(n)):
         raise fail("n", "whole numbers >= 0 (protected categories in a row)", n)
     return np.maximum(n - 1.0, 0.0) * 2.0 * a / (1.0 - a) ** 2
 
 
-def _check_counts(counts: Any, name: str = "counts") -> np.ndarray:
+def check_counts(counts: Any, name: str = "counts") -> np.ndarray:
+    """A 2-dimensional table of non-negative whole counts (total at most :data:`MAX_COUNT`), as int64."""
     arr = np.asarray(counts)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
         raise ParameterTypeError(f"{name} must be an integer array; got dtype {arr.dtype}")
@@ -139,7 +159,8 @@ def _check_total(counts: np.ndarray, name: str) -> None:
                          "float64 and overflow int64 once noised)", described(f"total {total:.4g}"))
 
 
-def _check_domain(domain: Any, f: np.ndarray) -> np.ndarray:
+def check_domain(domain: Any, f: np.ndarray) -> np.ndarray:
+    """The boolean mask of possible cells (all of them for None); counts outside it must be 0."""
     if domain is None:
         return np.ones(f.shape, dtype=bool)
     mask = np.asarray(domain)
@@ -157,16 +178,16 @@ def _exact_pair_draws(epsilon: float, bits: Any, calibration: str = "tight") -> 
     The law α^{|z|}(1 − α)/(1 + α) with α = e^{−1/t} is the discrete Laplace law of scale t:
     t = 1/ε for the tight calibration (α = e^{−ε}), t = 2/ε for the paper's (α = e^{−ε/2}). It is
     sampled exactly (Canonne, Kamath & Steinke 2020, integer arithmetic only,
-    :func:`~bayespriv.mechanisms.exact_noise.sample_discrete_laplace`) with t the exact rational
+    :func:`~bayespriv.noise.sample_discrete_laplace`) with t the exact rational
     1/ε or 2/ε of the float ε, from the OS CSPRNG unless the caller seeded the release.
     (:func:`two_sided_geometric` and :func:`subset_count_array`, for simulations, draw the same law
     with NumPy's vectorized float-parameter geometric sampler.)
     """
     from fractions import Fraction
 
-    from ..mechanisms.exact_noise import sample_discrete_laplace
+    from bayespriv.noise import sample_discrete_laplace
 
-    scale = Fraction(1 if _calibration(calibration) == "tight" else 2) / Fraction(epsilon)
+    scale = Fraction(1 if check_geometric_calibration(calibration) == "tight" else 2) / Fraction(epsilon)
 
     def draw(alpha: float, shape: tuple[int, ...], _gen: Any) -> np.ndarray:
         n = math.prod(shape)
@@ -175,7 +196,8 @@ def _exact_pair_draws(epsilon: float, bits: Any, calibration: str = "tight") -> 
     return draw
 
 
-def _noise(mask: np.ndarray, alpha: float, gen: np.random.Generator, size: int | None, draw: Any = None) -> np.ndarray:
+def pair_noise(mask: np.ndarray, alpha: float, gen: np.random.Generator, size: int | None,
+               draw: Any = None) -> np.ndarray:
     """b M per row, vectorized: all C(K, 2) pairs drawn, pairs outside a row's domain set to 0."""
     m_rows, k = mask.shape
     mat = pair_matrix(k)  # (P, K)
@@ -185,7 +207,7 @@ def _noise(mask: np.ndarray, alpha: float, gen: np.random.Generator, size: int |
     j, l = np.triu_indices(k, 1)
     pair_ok = mask[:, j] & mask[:, l]  # (m, P): both categories possible in the row
     shape = (m_rows, mat.shape[0]) if size is None else (size, m_rows, mat.shape[0])
-    b = (draw or _draw)(alpha, shape, gen)
+    b = (draw or draw_two_sided_geometric)(alpha, shape, gen)
     b *= pair_ok
     return b @ mat  # integer matmul: (…, m, P) @ (P, K)
 
@@ -197,7 +219,7 @@ def nonnegative_rows(table: Any) -> np.ndarray:
     """Nearest non-negative integer rows with the same row sums (L1-minimal, then L2-minimal).
 
     Works on any array (..., K) of integers whose rows have a non-negative sum; vectorized over the
-    leading axes. See the :mod:`bayespriv.accounting.subset` docstring for why the result is L1-nearest.
+    leading axes. See the :mod:`bayespriv.ledger.subset` docstring for why the result is L1-nearest.
     """
     g = np.asarray(table)
     if g.ndim < 1:
@@ -300,16 +322,16 @@ class _CountDomain:
     assumptions: tuple[str, ...]
 
 
-def _validate_count_request(table: Any, *, protected: Any, public: Any, epsilon: Any, nonnegative: Any, count: Any,
-                            ledger: Any, geometric_calibration: Any) -> _CountInputs:
+def validate_count_request(table: Any, *, protected: Any, public: Any, epsilon: Any, nonnegative: Any, count: Any,
+                           ledger: Any, geometric_calibration: Any) -> _CountInputs:
     """Check the table and the scalar arguments, in order, and keep the columns the table needs."""
     check_frame(table, "table")
     protected = _name(protected, "protected")
     public = _name(public, "public")
     if protected == public:
         raise fail("protected", f"a different column from public ({public!r})", protected)
-    eps = _check_noise_epsilon(epsilon)
-    cal = _calibration(geometric_calibration)
+    eps = check_noise_epsilon(epsilon)
+    cal = check_geometric_calibration(geometric_calibration)
     if not isinstance(nonnegative, bool):
         raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
     if ledger is not None and not callable(getattr(ledger, "charge", None)):
@@ -338,7 +360,7 @@ def _record_weights(data: pd.DataFrame, count: str | None) -> np.ndarray:
     return w.astype(np.int64)
 
 
-def _count_domain(inputs: _CountInputs, *, protected_values: Any, public_values: Any) -> _CountDomain:
+def count_domain(inputs: _CountInputs, *, protected_values: Any, public_values: Any) -> _CountDomain:
     """Rows and columns of the table and which cells may hold records; warns when read off the data."""
     data, protected = inputs.data, inputs.protected
     rows, _ = _categories(data[inputs.public], public_values, "public_values")
@@ -362,7 +384,7 @@ def _count_domain(inputs: _CountInputs, *, protected_values: Any, public_values:
     return _CountDomain(rows=rows, cols=cols, mask=mask, assumptions=assumptions)
 
 
-def _exact_counts(inputs: _CountInputs, domain: _CountDomain) -> np.ndarray:
+def exact_counts(inputs: _CountInputs, domain: _CountDomain) -> np.ndarray:
     """Weighted counts (rows × cols); every record must fall in an allowed cell of the domain."""
     data, protected, public = inputs.data, inputs.protected, inputs.public
     rows, cols = domain.rows, domain.cols
@@ -396,12 +418,12 @@ class _PairNoisePlan:
     def noise(self, mask: np.ndarray, bits: BitSource) -> np.ndarray:
         """The integer noise (rows × categories) of one table whose allowed cells are ``mask``."""
         eps, cal = self.epsilon, self.geometric_calibration
-        return _noise(mask, _alpha(eps, cal), None, None, _exact_pair_draws(eps, bits, cal))
+        return pair_noise(mask, geometric_alpha(eps, cal), None, None, _exact_pair_draws(eps, bits, cal))
 
 
 @dataclass(frozen=True, repr=False, eq=False)
 class TableRelease(Release):
-    """A :class:`~bayespriv.mechanisms.guarantee.Release` whose value is a table: a DataFrame of
+    """A :class:`~bayespriv.privacy.guarantee.Release` whose value is a table: a DataFrame of
     int64 counts (a copy of the table the mechanism drew), indexed by the public values with one
     column per protected value. ``noise`` is None (the noise of a cell is given in closed form by
     :meth:`SubsetCountMechanism.cell_variance`) and so is ``valid_range``."""
@@ -434,7 +456,7 @@ class SubsetCountMechanism(Mechanism):
     ``protected`` is the budget it charges (the protected variable), ``variables`` the columns the
     table depends on. Build it by hand to ask the cost first (:meth:`cell_variance`) and release
     with :meth:`release` (a dataset) or :meth:`release_value` (an array of counts), or through
-    :func:`~bayespriv.accounting.subset_count_table`, which returns the table itself.
+    :func:`~bayespriv.ledger.subset_count_table`, which returns the table itself.
 
     ``geometric_calibration`` is ``"tight"`` (α = e^{−ε}, the default) or ``"paper"``
     (α = e^{−ε/2}); the guarantee is ε for both (exact for the tight calibration, twice the true
@@ -443,7 +465,7 @@ class SubsetCountMechanism(Mechanism):
     Privacy
     -------
     Definition: ε-privacy on {protected} (Tan, Definition 2.2). Theorem: the theorem of the
-    :mod:`bayespriv.accounting.subset` docstring (tight calibration; for the paper's, the same
+    :mod:`bayespriv.ledger.subset` docstring (tight calibration; for the paper's, the same
     theorem at ε/2) — Proposition 5.1 of the paper with the corrected two-sided geometric constant.
     Assumptions: none beyond the declared domain of the protected variable (``"domain_from_data"``
     is recorded when it was read off the data). Exact: the noise law is known in closed form and
@@ -457,22 +479,34 @@ class SubsetCountMechanism(Mechanism):
     assumptions = _Fixed("assumptions of the guarantee")
     geometric_calibration = _Fixed('"tight" or "paper"')
 
-    def __init__(self, protected_variable: str, public_variable: str, epsilon: float,
-                 assumptions: tuple[str, ...] = (), geometric_calibration: str = "tight") -> None:
-        self.protected_variable = _name(protected_variable, "protected_variable")
-        self.public_variable = _name(public_variable, "public_variable")
+    def __init__(self, *args: Any, protected: str | None = None, public: str | None = None,
+                 epsilon: float | None = None, assumptions: tuple[str, ...] = (),
+                 geometric_calibration: str = "tight", **renamed: Any) -> None:
+        """``SubsetCountMechanism(protected=..., public=..., epsilon=...)``, the keywords of
+        :func:`~bayespriv.ledger.subset_count_table`.
+
+        The former spellings — by position ``(protected_variable, public_variable, epsilon,
+        assumptions, geometric_calibration)``, and the keywords ``protected_variable=`` /
+        ``public_variable=`` — still work for one release, with a deprecation warning; an argument
+        given in both spellings is an error.
+        """
+        if args or renamed:
+            protected, public, epsilon, assumptions, geometric_calibration = _constructor_arguments(
+                args, renamed, protected=protected, public=public, epsilon=epsilon, assumptions=assumptions,
+                geometric_calibration=geometric_calibration)
+        self.protected_variable = _name(protected, "protected")
+        self.public_variable = _name(public, "public")
         super().__init__(None, epsilon=epsilon)
-        self.geometric_calibration = _calibration(geometric_calibration)
+        self.geometric_calibration = check_geometric_calibration(geometric_calibration)
         guarantee = Guarantee(self.epsilon, 0.0, 1.0, assumptions, _THEOREMS[self.geometric_calibration])
         self.assumptions = guarantee.assumptions
         # What the release path and the ledger read, fixed here as a tuple: a field edited later with
         # object.__setattr__ changes neither the charge, the budgets charged nor the noise.
         self._subset = (self.protected_variable, self.public_variable, self.epsilon, self.geometric_calibration)
-        self._freeze()
 
     @classmethod
     def _checked_epsilon(cls, epsilon: Any) -> float:
-        return _check_noise_epsilon(epsilon)
+        return check_noise_epsilon(epsilon)
 
     # -- the contract --------------------------------------------------------------------------------
     def _compute_guarantee(self) -> Guarantee:
@@ -509,6 +543,13 @@ class SubsetCountMechanism(Mechanism):
         return "two_sided_geometric"
 
     @property
+    def expected_abs_error(self) -> np.ndarray:
+        """Refused: a cell's noise depends on how many protected categories its row can take, known at release;
+        :meth:`cell_variance` gives it exactly."""
+        raise ValidationError("expected_abs_error has no value before the table's shape is known; use "
+                              "cell_variance(n), the exact noise variance of a cell in a row of n protected categories")
+
+    @property
     def noiseless(self) -> bool:
         return False
 
@@ -516,7 +557,7 @@ class SubsetCountMechanism(Mechanism):
     @property
     def alpha(self) -> float:
         """The two-sided geometric parameter of every pair: e^{−ε} (tight) or e^{−ε/2} (paper)."""
-        return _alpha(self._subset[2], self._subset[3])
+        return geometric_alpha(self._subset[2], self._subset[3])
 
     @property
     def public(self) -> tuple[str, ...]:
@@ -548,51 +589,58 @@ class SubsetCountMechanism(Mechanism):
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
                 nonnegative: bool = False, protected_values: Any = None, public_values: Any = None,
                 count: str | None = None, dataset_name: str | None = None,
-                independent: bool = False) -> TableRelease:
+                options: ReleaseOptions | None = None, **deprecated: Any) -> TableRelease:
         """The noisy table of counts by the public × protected variable of ``dataset``.
 
-        Parameters as :func:`~bayespriv.accounting.subset_count_table` (whose table is this
+        Parameters as :func:`~bayespriv.ledger.subset_count_table` (whose table is this
         release's ``value``). A domain read off the data (``protected_values`` not given and the
         column not Categorical) is refused unless the mechanism was built with the assumption
         ``"domain_from_data"``. With a ledger, the budget is charged before any noise is drawn, on the
-        ledger's default account unless ``dataset_name`` declares other data; ``independent=True``
-        declares the table independent of the account's other releases (both recorded, as in
-        :meth:`Mechanism.release <bayespriv.mechanisms.Mechanism.release>`).
+        ledger's default account unless ``dataset_name`` declares other data;
+        ``options=ReleaseOptions(independent=True)`` declares the table independent of the account's
+        other releases (both recorded, as in :meth:`Mechanism.release
+        <bayespriv.mechanisms.Mechanism.release>`). ``options.clip`` must be False (``nonnegative=True``
+        post-processes a table); the two opt-ins change nothing here (the guarantee is exact and rests on
+        no calibration). ``independent=`` is the deprecated spelling, kept for one release.
         """
+        dataset_name, options = _table_options(f"{type(self).__name__}.release", options, deprecated, dataset_name)
         check_dataset_name(dataset_name)
         protected, public, epsilon, calibration = self._subset
-        inputs = _validate_count_request(dataset, protected=protected, public=public, epsilon=epsilon,
-                                         nonnegative=nonnegative, count=count, ledger=ledger,
-                                         geometric_calibration=calibration)
-        domain = _count_domain(inputs, protected_values=protected_values, public_values=public_values)
+        inputs = validate_count_request(dataset, protected=protected, public=public, epsilon=epsilon,
+                                        nonnegative=nonnegative, count=count, ledger=ledger,
+                                        geometric_calibration=calibration)
+        domain = count_domain(inputs, protected_values=protected_values, public_values=public_values)
         missing = [a for a in domain.assumptions if a not in self.accounting_record.assumptions]
         if missing:
             raise ValidationError(f"protected_values must be given (or {protected!r} Categorical) for a mechanism whose "
                                   f"guarantee does not assume {missing}; got a domain read off the data")
-        f = _exact_counts(inputs, domain)
+        f = exact_counts(inputs, domain)
         charge = None if ledger is None else (lambda: ledger.charge(self, seeded=rng is not None, dataset=dataset_name,
-                                                                    independent=independent))
+                                                                    independent=options.independent))
         return self._release_counts(f, domain.mask, domain.rows, domain.cols, rng=rng, nonnegative=nonnegative,
                                     ledger=ledger, charge=charge)
 
     def release_value(self, answer: Any, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
-                      domain: Any = None, nonnegative: bool = False, dataset: str | None = None,
-                      independent: bool = False) -> TableRelease:
+                      domain: Any = None, nonnegative: bool = False, dataset_name: str | None = None,
+                      options: ReleaseOptions | None = None, **deprecated: Any) -> TableRelease:
         """The noisy table of an array of counts (public × protected) computed elsewhere.
 
-        ``domain`` as in :func:`~bayespriv.accounting.subset_count_array`; rows and columns are
-        numbered. With a ledger, the budget is charged before any noise is drawn; ``dataset`` and
-        ``independent`` as :meth:`release`'s ``dataset_name`` and ``independent``.
+        ``domain`` as in :func:`~bayespriv.ledger.subset_count_array`; rows and columns are
+        numbered. With a ledger, the budget is charged before any noise is drawn; ``dataset_name`` and
+        ``options`` as in :meth:`release` (``dataset=`` and ``independent=`` are their deprecated
+        spellings, kept for one release).
         """
-        check_dataset_name(dataset, "dataset")
-        f = _check_counts(answer, "answer")
-        mask = _check_domain(domain, f)
+        dataset_name, options = _table_options(f"{type(self).__name__}.release_value", options, deprecated,
+                                               dataset_name, renamed=True)
+        check_dataset_name(dataset_name)
+        f = check_counts(answer, "answer")
+        mask = check_domain(domain, f)
         if not isinstance(nonnegative, bool):
             raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
         if ledger is not None and not callable(getattr(ledger, "charge", None)):
             raise ParameterTypeError(f"ledger must be None or a bayespriv Ledger; got {type(ledger).__name__}")
-        charge = None if ledger is None else (lambda: ledger.charge(self, seeded=rng is not None, dataset=dataset,
-                                                                    independent=independent))
+        charge = None if ledger is None else (lambda: ledger.charge(self, seeded=rng is not None, dataset=dataset_name,
+                                                                    independent=options.independent))
         return self._release_counts(f, mask, list(range(f.shape[0])), list(range(f.shape[1])), rng=rng,
                                     nonnegative=nonnegative, ledger=ledger, charge=charge)
 
@@ -600,6 +648,7 @@ class SubsetCountMechanism(Mechanism):
                         nonnegative: bool, ledger: Any, charge: Callable[[], Any] | None) -> TableRelease:
         """Charge (``charge()``, before any noise), draw the exact noise, post-process, and build the
         release; a failure after the spend voids the ``ledger`` row."""
+        self._release_state()  # refuses an instance that was never frozen, before any spend
         receipt = charge() if charge is not None else None  # raises before any noise is drawn
         try:
             bits = BitSource.from_rng(rng)  # None: the OS CSPRNG
@@ -611,10 +660,50 @@ class SubsetCountMechanism(Mechanism):
             raise
         protected, public = self._subset[0], self._subset[1]
         table = pd.DataFrame(g, index=pd.Index(rows, name=public), columns=pd.Index(cols, name=protected))
-        return TableRelease(table, self.guarantee, type(self).__name__, bits.seeded, self.query_name, (),
-                            self.variables, self.protected, getattr(receipt, "release_id", None))
+        return TableRelease(table, self.guarantee, type(self).__name__, bits.seeded, query=self.query_name,
+                            variables=self.variables, protected=self.protected,
+                            ledger_id=getattr(receipt, "release_id", None))
 
     def __repr__(self) -> str:
         protected, public, epsilon, calibration = self._subset
-        return (f"SubsetCountMechanism(protected_variable={protected!r}, public_variable={public!r}, "
+        return (f"SubsetCountMechanism(protected={protected!r}, public={public!r}, "
                 f"epsilon={epsilon!r}, assumptions={self.assumptions!r}, geometric_calibration={calibration!r})")
+
+
+#: The constructor's arguments in the order they could be passed by position (a deprecated form).
+_POSITIONAL = ("protected", "public", "epsilon", "assumptions", "geometric_calibration")
+#: The constructor's former keyword names (deprecated), by their new names.
+_RENAMED = {"protected_variable": "protected", "public_variable": "public"}
+_DEFAULTS = {"protected": None, "public": None, "epsilon": None, "assumptions": (), "geometric_calibration": "tight"}
+_MISSING = object()
+
+
+def _constructor_arguments(args: tuple[Any, ...], renamed: dict[str, Any], **given: Any) -> tuple[Any, ...]:
+    """The constructor's arguments in :data:`_POSITIONAL` order, from the deprecated positional form and old
+    keyword names (each warns) and the new keywords ``given``; an argument given in two spellings is an error."""
+    owner = "SubsetCountMechanism"
+    unknown = [name for name in renamed if name not in _RENAMED]
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    passed = {name: value for name, value in given.items() if value is not _DEFAULTS[name]
+              and not (isinstance(value, (str, tuple)) and value == _DEFAULTS[name])}
+    values = positional_arguments(owner, _POSITIONAL, args, passed, missing=_MISSING)
+    for old, new in _RENAMED.items():
+        if old in renamed:
+            values[new] = renamed_keyword(owner, old, new, renamed[old], values.get(new, _MISSING), missing=_MISSING)
+    merged = {**given, **values}
+    return tuple(merged[name] for name in _POSITIONAL)
+
+
+def _table_options(owner: str, options: Any, deprecated: dict[str, Any], dataset_name: Any,
+                   renamed: bool = False) -> tuple[Any, ReleaseOptions]:
+    """``(dataset_name, options)`` of a table's release: :func:`~.release_path.release_options` with ``independent=``
+    (and, for ``release_value``, ``dataset=``) as the only deprecated keywords, and ``options.clip`` refused."""
+    if not deprecated and options is None:
+        return dataset_name, DEFAULT_OPTIONS
+    dataset_name, options = release_options(owner, options, deprecated, flags=("independent",),
+                                             dataset_name=dataset_name, renamed=renamed)
+    if options.clip:
+        raise fail("options.clip", "False for a table of counts (nonnegative=True post-processes its cells)",
+                   options.clip)
+    return dataset_name, options

@@ -45,7 +45,7 @@ def _check_factories(mechanisms: Any) -> Mapping[str, Any]:
     return mechanisms
 
 
-def _check_epsilons(epsilons: Any) -> np.ndarray:
+def check_epsilons(epsilons: Any) -> np.ndarray:
     eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
     if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps <= 0):
         raise ValidationError(f"epsilons must be a non-empty 1-d sequence of finite numbers > 0; got {epsilons!r}")
@@ -88,7 +88,7 @@ def utility_curves(calibration: Any, mechanisms: Mapping[str, Any] | None = None
     """
     error = check_choice(error, "error", ("l2", "abs"))
     factories = _check_factories(default_factories() if mechanisms is None else mechanisms)
-    eps = DEFAULT_EPSILONS.copy() if epsilons is None else _check_epsilons(epsilons)
+    eps = DEFAULT_EPSILONS.copy() if epsilons is None else check_epsilons(epsilons)
     columns, failures = {}, {}
     for label, factory in factories.items():
         columns[str(label)], failures[str(label)] = _series(calibration, factory, eps, error)

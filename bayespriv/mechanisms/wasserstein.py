@@ -8,10 +8,10 @@ import numpy as np
 
 from .._validation import check_delta
 from ..calibration import Calibration
-from ..calibration.wasserstein import WassersteinBounds, quantile_band, wasserstein_bounds
+from bayespriv.calibration.w_distances import WassersteinBounds, quantile_band, wasserstein_bounds
 from ..errors import ValidationError
-from .base import Guarantee
-from .relaxation import SampledMomentMechanism
+from .mechanism import Guarantee
+from .sampled_moments import SampledMomentMechanism
 
 __all__ = ["Wasserstein", "ApproxWasserstein"]
 
@@ -27,7 +27,7 @@ class Wasserstein(SampledMomentMechanism):
 
     Adds ``Lap(Δ_W / ε)`` to F(X), where Δ_W is an upper bound of
     ``sup_{pairs, θ} W∞(f_a, f_b)`` computed by
-    :func:`~bayespriv.calibration.wasserstein.wasserstein_bounds` from the
+    :func:`~bayespriv.calibration.w_distances.wasserstein_bounds` from the
     calibration's draws: a simultaneous confidence band around each empirical
     quantile function (Beta order-statistic band ∩ DKW by default), extended
     to the support of F at the tails (exact supremum over the band's jump
@@ -53,7 +53,7 @@ class Wasserstein(SampledMomentMechanism):
         ``"calibration"`` (default) uses ``calibration.confidence``; None gives
         the plug-in W∞ of the empirical distributions.
     band : {"order", "dkw"}
-        Quantile bands (:func:`~bayespriv.calibration.wasserstein.quantile_band`):
+        Quantile bands (:func:`~bayespriv.calibration.w_distances.quantile_band`):
         order statistics ∩ DKW (default) or DKW alone.
 
     Attributes
@@ -133,7 +133,6 @@ class Wasserstein(SampledMomentMechanism):
         self.sensitivity = float(self.bounds.bound)
         self.pair_table = self.bounds.table()
         self._set_laplace(np.full(self.k, self.sensitivity / self.epsilon), np.eye(self.k))
-        self._freeze()
 
     def _compute_guarantee(self) -> Guarantee:
         return Guarantee(self.epsilon, 0.0, self.bounds.confidence, self.bounds.assumptions, self.theorem)
@@ -144,7 +143,7 @@ class ApproxWasserstein(SampledMomentMechanism):
     every pair's F-distributions are (W, δ)-close.
 
     Adds ``Lap(W / ε)`` to each component of F(X). W comes from
-    :func:`~bayespriv.calibration.wasserstein.wasserstein_bounds`:
+    :func:`~bayespriv.calibration.w_distances.wasserstein_bounds`:
 
     * ``method="quantile"`` (default for k = 1): the δ-trimmed W∞ of the
       quantile coupling, i.e. the smallest W such that the levels u where
@@ -246,7 +245,6 @@ class ApproxWasserstein(SampledMomentMechanism):
                             "(trimmed quantile coupling, Definition 3.2)")
         else:
             self.theorem = "Approximate Wasserstein mechanism: Chen & Ohrimenko 2023, Theorems 3.2 and 3.3"
-        self._freeze()
 
     def _compute_guarantee(self) -> Guarantee:
         return Guarantee(self.epsilon, self.delta, self.bounds.confidence, self.bounds.assumptions, self.theorem)

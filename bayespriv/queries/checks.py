@@ -27,7 +27,7 @@ def _check_output_names(value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _numeric_output(value: Any, name: str) -> np.ndarray:
+def numeric_output(value: Any, name: str) -> np.ndarray:
     """The query's output as float64, refusing strings, objects, complex numbers
     and anything else that is not real numbers or booleans (``np.asarray(["1.5"],
     dtype=float)`` would silently parse text)."""

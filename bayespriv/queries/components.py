@@ -17,9 +17,9 @@ import numpy as np
 
 from .._validation import fail
 from ..errors import ValidationError
-from .checks import _numeric_output
+from .checks import numeric_output
 
-__all__ = ["Batch", "Component", "Indicator"]
+__all__ = ["Batch", "Component", "Indicator", "ClippedColumn", "IndicatorOf"]
 
 Batch = Mapping[str, np.ndarray]
 
@@ -112,7 +112,7 @@ class _AdditiveFn:
     def __call__(self, batch: Batch) -> np.ndarray:
         cols = []
         for c in self.components:
-            h = _numeric_output(c.h(batch), c.name)
+            h = numeric_output(c.h(batch), c.name)
             cols.append(h.mean(axis=1) if c.per_mean else h.sum(axis=1))
         return np.stack(cols, axis=1)
 
@@ -173,3 +173,9 @@ class Indicator:
     column: str
     category: Any
     statistic: str
+
+
+#: The component kinds other stages recognise (the W∞ bounds read their range). Their class names keep
+#: the underscore because query fingerprints and pickles record them.
+ClippedColumn = _Clipped
+IndicatorOf = _Indicator

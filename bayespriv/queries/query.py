@@ -19,12 +19,12 @@ from .checks import (
     _check_output_range,
     _declared_column_sensitivities,
     _declared_value,
-    _numeric_output,
+    numeric_output,
     batch_from_frame,
 )
 from .components import Batch, Component, Indicator, _AdditiveFn, _Equals, _Indicator
 
-__all__ = ["Query", "query_fingerprint", "complete_fingerprint"]
+__all__ = ["Query", "query_fingerprint", "complete_fingerprint", "CanonicalEncoder"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -245,7 +245,7 @@ class Query:
         if missing:
             raise ValidationError(f"the batch must hold the query's columns {list(self.columns)!r}; missing {missing!r}")
         draws = int(np.shape(batch[self.columns[0]])[0])
-        out = _numeric_output(self.fn(batch), self.name)
+        out = numeric_output(self.fn(batch), self.name)
         if out.ndim != 2 or out.shape[0] != draws:
             raise ValidationError(
                 f"query {self.name!r} must return an array of shape (draws, k) = ({draws}, k); got shape {out.shape}"
@@ -825,3 +825,7 @@ def _code_names(code: Any) -> set[str]:
         if hasattr(const, "co_names"):
             names |= _code_names(const)
     return names
+
+
+#: The fingerprint encoder, for the data models' signatures (same encoding, same guarantees).
+CanonicalEncoder = _Canon

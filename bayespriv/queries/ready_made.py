@@ -72,14 +72,14 @@ def _indicator_component(what: Any, of: Any, per_mean: bool, name: str | None, f
     """The component of ``count``/``proportion`` in either form, and the query's name."""
     forms = _FORMS.format(f=func)
     if isinstance(what, str):
-        from ..secrets import _check_category
+        from ..secrets import check_category
 
         if not what:
             raise fail("column", f"a non-empty column name ({forms})", what)
         if of is _UNSET:
             raise ParameterTypeError(f"category must be given with a column name: {forms}; got {func}({what!r}) alone")
         try:
-            _check_category(of)
+            check_category(of)
         except ValidationError as exc:
             raise fail("category", f"one value of column {what!r} (a string, number or bool); {forms}", of) from exc
         label = check_name_or_none(name, "name") or f"{func}({what}={of})"

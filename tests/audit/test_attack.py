@@ -11,7 +11,7 @@ probability α):
   [½(1 − TV), ½(1 + TV)], TV the total-variation distance between the two
   output distributions; ½(1 + TV) is the Bayes-optimal accuracy.
 * Empirical ε: the Clopper–Pearson lower bound exceeds the true ε with
-  probability ≤ α (module docstring of ``bayespriv.audit.empirical``).
+  probability ≤ α (module docstring of ``bayespriv.audit.empirical_epsilon``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from scipy import integrate, special, stats
 
 import bayespriv as bp
 from bayespriv.audit.attack import AttackResult, noise_sampler, property_inference_attack
-from bayespriv.audit.empirical import clopper_pearson, empirical_epsilon, epsilon_lower_bound
+from bayespriv.audit.empirical_epsilon import clopper_pearson, empirical_epsilon, epsilon_lower_bound
 from bayespriv.mechanisms.expected_value import ExpM
 
 ALPHA = 1e-3
@@ -305,6 +305,7 @@ class HalfScaleExpM(ExpM):
         super()._freeze()
 
 
+@pytest.mark.slow
 def test_empirical_epsilon_laplace(mean_pair):
     """Laplace(1/ε) on a mean difference of 1 is exactly ε-private for the pair (ε = 1).
 
@@ -325,6 +326,7 @@ def test_empirical_epsilon_laplace(mean_pair):
     assert broken.epsilon > 1.0 and broken.contradicts_claim, broken
 
 
+@pytest.mark.slow
 def test_empirical_epsilon_no_noise_is_large(mean_pair):
     """No noise: perfect separation, so the bound is the closed form log(q/(1 − q)), q = (α/2)^{1/5000} (≈ 6.5)."""
     model, pair, _ = mean_pair

@@ -85,6 +85,7 @@ def test_two_dimensional_oracle_agrees_with_one_dimension_on_a_line():
     assert max(lo1, lo2) <= min(hi1, hi2) * (1 + 1e-6), ((lo1, hi1), (lo2, hi2))
 
 
+@pytest.mark.slow
 def test_student_oracle_matches_quadrature_of_the_convolution():
     """The t(3) density convolved with the noise by adaptive quadrature at each point of a grid over [−60, 60]
     (Simpson's rule on the excess over e^ε p_b); beyond ±60 at most the t(3) ∗ noise mass there is left."""
@@ -129,6 +130,7 @@ SHORT = [
 
 
 @pytest.mark.parametrize("law,n_draws,delta", SHORT, ids=[c[0].name for c in SHORT])
+@pytest.mark.slow
 def test_short_coverage_and_the_twin(law, n_draws, delta):
     result = _check(law, n_draws, delta, runs=20, seed=11)
     assert result.established > 0  # these draws can certify δ: the harness tests established guarantees

@@ -14,7 +14,7 @@ Tolerances (fixed seeds; each holds for any seed with the stated false-failure p
   with probability 1 − α (delta method; checked directly too: the fixed test's exact
   accuracy is computed on a grid, given the draws).
 * Empirical ε: the Clopper–Pearson lower bound exceeds the true ε with probability ≤ α
-  (``bayespriv.audit.empirical``), for a claim that holds.
+  (``bayespriv.audit.empirical_epsilon``), for a claim that holds.
 """
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ def _exact_accuracies(mech, noise: str, scale: float, cal) -> tuple[float, float
 
 
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+@pytest.mark.slow
 def test_gaussian_model_reaches_the_exact_bayes_accuracy(gauss_cal, noise):
     """Â within t_H + L of the exact Bayes accuracy (α = 1e-3 for t_H, 1e-3 for L; module docstring).
 
@@ -157,6 +158,7 @@ def _gaussian_radius(mech, cov_factor: float = 1.0) -> float:
     return abs(ma - mb) / math.sqrt(tau2 + cov_factor * float(mech.noise_cov[0, 0]))
 
 
+@pytest.mark.slow
 def test_half_noise_twin_exceeds_the_accuracy_a_large_delta_allows(gauss_cal):
     """ε = 0.5, δ = 0.1: the claim allows (e^ε + δ)/(1 + e^ε) = 0.660; the half-noise twin reaches Φ(r/2) ≈ 0.71.
 
@@ -181,6 +183,7 @@ def test_half_noise_twin_exceeds_the_accuracy_a_large_delta_allows(gauss_cal):
     assert broken.accuracy > res.accuracy
 
 
+@pytest.mark.slow
 def test_half_noise_twin_is_caught_by_the_empirical_epsilon(gauss_cal):
     """ε = 1, δ = 1e-3: no Gaussian twin's accuracy reaches 0.731, but its privacy curve breaks the claim.
 
@@ -281,6 +284,7 @@ def table_cal():
     return bp.calibrate(TABLE_MODEL, [TABLE_PAIR], TABLE_QUERY, n_draws=20_000, rng=31)
 
 
+@pytest.mark.slow
 def test_noiseless_release_uses_the_empirical_pmf(table_cal):
     """No noise: the test is the zero-noise limit — the plug-in pmf on the count's support.
 

@@ -2,10 +2,10 @@
 
 For each secret s, F is drawn from its law and released through ``Mechanism.release_value``
 (exact grid sampler, bits from one seeded generator); a test fixed in advance ("guess b when the
-release exceeds t") is scored and :func:`bayespriv.audit.empirical.epsilon_lower_bound` turns
+release exceeds t") is scored and :func:`bayespriv.audit.empirical_epsilon.epsilon_lower_bound` turns
 the counts into a lower bound on the ε the release satisfies. The bound exceeds the true ε with
 probability ≤ α = 1e-3 (Clopper–Pearson at α/2 per rate; module docstring of
-``bayespriv.audit.empirical``), so "bound ≤ claimed ε" is a test with false-failure probability
+``bayespriv.audit.empirical_epsilon``), so "bound ≤ claimed ε" is a test with false-failure probability
 ≤ α for a correct mechanism. Each mechanism has a twin with half the noise scale (subclass that
 overrides the noise in ``__init__``, before the mechanism freezes), whose bound must exceed the
 claim. Thresholds t and sizes were chosen from the continuous laws (expected bounds below).
@@ -22,11 +22,15 @@ claim. Thresholds t and sizes were chosen from the continuous laws (expected bou
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import bayespriv as bp
-from bayespriv.audit.empirical import epsilon_lower_bound
+from bayespriv.audit.empirical_epsilon import epsilon_lower_bound
 from bayespriv.mechanisms.apgm import APGM
 from bayespriv.mechanisms.expected_value import ExpM
+
+#: Both audits release 20 000 times per secret through the release path: long statistical runs.
+pytestmark = pytest.mark.slow
 
 ALPHA = 1e-3
 N_PER_SECRET = 20_000

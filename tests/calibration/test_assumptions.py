@@ -120,6 +120,7 @@ def test_scale_change_fails_translation(scale):
     assert report.checks[0].p_value < ALPHA_CHECK
 
 
+@pytest.mark.slow
 def test_false_failure_rate_and_naive_centred_ks_twin():
     """Rates under the null, R = 200 replications at α = 0.05.
 
@@ -283,6 +284,7 @@ POWER_CASES = {
 
 
 @pytest.mark.parametrize("name", list(POWER_CASES))
+@pytest.mark.slow
 def test_power_at_n_min_and_a_naive_rule_twin(name):
     """At n_min the check detects its departure (Gamma(4) skewness 1; variance ratio 2;
     exponential against Gaussian, KS distance 0.149 to every translate) with
@@ -401,6 +403,7 @@ def test_lambda_for_gaussian_draws_is_within_the_derived_tolerance():
         assert tol < 0.3  # tolerances 0.26, 0.17, 0.13 (λ̂ measured 0.08, 0.07, 0.03): λ̂ ≈ 0 for Gaussian draws
 
 
+@pytest.mark.slow
 def test_lambda_is_conservative_against_laplace():
     """f = Laplace with variance 1, f̃ = N(0, 1): λ_η known numerically.
 

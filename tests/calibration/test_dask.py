@@ -54,6 +54,7 @@ def _settles_to(client, n: int, timeout: float = 10.0) -> int:
     return seen
 
 
+@pytest.mark.subprocess
 def test_ten_consecutive_calibrations_on_one_client_give_the_seed_determined_numbers(client):
     """A content-hash scatter key would be shared by consecutive calls, and one call releasing it
     makes the next fail with ``FutureCancelledError: lost dependencies``; the same model and query are reused on purpose, alternating
@@ -67,6 +68,7 @@ def test_ten_consecutive_calibrations_on_one_client_give_the_seed_determined_num
     assert _settles_to(client, 0) == 0  # nothing of the ten calls is left on the cluster
 
 
+@pytest.mark.subprocess
 def test_scatter_keys_are_fresh_per_call_twin_content_hash_keys_collide(client):
     model, _, _ = _gauss()
     first, second = engine._dask_scatter(client, [model, model]), engine._dask_scatter(client, [model])
@@ -76,6 +78,7 @@ def test_scatter_keys_are_fresh_per_call_twin_content_hash_keys_collide(client):
     del first, second
 
 
+@pytest.mark.subprocess
 def test_a_failing_task_cancels_the_rest_and_leaves_the_client_usable(client):
     def draw(secret, n, rng):
         if secret.value == 1.0:
@@ -156,6 +159,7 @@ def _threads_seen(executor) -> set[float]:
                                             chunk_size=10, executor=executor)))
 
 
+@pytest.mark.subprocess
 def test_process_workers_run_blas_on_one_thread_twin_without_the_limit_they_do_not(monkeypatch):
     pytest.importorskip("threadpoolctl")
     before = _blas_threads()

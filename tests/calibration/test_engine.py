@@ -112,6 +112,7 @@ def test_function_model_shape_errors_are_clear():
         bp.calibrate(model, pair, bp.mean("x"), n_draws=10, rng=0)
 
 
+@pytest.mark.subprocess
 def test_process_pool_gives_identical_numbers():
     from concurrent.futures import ProcessPoolExecutor
 
@@ -130,6 +131,7 @@ def _lambda_setup():
     return model, pair, query
 
 
+@pytest.mark.subprocess
 def test_lambda_query_and_model_through_a_process_pool_save_and_load(tmp_path):
     import pickle
     from concurrent.futures import ProcessPoolExecutor
@@ -151,6 +153,7 @@ def test_lambda_query_and_model_through_a_process_pool_save_and_load(tmp_path):
         bp.load_calibration(path, query=other)
 
 
+@pytest.mark.subprocess
 def test_unpicklable_model_on_a_process_pool_names_the_model():
     import threading
     from concurrent.futures import ProcessPoolExecutor

@@ -1,6 +1,6 @@
 """Relaxed MCMC convergence thresholds are named in the calibration's assumptions and in every guarantee.
 
-``PyMCDataModel(max_r_hat=..., min_ess_bulk=..., max_divergences=...)`` looser than the defaults
+``PyMCDataModel(mcmc=McmcSettings(max_r_hat=..., min_ess_bulk=..., max_divergences=...))`` looser than the defaults
 (1.01, 400, 0) gives ``"mcmc_relaxed:<argument>=<value>"`` in ``Calibration.assumptions`` when some
 secret went through MCMC; a mechanism built on the calibration, and a calibration saved and loaded,
 keep the names. No statistical check here: the tests read names only.
@@ -13,7 +13,7 @@ import pymc as pm
 import pytest
 
 import bayespriv as bp
-from bayespriv.calibration import load_calibration, save_calibration
+from bayespriv.files import load_calibration, save_calibration
 from bayespriv.datamodels.pymc import RELAXED_PREFIX, PyMCDataModel, relaxed_thresholds
 from bayespriv.mechanisms import APGM
 
@@ -32,9 +32,10 @@ def build(n):
 
 
 def relaxed_model(**extra):
-    settings = dict(draws=300, tune=300, conjugate=False, max_r_hat=1.05, min_ess_bulk=100, max_divergences=50)
+    settings = dict(draws=300, tune=300, max_r_hat=1.05, min_ess_bulk=100, max_divergences=50)
     settings.update(extra)
-    return PyMCDataModel(build, n_records=8, columns=["y"], parameters=["mu", "theta"], **settings)
+    return PyMCDataModel(build, n_records=8, columns=["y"], parameters=["mu", "theta"],
+                         mcmc=bp.McmcSettings(**settings), conjugate=False)
 
 
 def test_names_follow_the_settings_not_the_run():
@@ -53,6 +54,7 @@ def relaxed_calibration():
     return bp.calibrate(relaxed_model(), PAIR, bp.mean("y"), n_draws=200, rng=3, progress=False)
 
 
+@pytest.mark.slow
 def test_a_calibration_through_mcmc_names_every_relaxed_threshold(relaxed_calibration):
     cal = relaxed_calibration
     assert {d["route"] for d in cal.diagnostics["mcmc"].values()} == {"mcmc"}
@@ -61,6 +63,7 @@ def test_a_calibration_through_mcmc_names_every_relaxed_threshold(relaxed_calibr
     assert set(RELAXED) <= set(guarantee.assumptions)
 
 
+@pytest.mark.slow
 def test_the_names_survive_save_and_load(relaxed_calibration, tmp_path):
     path = save_calibration(relaxed_calibration, tmp_path / "relaxed.nc")
     loaded = load_calibration(path, query=bp.mean("y"))
@@ -78,6 +81,7 @@ def test_only_the_relaxed_ones_are_named_and_only_when_mcmc_ran():
     assert not any(a.startswith(RELAXED_PREFIX) for a in cal.assumptions)
 
 
+@pytest.mark.slow
 def test_a_family_names_them_once():
     family = bp.DataModelFamily(lambda member: relaxed_model(), {"member": [0, 1]})
     cal = bp.calibrate(family, PAIR, bp.mean("y"), n_draws=200, rng=3, progress=False)

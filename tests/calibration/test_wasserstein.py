@@ -27,7 +27,7 @@ from scipy import integrate, optimize, stats
 
 import bayespriv as bp
 from bayespriv.calibration import Calibration, calibration_from_samples
-from bayespriv.calibration.wasserstein import (
+from bayespriv.calibration.w_distances import (
     PairWasserstein,
     dkw_epsilon,
     query_support,
@@ -610,7 +610,7 @@ def test_order_band_simultaneous_coverage_and_pointwise_twin(n):
     claim rests on, for any F); failures are below Binomial(2000, 0.05)'s (1 − 1e-3) quantile with
     probability ≥ 1 − 1e-3. The twin — the Beta quantiles at η = α/2 for every j, a pointwise band
     without the union bound — under-covers and is caught by the same check."""
-    from bayespriv.calibration.wasserstein import quantile_band
+    from bayespriv.calibration.w_distances import quantile_band
 
     runs, alpha = 2000, 0.05
     v = np.sort(np.random.default_rng(n).random((runs, n)), axis=1)
@@ -627,7 +627,7 @@ def test_order_band_covers_a_discrete_quantile_function():
     u, checked at the midpoints of all intervals between band levels and CDF jumps (where all three
     are constant), with U, L computed here by their definition. α = 1e-3 as above; a band that
     trusts the empirical quantile (the plug-in levels) fails."""
-    from bayespriv.calibration.wasserstein import quantile_band
+    from bayespriv.calibration.w_distances import quantile_band
 
     n, runs, alpha = 200, 1000, 0.05
     dist = stats.binom(20, 0.3)
@@ -671,7 +671,7 @@ def test_order_band_is_tighter_than_dkw_and_still_covers():
 import pandas as pd  # noqa: E402
 
 from bayespriv.calibration.laws import FiniteLaw  # noqa: E402
-from bayespriv.calibration.wasserstein import w_infinity_finite  # noqa: E402
+from bayespriv.calibration.w_distances import w_infinity_finite  # noqa: E402
 
 
 @pytest.mark.parametrize("delta", [0.0, 0.05, 0.2])

@@ -473,6 +473,7 @@ def test_gaussian_moments_and_distribution_secrets_match_pgmpy():
 
 
 # -- pickling, process pools -------------------------------------------------------------------------
+@pytest.mark.subprocess
 def test_pickling_and_process_pool():
     model = BayesNetDataModel(five_node_net(), n_records=N5)
     model.sample(bp.DistributionSecret("P(A=a2)", 0.5), 3, rng=0)  # fill the cache first
@@ -566,14 +567,11 @@ def test_parameter_names_are_all_accepted():
 # Agreement to 1e-12. Against the calibration's draws: Pearson χ² (tests/_law_checks.py), α = 1e-3; the
 # twin (a model that swaps the records in and out of the secret's state) is rejected, power > 1 − 1e-9.
 import math  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import mpmath  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _bn_oracles import joint_table  # noqa: E402
-from _law_checks import chi2_p_value, power  # noqa: E402
+from tests._bn_oracles import joint_table  # noqa: E402
+from tests._law_checks import chi2_p_value, power  # noqa: E402
 
 LAW_ALPHA = 1e-3
 FIVE = ["A", "B", "S", "C", "D"]

@@ -391,6 +391,7 @@ def test_numeric_category():
 
 
 # -- on the Adult data ----------------------------------------------------------------------------
+@pytest.mark.adult
 def test_adult_datasets_have_exact_counts_and_no_repeats(adult_dir):
     from bayespriv.models.census import census_model, income_pairs, load_adult
 
@@ -405,6 +406,7 @@ def test_adult_datasets_have_exact_counts_and_no_repeats(adult_dir):
 
 
 @pytest.mark.parametrize("n_records", [2000, 10_000])
+@pytest.mark.adult
 def test_adult_large_n_has_no_repeats(adult_dir, n_records):
     """n = 2000 of 45 222 rows: k(k−1)/2N ≈ 44, the redraw path; n = 10 000 > N/8: the chunked Bernoulli bitmap."""
     from bayespriv.models.census import load_adult
@@ -587,12 +589,9 @@ def test_subset_sums_equal_per_component_sums_for_any_block(gather, monkeypatch)
 # per test (tests/_law_checks.py); the twin (a model drawing one record too many from the secret's category,
 # i.e. wrong stratum sizes) must be rejected by the same test, with a power computed from the noncentral χ²
 # (> 1 − 1e-9).
-import sys  # noqa: E402
 from fractions import Fraction  # noqa: E402
-from pathlib import Path  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _law_checks import chi2_p_value, power  # noqa: E402
+from tests._law_checks import chi2_p_value, power  # noqa: E402
 
 LAW_ALPHA = 1e-3
 

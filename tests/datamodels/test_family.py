@@ -107,6 +107,7 @@ def test_box_has_corners_and_interior_and_records_the_assumption():
     assert "extremes_at_grid" in g.assumptions
 
 
+@pytest.mark.subprocess
 def test_identical_numbers_serial_process_pool_and_dask():
     fam = _family()
     kw = dict(n_draws=400, rng=9, chunk_size=100)

@@ -45,6 +45,7 @@ def calibration() -> bp.Calibration:
     return bp.calibrate(model, PAIR, bp.mean("y"), n_draws=DRAWS, rng=0)
 
 
+@pytest.mark.slow
 def test_a_dims_model_draws_the_hierarchy_it_states(calibration):
     """Mean within 5 standard errors of 20·phi (false failure < 1e-6 per secret); variance within 30 % of the
     NumPy reference (5 standard errors of a sample variance at kurtosis below 10, 20 000 draws). Twin: each
@@ -58,6 +59,7 @@ def test_a_dims_model_draws_the_hierarchy_it_states(calibration):
         assert abs(x.mean() - TRIALS * other.value) > 5 * se  # the twin
 
 
+@pytest.mark.slow
 def test_a_dims_model_releases_established(calibration):
     mech = bp.mechanisms.APGM(calibration, epsilon=1.0, delta=1e-3)
     assert mech.guarantee.established
@@ -87,6 +89,7 @@ def _mixture_variance(v: float, draws: int = 400_000, seed: int = 0) -> float:
     return float(x.mean(axis=1).var())
 
 
+@pytest.mark.slow
 def test_a_dirichlet_weight_secret_on_a_mixture_draws_its_law_and_releases_established():
     """Given w₀ = v the other weight is 1 − v (aggregation property), so E[mean(x)] = −2v + 2(1 − v) exactly;
     the variance is checked against NumPy as above. The mixture's operation cannot be vectorised by PyTensor: the

@@ -65,6 +65,7 @@ def _marginal(network, node):
 
 @pytest.mark.parametrize("where", ["root", "deep"])
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_record_level_secrets_calibrate_and_release_with_defaults(name, where):
     network = _network(name)
     model = bp.BayesNetDataModel(network, n_records=100)
@@ -153,6 +154,7 @@ def _grid_delta(law_a, law_b, sd: float, eps: float) -> float:
                np.trapezoid(np.clip(pb - np.e ** eps * pa, 0, None), y))
 
 
+@pytest.mark.slow
 def test_a_zero_theorem_noise_is_scaled_from_the_law_until_the_exact_delta_is_met():
     """On asia's root secret the query's own variance hides the mean shift (APGM's theorem noise is 0) but the exact
     count law alone does not meet δ: the accountant scales F's own covariance until it does. Independent check: δ of

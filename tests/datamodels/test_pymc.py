@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
-import sys
 import weakref
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
@@ -26,8 +24,7 @@ import bayespriv.datamodels.pymc as pymc_module
 from bayespriv.datamodels.pymc import PyMCDataModel
 from bayespriv.errors import ConvergenceError, ParameterTypeError, UnsupportedSecretError, ValidationError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _pymc_oracles import C_SCORE, SD_Z, build_logit, build_normal_normal, logit_posterior_moments  # noqa: E402
+from tests._pymc_oracles import C_SCORE, SD_Z, build_logit, build_normal_normal, logit_posterior_moments
 
 MU0, MU1, SIGMA, N = 64.0, 70.0, 3.0, 50
 ALPHA = 1e-3
@@ -202,6 +199,7 @@ def _logit_failures(cal):
     return failures
 
 
+@pytest.mark.slow
 def test_dataset_secret_mcmc_matches_quadrature_and_reports_diagnostics(logit_calibration):
     model, cal = logit_calibration
     assert "mcmc_posterior" in cal.assumptions and "tabulated_posterior" not in cal.assumptions
@@ -235,6 +233,7 @@ def test_twin_using_the_prior_instead_of_the_posterior_is_caught():
     assert any(f.startswith("mean") for f in _logit_failures(cal))
 
 
+@pytest.mark.slow
 def test_prepared_draws_fix_the_share_at_random_positions(logit_calibration):
     model, _ = logit_calibration
     secret = LOGIT_SECRETS[0]
@@ -247,13 +246,14 @@ def test_prepared_draws_fix_the_share_at_random_positions(logit_calibration):
 
 
 def test_non_converging_mcmc_is_refused_with_a_clear_message():
-    model = logit_model(tune=0, draws=20)
+    model = logit_model(mcmc=bp.McmcSettings(tune=0, draws=20))
     with pytest.raises(ConvergenceError, match=r"(R-hat|bulk ESS).*tune=0, draws=20.*Increase tune and draws") as info:
         bp.calibrate(model, bp.SecretPair(*LOGIT_SECRETS), bp.mean("score"), n_draws=10, rng=0)
     # the failed run travels with the error, for az.plot_trace
     assert dict(info.value.posterior.posterior.sizes) == {"chain": 2, "draw": 20}
 
 
+@pytest.mark.slow
 def test_mcmc_posteriors_are_kept_for_arviz(logit_calibration, tmp_path):
     """Every MCMC run behind the draws is on cal.posteriors: ArviZ reads it, and its R-hat / ESS are the
     diagnostics' own numbers (exact: the same function on the same draws); pickling and saving keep it."""
@@ -325,6 +325,7 @@ def _within(estimate, exact, se, z=4.0):
     return abs(estimate - exact) <= z * se
 
 
+@pytest.mark.slow
 def test_mean_secret_through_mcmc_matches_normal_normal_closed_form():
     """x̄ = a with μ ~ N(0, 1), x_r ~ N(μ, 1): μ | x̄ = a ~ N(n a/(n + 1), 1/(n + 1)) (conjugate
     normal, not detected: MCMC on the sum likelihood). Then ȳ ~ N(n a/(n + 1), 1/(n + 1) + 1/n).
@@ -345,6 +346,7 @@ def test_mean_secret_through_mcmc_matches_normal_normal_closed_form():
     assert _within(ybar.var(ddof=1), v_y, np.sqrt(2 * v_y**2 / D + 2 * v_mu**2 / ess))
 
 
+@pytest.mark.slow
 def test_public_data_in_the_model_is_conditioned_on():
     """Observed variables are public data: the belief is the posterior given them. With
     30 of 100 public ones and exactly k = 6 of 20 women, p ~ Beta(2 + 36, 2 + 84); MCMC (the
@@ -448,10 +450,11 @@ def test_constructor_errors_are_clear():
     with pytest.raises(ValidationError, match="lo < hi"):
         hier_model(intervals={s: (0.3, 0.3)})
     with pytest.raises(ValidationError, match="max_r_hat must be >= 1"):
-        hier_model(max_r_hat=0.9)
+        hier_model(mcmc=bp.McmcSettings(max_r_hat=0.9))
 
 
 # -- pickling and executors -------------------------------------------------------------------
+@pytest.mark.slow
 def test_pickle_round_trip_rebuilds_and_gives_identical_draws(logit_calibration, monkeypatch):
     model, _ = logit_calibration
     prepared = model.prepare(LOGIT_SECRETS, np.random.default_rng(3))
@@ -479,6 +482,7 @@ def test_thread_pool_gives_identical_numbers():
     np.testing.assert_array_equal(serial.samples.values, threaded.samples.values)
 
 
+@pytest.mark.subprocess
 def test_process_pool_gives_identical_numbers(logit_calibration):
     model, serial = logit_calibration
     ctx = multiprocessing.get_context("fork")
@@ -494,13 +498,14 @@ class _ScriptedConvergence(PyMCDataModel):
 
     def __init__(self, r_hats, **kw):
         super().__init__(build_logit, n_records=N_LOGIT, columns=["gender", "score"], parameters=["z"],
-                         conjugate=False, tune=100, draws=100, **kw)
+                         conjugate=False, mcmc=bp.McmcSettings(tune=100, draws=100, **kw))
         self.__dict__["_script"] = list(r_hats)
 
     def _convergence(self, idata, names):
         return self.__dict__["_script"].pop(0), 1000.0, 1000.0
 
 
+@pytest.mark.slow
 def test_a_run_that_misses_r_hat_by_a_little_is_extended_and_says_so():
     """R-hat 1.02 (> 1.01, within 0.04): the run is repeated with twice the tuning and draws; the second passes and
     the diagnostics record it. The twins: R-hat 1.2 (far) is refused at once, and so is 1.02 with
@@ -516,3 +521,77 @@ def test_a_run_that_misses_r_hat_by_a_little_is_extended_and_says_so():
         _ScriptedConvergence([1.02, 1.0], mcmc_extensions=0).prepare([secret], np.random.default_rng(0))
     with pytest.raises(ConvergenceError, match=r"tune=400, draws=400, chains=2, target_accept=0.9 \(after 2 extension"):
         _ScriptedConvergence([1.02, 1.03, 1.02]).prepare([secret], np.random.default_rng(0))
+
+
+# -- the MCMC settings: one option object, McmcSettings; their own keywords deprecated for one release --------------
+MCMC_FIELDS = dict(draws=300, tune=200, chains=3, target_accept=0.95, max_r_hat=1.05, min_ess_bulk=100,
+                   max_divergences=5, mcmc_extensions=1)
+
+
+def test_old_mcmc_keywords_warn_and_build_the_same_model_as_mcmc_settings():
+    """``draws=..., tune=..., …`` (deprecated) warn and give the model of ``mcmc=McmcSettings(...)``: the same settings,
+    attributes, signature (saved calibration files) and posterior cache key. Twin: other settings change both."""
+    from bayespriv.datamodels.signature import model_signature
+    from bayespriv.errors import BayesPrivDeprecationWarning
+
+    new = hier_model(mcmc=bp.McmcSettings(**MCMC_FIELDS))
+    with pytest.warns(BayesPrivDeprecationWarning, match=r"PyMCDataModel\(draws=\.\.\., .*use PyMCDataModel\(mcmc="
+                                                         r"McmcSettings\(draws=\.\.\."):
+        old = hier_model(**MCMC_FIELDS)
+    assert old.mcmc == new.mcmc == bp.McmcSettings(**MCMC_FIELDS)
+    assert {k: getattr(old, k) for k in MCMC_FIELDS} == {k: getattr(new, k) for k in MCMC_FIELDS} == MCMC_FIELDS
+    assert isinstance(new.min_ess_bulk, float) and isinstance(new.draws, int)
+    assert model_signature(old) == model_signature(new)
+    secret = bp.DistributionSecret("p", 0.3)
+    plan = new._plans.plan(secret)
+    assert old._runs.key(secret, plan, 7) == new._runs.key(secret, plan, 7)
+    assert pickle.loads(pickle.dumps(new)).mcmc == new.mcmc
+    default = hier_model()
+    assert default.mcmc == bp.McmcSettings() and (default.draws, default.max_r_hat) == (1000, 1.01)
+    assert model_signature(default) != model_signature(new)
+    assert default._runs.key(secret, plan, 7) != new._runs.key(secret, plan, 7)
+    with pytest.raises(AttributeError):
+        new.mcmc = bp.McmcSettings()
+
+
+def test_mcmc_and_its_old_keywords_together_are_refused():
+    with pytest.raises(ValidationError, match=r"pass mcmc= only \(draws=\.\.\. is its deprecated spelling\); got both"):
+        hier_model(mcmc=bp.McmcSettings(), draws=300)
+
+
+@pytest.mark.parametrize("field, value, error, rule", [
+    ("draws", 0, ValidationError, "an integer >= 1"),
+    ("tune", -1, ValidationError, "an integer >= 0"),
+    ("chains", 1.5, ParameterTypeError, "an integer >= 1"),
+    ("target_accept", 1.0, ValidationError, "in the open interval (0, 1)"),
+    ("max_r_hat", 0.9, ValidationError, ">= 1"),
+    ("min_ess_bulk", -1.0, ValidationError, ">= 0"),
+    ("max_divergences", True, ParameterTypeError, "an integer >= 0"),
+    ("mcmc_extensions", -1, ValidationError, "an integer >= 0"),
+])
+def test_mcmc_settings_refuse_an_invalid_value_naming_the_field(field, value, error, rule):
+    with pytest.raises(error) as info:
+        bp.McmcSettings(**{field: value})
+    message = str(info.value)
+    assert message.startswith(f"{field} must be") and rule in message and f"got {value!r}" in message
+
+
+def test_mcmc_settings_are_a_keyword_only_frozen_value():
+    import dataclasses
+
+    settings = bp.McmcSettings(draws=500)
+    assert settings == bp.McmcSettings(draws=500) and hash(settings) == hash(bp.McmcSettings(draws=500))
+    assert bp.McmcSettings is bp.datamodels.McmcSettings and "McmcSettings" in bp.__all__
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.draws = 10
+    with pytest.raises(TypeError):
+        bp.McmcSettings(500)
+
+
+def test_an_unknown_keyword_is_still_a_type_error():
+    """The broken twin: only the eight settings are folded into ``mcmc=``; a misspelt one is Python's TypeError,
+    without a deprecation warning, and ``mcmc=`` takes a McmcSettings only."""
+    with pytest.raises(TypeError, match=r"PyMCDataModel\.__init__\(\) got an unexpected keyword argument 'drawz'"):
+        hier_model(drawz=300)
+    with pytest.raises(ParameterTypeError, match=r"mcmc must be None or a bayespriv McmcSettings; got \{'draws': 300\}"):
+        hier_model(mcmc={"draws": 300})

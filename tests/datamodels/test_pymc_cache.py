@@ -18,7 +18,7 @@ from scipy import stats
 
 import bayespriv as bp
 import bayespriv.datamodels.pymc as pymc_module
-from bayespriv.datamodels import _posterior_cache
+from bayespriv.datamodels import posterior_cache
 from bayespriv.datamodels._fast_rv import FastBernoulliRV, FastNormalRV
 from bayespriv.datamodels._model_fingerprint import model_fingerprint
 from bayespriv.datamodels.compat import random_draws_call_rng_fn
@@ -39,11 +39,11 @@ def build_logit(n, sd=1.5):
     return m
 
 
-def logit_model(builder=build_logit, **kw):
+def logit_model(builder=build_logit, conjugate=False, **kw):
     """MCMC forced (conjugate=False), short chains: the cache, not the posterior, is under test."""
-    settings = dict(draws=300, tune=300, min_ess_bulk=100.0, conjugate=False)
-    settings.update(kw)
-    return PyMCDataModel(builder, n_records=N, columns=["gender", "score"], parameters=["z"], **settings)
+    mcmc = bp.McmcSettings(**{"draws": 300, "tune": 300, "min_ess_bulk": 100.0, **kw})
+    return PyMCDataModel(builder, n_records=N, columns=["gender", "score"], parameters=["z"], mcmc=mcmc,
+                         conjugate=conjugate)
 
 
 @pytest.fixture
@@ -66,6 +66,7 @@ def _calibrate(model, rng=5):
     return bp.calibrate(model, PAIR, bp.mean("score"), n_draws=200, rng=rng)
 
 
+@pytest.mark.slow
 def test_second_calibration_reuses_the_posteriors_bit_identically(sample_calls):
     first = _calibrate(logit_model())
     assert len(sample_calls) == 2  # one run per secret
@@ -75,9 +76,10 @@ def test_second_calibration_reuses_the_posteriors_bit_identically(sample_calls):
     assert first.diagnostics == second.diagnostics
     for label, idata in first.posteriors.items():
         np.testing.assert_array_equal(second.posteriors[label].posterior["z"].values, idata.posterior["z"].values)
-    assert _posterior_cache.stats()["hits"] == 2
+    assert posterior_cache.stats()["hits"] == 2
 
 
+@pytest.mark.slow
 def test_anything_that_changes_the_posterior_misses(sample_calls):
     """Twin of the test above: a changed prior, seed or MCMC setting runs MCMC again."""
     _calibrate(logit_model())
@@ -99,6 +101,7 @@ def _forget_runtimes(monkeypatch) -> None:
     monkeypatch.setattr(pymc_module, "_recent_runtimes", type(pymc_module._recent_runtimes)())
 
 
+@pytest.mark.slow
 def test_loading_a_file_puts_nothing_in_the_cache(sample_calls, tmp_path, monkeypatch):
     """Save, forget everything, load: the cache stays empty and a later calibration runs its own MCMC,
     with the same numbers."""
@@ -106,12 +109,13 @@ def test_loading_a_file_puts_nothing_in_the_cache(sample_calls, tmp_path, monkey
     path = first.to_netcdf(tmp_path / "cal.nc")
     _forget_runtimes(monkeypatch)
     bp.load_calibration(path, query=bp.mean("score"))
-    assert _posterior_cache.stats()["entries"] == 0
+    assert posterior_cache.stats()["entries"] == 0
     again = _calibrate(logit_model())
     assert len(sample_calls) == 4
     np.testing.assert_array_equal(first.samples.values, again.samples.values)
 
 
+@pytest.mark.slow
 def test_reuse_of_a_loaded_calibration_skips_mcmc_bit_identically(sample_calls, tmp_path, monkeypatch):
     """calibrate(..., reuse=loaded): no pm.sample call, the same numbers, nothing left in the cache; another
     seed or setting is not served by the loaded runs."""
@@ -122,13 +126,14 @@ def test_reuse_of_a_loaded_calibration_skips_mcmc_bit_identically(sample_calls, 
     again = bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=loaded)
     assert len(sample_calls) == 2
     np.testing.assert_array_equal(first.samples.values, again.samples.values)
-    assert _posterior_cache.stats()["entries"] == 0  # offered to that call only
+    assert posterior_cache.stats()["entries"] == 0  # offered to that call only
     bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=6, reuse=loaded)  # another seed
     assert len(sample_calls) == 4
     bp.calibrate(logit_model(draws=320), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=loaded)  # another setting
     assert len(sample_calls) == 6
 
 
+@pytest.mark.slow
 def test_reuse_refuses_an_unverified_file(sample_calls, tmp_path):
     from bayespriv.errors import UnverifiedCalibrationError
 
@@ -140,6 +145,7 @@ def test_reuse_refuses_an_unverified_file(sample_calls, tmp_path):
         bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=str(path))
 
 
+@pytest.mark.slow
 def test_a_cache_entry_of_the_wrong_type_is_a_miss_not_a_crash(sample_calls):
     """Whatever sits under a key, a lookup hands out only what the caller can use: an MCMC run under a
     quadrature key, or a table under an MCMC key, is a miss."""
@@ -149,27 +155,28 @@ def test_a_cache_entry_of_the_wrong_type_is_a_miss_not_a_crash(sample_calls):
 
     model = logit_model(conjugate=True)
     secret = SECRETS[0]
-    plan = model._plan(secret)
+    plan = model._plans.plan(secret)
     run = _calibrate(logit_model()).posteriors[secret.label]
-    seed = model._secret_seed(np.random.SeedSequence(5), secret)
-    quad_key = model._posterior_key(secret, plan, seed, route="quadrature")
-    _posterior_cache.put(quad_key, run)  # an InferenceData where a table is expected
-    assert _posterior_cache.get(quad_key, (QuadratureTable, str)) is None
+    seed = model._runs.secret_seed(np.random.SeedSequence(5), secret)
+    quad_key = model._runs.key(secret, plan, seed, route="quadrature")
+    posterior_cache.put(quad_key, run)  # an InferenceData where a table is expected
+    assert posterior_cache.get(quad_key, (QuadratureTable, str)) is None
     assert model.route(secret) == "quadrature"
-    assert _posterior_cache.get(quad_key, inference_data_types()) is run
-    mcmc_key = logit_model()._posterior_key(secret, plan, seed)
-    _posterior_cache.put(mcmc_key, "not a run", 10)
-    assert _posterior_cache.get(mcmc_key, inference_data_types()) is None
+    assert posterior_cache.get(quad_key, inference_data_types()) is run
+    mcmc_key = logit_model()._runs.key(secret, plan, seed)
+    posterior_cache.put(mcmc_key, "not a run", 10)
+    assert posterior_cache.get(mcmc_key, inference_data_types()) is None
 
 
 def test_keys_differ_by_route_and_seed():
     model = logit_model(conjugate=True)
-    plan = model._plan(SECRETS[0])
-    keys = {model._posterior_key(SECRETS[0], plan, seed, route=route)
+    plan = model._plans.plan(SECRETS[0])
+    keys = {model._runs.key(SECRETS[0], plan, seed, route=route)
             for route in ("mcmc", "quadrature") for seed in (None, 1, 2)}
     assert len(keys) == 6
 
 
+@pytest.mark.slow
 def test_clear_posterior_cache_forces_new_runs(sample_calls):
     _calibrate(logit_model())
     assert bp.clear_posterior_cache() == 2
@@ -277,8 +284,8 @@ SECRETS = (bp.DatasetSecret.proportion("gender", 1, 0.25), bp.DatasetSecret.prop
 PAIR = bp.SecretPair(*SECRETS)
 
 def model(conjugate):
-    return PyMCDataModel(build, n_records=12, columns=["gender", "score"], parameters=["z"], draws=300, tune=300,
-                         min_ess_bulk=100.0, conjugate=conjugate)
+    return PyMCDataModel(build, n_records=12, columns=["gender", "score"], parameters=["z"],
+                         mcmc=bp.McmcSettings(draws=300, tune=300, min_ess_bulk=100.0), conjugate=conjugate)
 
 def bound(conjugate):
     cal = bp.calibrate(model(conjugate), PAIR, bp.mean("score"), n_draws=200, rng=5)
@@ -290,8 +297,8 @@ if sys.argv[1] == "save":
     cal.to_netcdf(sys.argv[2])
     out["quadrature"] = bound(True)[1]
     m = model(True)
-    seed = m._secret_seed(np.random.SeedSequence(5), SECRETS[1])
-    out["quadrature_key"] = m._posterior_key(SECRETS[1], m._plan(SECRETS[1]), seed, route="quadrature")
+    seed = m._runs.secret_seed(np.random.SeedSequence(5), SECRETS[1])
+    out["quadrature_key"] = m._runs.key(SECRETS[1], m._plans.plan(SECRETS[1]), seed, route="quadrature")
 else:
     from bayespriv.errors import UnverifiedCalibrationError
     edited, resigned, stamped = sys.argv[2:5]
@@ -308,6 +315,7 @@ print(json.dumps(out))
 '''
 
 
+@pytest.mark.subprocess
 def test_a_loaded_file_cannot_poison_a_later_calibration_in_a_fresh_process(tmp_path):
     """Process 1 calibrates (rng=5) and saves; the test copies secret A's chains over secret B's with h5py
     (unsigned; re-signed with the owner's key; and re-signed with a quadrature key stamped on B's run);
@@ -323,8 +331,7 @@ def test_a_loaded_file_cannot_poison_a_later_calibration_in_a_fresh_process(tmp_
 
     import h5py
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from _signing import resign
+    from tests._signing import resign
 
     root = Path(__file__).resolve().parents[2]
     script = tmp_path / "script.py"
@@ -350,7 +357,7 @@ def test_a_loaded_file_cannot_poison_a_later_calibration_in_a_fresh_process(tmp_
     resign(resigned)
     shutil.copy(resigned, stamped)
     with h5py.File(stamped, "r+") as f:
-        f[f"{b}/posterior"].attrs[_posterior_cache.KEY_ATTR] = clean["quadrature_key"]
+        f[f"{b}/posterior"].attrs[posterior_cache.KEY_ATTR] = clean["quadrature_key"]
     resign(stamped)
     after = run("load", edited, resigned, stamped)
     assert "contents changed" in after["refused"]

@@ -73,6 +73,7 @@ def noncentred_calibration():
     return bp.calibrate(model, PAIR, bp.mean("y"), n_draws=D, rng=11, progress=False)
 
 
+@pytest.mark.slow
 def test_a_deterministic_secret_is_the_conditional_law_of_the_centred_model(noncentred_calibration):
     cal = noncentred_calibration
     assert _failures(cal) == []
@@ -95,6 +96,7 @@ class _Intervention(PyMCDataModel):
         return 0.0 * beta
 
 
+@pytest.mark.slow
 def test_the_intervention_twin_is_caught():
     model = _Intervention(build_noncentred, n_records=N, columns=["y"], parameters=["theta"])
     cal = bp.calibrate(model, PAIR, bp.mean("y"), n_draws=D, rng=11, progress=False)
@@ -102,6 +104,7 @@ def test_the_intervention_twin_is_caught():
     assert _failures(cal, lambda a: (a / 4, 12 / 16 + 1 / N, 12 / 16)) == []  # the intervention's law: mu at its prior
 
 
+@pytest.mark.slow
 def test_every_draw_has_the_secret_value_and_the_rest_stays_random():
     model = PyMCDataModel(build_noncentred, n_records=8, columns=["y"], parameters=["theta"])
     prepared = model.prepare([PAIR.b], np.random.default_rng(3))
@@ -162,6 +165,7 @@ def _failures_for(cal, pair, moments):
     return failures
 
 
+@pytest.mark.slow
 def test_a_single_pivot_divides_by_its_slope():
     """e ~ Student-t (not normal): one pivot, e = a/s, density p_e(a/s)/s — the 1/s is the Jacobian."""
     model = PyMCDataModel(build_scale(_student), n_records=N, columns=["x"], parameters=["d"])
@@ -181,6 +185,7 @@ class _NoJacobian(PyMCDataModel):
         return logp
 
 
+@pytest.mark.slow
 def test_the_twin_without_the_jacobian_is_caught():
     bp.clear_posterior_cache()  # the twin's runs have the same cache key as the correct ones
     model = _NoJacobian(build_scale(_student), n_records=N, columns=["x"], parameters=["d"])
@@ -191,6 +196,7 @@ def test_the_twin_without_the_jacobian_is_caught():
     assert _scale_failures(cal, t4, jacobian=False) == []
 
 
+@pytest.mark.slow
 def test_a_normal_pivot_gets_its_density_from_the_gaussian_route():
     """e ~ N(0, 1): the Gaussian route's density of d at a, N(a; 0, s²) = φ(a/s)/s, is the same law."""
     model = PyMCDataModel(build_scale(_normal), n_records=N, columns=["x"], parameters=["d"])
@@ -209,6 +215,7 @@ def build_total(n):
     return m
 
 
+@pytest.mark.slow
 def test_a_secret_on_a_sum_projects_every_element():
     """Given Σ eta = a, eta ~ N(a/5·1, I − 11ᵀ/5): every dataset's group means average exactly a/5,
     and each eta_j has variance 4/5 — mean of x given the secret is N(a/5, 1/n) exactly (α = 1e-3)."""
@@ -286,7 +293,7 @@ def test_deterministics_without_a_pivot_are_refused_with_the_reason():
     with pytest.raises(ValidationError, match=r"index within the shape \(3,\)"):
         model.check_secret(bp.DistributionSecret("vec[3]", 1.0))
     # a·b is affine in a and in b, not jointly: one pivot (b, slope a), not the Gaussian route
-    members, gaussian, how = model._pivot("ab", ())
+    members, gaussian, how = model._pivots.pivot("ab", ())
     assert members == (("b", ()),) and not gaussian and "slope depends" in how
     with pytest.raises(ValidationError, match="free random variables or deterministics"):
         PyMCDataModel(build_awkward, n_records=6, columns=["x"], parameters=["x2"])

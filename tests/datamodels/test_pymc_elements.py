@@ -48,7 +48,8 @@ def beta_model():
 
 def hier_model(cls=PyMCDataModel):
     """MCMC forced (conjugate=False): μ's 1-D posterior would otherwise be tabulated (quadrature route)."""
-    return cls(build_hier, n_records=N, columns=["y"], parameters=["mu", "theta"], draws=1000, tune=500, conjugate=False)
+    return cls(build_hier, n_records=N, columns=["y"], parameters=["mu", "theta"],
+               mcmc=bp.McmcSettings(draws=1000, tune=500), conjugate=False)
 
 
 BETA_PAIR = bp.SecretPair(bp.DistributionSecret("theta[2]", 0.1), bp.DistributionSecret("theta[2]", 0.9))
@@ -129,6 +130,7 @@ def test_twin_fixing_the_whole_vector_is_caught():
     assert any(f.startswith("mean") for f in _beta_failures(cal))
 
 
+@pytest.mark.slow
 def test_element_secret_in_a_hierarchy_needs_the_posterior_of_its_parents_and_releases():
     model = hier_model()
     assert model.route(HIER_PAIR.a) == "mcmc"

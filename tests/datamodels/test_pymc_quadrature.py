@@ -7,8 +7,6 @@ wrong evidence is caught by the same checks.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
@@ -19,8 +17,7 @@ import bayespriv as bp
 from bayespriv.datamodels._quadrature import TV_TOLERANCE
 from bayespriv.datamodels.pymc import PyMCDataModel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _pymc_oracles import C_SCORE as C, build_logit, build_normal_normal, logit_posterior_moments  # noqa: E402
+from tests._pymc_oracles import C_SCORE as C, build_logit, build_normal_normal, logit_posterior_moments
 
 N = 20  # records (the logit model and its constants: tests/_pymc_oracles.py)
 ALPHA = 1e-3
@@ -123,7 +120,7 @@ def test_a_posterior_that_is_not_log_concave_stays_on_mcmc():
     model = PyMCDataModel(build_bimodal, n_records=4, columns=["gender", "score"], parameters=["z"])
     secret = bp.DatasetSecret.proportion("gender", 1, 0.5)
     assert model.route(secret) == "mcmc"
-    reason = model._quadrature(secret, model._plan(secret))
+    reason = model._tabulated.table(secret, model._plans.plan(secret))
     assert isinstance(reason, str) and "not log-concave" in reason
 
 

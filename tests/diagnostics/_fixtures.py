@@ -37,7 +37,7 @@ def chain_network():
     from pgmpy.factors.discrete import TabularCPD
     from pgmpy.models import DiscreteBayesianNetwork
 
-    from bayespriv.calibration.quilts import ParameterNetwork
+    from bayespriv.networks.quilts import ParameterNetwork
 
     bn = DiscreteBayesianNetwork([("a", "b"), ("b", "c")])
     bn.add_cpds(TabularCPD("a", 2, [[0.5], [0.5]]),
@@ -47,14 +47,14 @@ def chain_network():
 
 
 def quilt_calibration():
-    from bayespriv.calibration.quilts import calibrate_quilts
+    from bayespriv.networks.quilts import calibrate_quilts
 
     query = bp.stack(bp.count(lambda b: b["b"] > 0, "b", name="b>0"), bp.count(lambda b: b["c"] > 0, "c", name="c>0"))
     return calibrate_quilts(chain_network(), "a", query, n_records=5)
 
 
 def chain_calibration():
-    from bayespriv.calibration.quilts import MarkovChain, calibrate_chain
+    from bayespriv.networks.quilts import MarkovChain, calibrate_chain
 
     chain = MarkovChain(np.array([[0.8, 0.2], [0.3, 0.7]]), np.array([0.5, 0.5]))
     return calibrate_chain(chain, bp.count(lambda b: b["x"] == 1, "x", name="ones"), length=6)

@@ -108,13 +108,10 @@ def test_refuses_unknown_component_and_secret():
 
 
 # -- privacy curve, utility, quilt, ε table, budget and Q–Q plots -----------------------------------------------
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 import mpmath  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from bayespriv.calibration.quilts import Quilt  # noqa: E402
+from bayespriv.networks.quilts import Quilt  # noqa: E402
 from bayespriv.diagnostics import (  # noqa: E402
     plot_budget,
     plot_epsilon_table,
@@ -126,8 +123,7 @@ from bayespriv.diagnostics import (  # noqa: E402
 from bayespriv.errors import ParameterTypeError  # noqa: E402
 from bayespriv.mechanisms import APGM, ExpM, OptimalGaussian  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _fixtures as F  # noqa: E402
+from tests.diagnostics import _fixtures as F  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +137,7 @@ def _by_gid(artists, gid):
     return found[0]
 
 
+@pytest.mark.slow
 def test_privacy_curve_reads_each_mechanism_and_marks_its_guarantee():
     cal = F.gaussian_calibration(two_components=False)  # k = 1: privacy_curve is fast
     apgm = APGM(cal, epsilon=1.0, delta=1e-3)
@@ -170,6 +167,7 @@ def test_privacy_curve_reads_each_mechanism_and_marks_its_guarantee():
         plot_privacy_curve(42)
 
 
+@pytest.mark.slow
 def test_utility_is_the_noise_each_mechanism_reports(gcal):
     eps = [0.25, 1.0, 4.0]
 
@@ -197,6 +195,7 @@ def test_utility_is_the_noise_each_mechanism_reports(gcal):
         plot_utility(gcal, mechs, eps, error="rmse")
 
 
+@pytest.mark.slow
 def test_utility_table_is_what_the_plot_draws(gcal):
     """utility_curves builds the mechanisms (the plot only draws): its table, passed to the plot, gives the same
     lines; failures are kept per label; bad factories are refused naming the parameter."""
@@ -254,6 +253,7 @@ def test_epsilon_table_heat_map():
         plot_epsilon_table([[1.0]])
 
 
+@pytest.mark.slow
 def test_budget_over_time_excludes_voided_and_marks_not_established(gcal, tmp_path):
     ledger = bp.Ledger(tmp_path / "budget.sqlite")
     ledger.set_budget("x", epsilon=3.0, delta=0.01)
@@ -262,7 +262,7 @@ def test_budget_over_time_excludes_voided_and_marks_not_established(gcal, tmp_pa
         APGM(gcal, epsilon=e, delta=1e-3).release(df, ledger=ledger, dataset_name=f"table-{e}")
     ledger.void(2, "test: refunded")
     skewed = APGM(F.skewed_calibration(), epsilon=0.5, delta=1e-3, accountant="gaussian")
-    skewed.release(pd.DataFrame({"x": [1.0]}), ledger=ledger, accept_failed_assumptions=True)
+    skewed.release(pd.DataFrame({"x": [1.0]}), ledger=ledger, options=bp.ReleaseOptions(accept_failed_assumptions=True))
     ax = plot_budget(ledger)
     _, y = _by_gid(ax.lines, "spent:x").get_data()
     np.testing.assert_allclose(y, [0.5, 1.25, 1.75])  # the voided 0.25 is not counted
@@ -363,12 +363,12 @@ def test_qq_band_contains_gaussian_draws_and_catches_a_skewed_query(gcal):
 
 # ------------------------------------------------------------------------------------ plot_release
 def _release(noise_cov=None, laplace=None, value=(148.5,)):
-    from bayespriv.mechanisms.guarantee import Guarantee
-    from bayespriv.mechanisms.release_noise import ReleaseNoise
+    from bayespriv.privacy.guarantee import Guarantee
+    from bayespriv.noise.release_noise import ReleaseNoise
 
     k = len(value)
-    return bp.mechanisms.Release(np.array(value, float), Guarantee(1.0, 1e-3, 1.0), "APGM", False, "q",
-                                 tuple(f"c{i}" for i in range(k)),
+    return bp.mechanisms.Release(np.array(value, float), Guarantee(1.0, 1e-3, 1.0), "APGM", False, query="q",
+                                 component_names=tuple(f"c{i}" for i in range(k)),
                                  noise=ReleaseNoise.of(k, None if noise_cov is None else np.asarray(noise_cov, float),
                                                        laplace))
 

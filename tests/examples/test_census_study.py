@@ -17,6 +17,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.adult  # the study reads the UCI Adult data (skipped without it)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

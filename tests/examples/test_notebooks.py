@@ -137,12 +137,14 @@ def test_committed_notebook_is_stripped_and_makes_warnings_errors(name):
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.notebook
 def test_notebook_runs_and_shows_results_as_tables(name):
     nb = _execute(name)
     # census without the Adult data runs its skip branch: nothing is displayed, so no tables to check
     assert _problems(nb, tables=(name != "census" or HAVE_ADULT)) == []
 
 
+@pytest.mark.notebook
 def test_census_notebook_runs_without_the_data(monkeypatch, tmp_path):
     monkeypatch.setenv("BAYESPRIV_ADULT_DIR", str(tmp_path / "no-adult-here"))  # the kernel inherits it
     nb = _execute("census")
@@ -151,6 +153,7 @@ def test_census_notebook_runs_without_the_data(monkeypatch, tmp_path):
     assert "skipped" in text
 
 
+@pytest.mark.notebook
 def test_twin_a_failing_cell_and_an_unexpected_warning_are_caught(tmp_path):
     """The harness itself: a BayesPrivWarning raised in a notebook whose first cell makes it an
     error fails execution; a bayespriv warning on stderr, a raw ``Guarantee(...)`` dump, a tagged

@@ -28,7 +28,7 @@ from scipy.stats import norm
 
 import bayespriv as bp
 from bayespriv.calibration.laws import conditions_of
-from bayespriv.mechanisms.accountant import GaussianNoise, account
+from bayespriv.privacy.accountant import GaussianNoise, account
 
 M = bp.mechanisms
 EPS, DELTA = 1.0, 1e-3
@@ -55,6 +55,7 @@ def census(adult_dir):
     return census_model(load_adult(adult_dir)), income_pairs(0.1), census_query()
 
 
+@pytest.mark.adult
 def test_census_more_draws_never_cost_more_noise(census):
     """APGM on the five census statistics (income share 0.45 vs 0.55): refused at 1 000 draws per secret (they
     cannot certify δ = 1e-3) with the draws it needs, established at 12 000, and at 40 000 with at most
@@ -81,6 +82,7 @@ def _gaussian_delta(diff: float, sd: float, eps: float) -> float:
     return float(norm.cdf(r / 2 - eps / r) - math.exp(eps) * norm.cdf(-r / 2 - eps / r))
 
 
+@pytest.mark.slow
 def test_hospital_more_draws_never_cost_more_noise_and_half_noise_is_caught_exactly():
     """Average blood pressure of 50 patients, share of women 0.26 vs 0.74 and 0.48 vs 0.52 (the widest and the
     narrowest of the paper's pairs). Given the share the average is exactly Gaussian with variance 9/50, so the
@@ -130,6 +132,7 @@ def _record_net():
 
 
 @pytest.mark.parametrize("exact_laws", ["auto", False])
+@pytest.mark.slow
 def test_record_level_network_apgm_is_established(exact_laws):
     """Share of S = mid 0.2 vs 0.5 over 200 records, count of D = yes: established with default arguments,
     from the exact finite law (the default) and from 20 000 draws; half the noise is caught."""

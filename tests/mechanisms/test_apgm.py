@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import copy
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bayespriv as bp
 from bayespriv.calibration import calibration_from_samples
-from bayespriv.mechanisms import APGM, gaussian_radius
+from bayespriv.mechanisms import APGM
+from bayespriv.privacy import gaussian_radius
 
 LOW = bp.DatasetSecret.proportion("gender", "female", 0.25)
 HIGH = bp.DatasetSecret.proportion("gender", "female", 0.5)
@@ -32,7 +31,7 @@ def expected_sigma2(sensitivity: float, variance: float, epsilon: float, delta: 
     if calibration == "classic":
         r = epsilon / math.sqrt(2 * math.log(1.25 / delta))
     else:
-        r = gaussian_radius(epsilon, delta)  # checked against mpmath in test_noise.py
+        r = gaussian_radius(epsilon, delta)  # checked against mpmath in tests/privacy/test_analytic_gaussian.py
     return max(0.0, (sensitivity / r) ** 2 - variance)
 
 
@@ -369,8 +368,7 @@ def test_few_draws_give_little_credit_but_a_psd_lower_bound():
 # ≥ confidence = 0.999 (α = 1e-3); the fixed seed makes the test deterministic.
 from bayespriv.mechanisms import DauM, EigM, OptimalGaussian  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _gaussian_oracles import two_sided_delta as mp_delta  # noqa: E402
+from tests._gaussian_oracles import two_sided_delta as mp_delta  # noqa: E402
 
 
 def unequal_variance_calibration() -> bp.Calibration:

@@ -57,7 +57,7 @@ def test_states_exactly_the_request_and_calibrates_the_inner_parameters(skewed):
     assert ng.inner_epsilon == pytest.approx(e0, rel=1e-12) and ng.inner_delta == pytest.approx(min(d0, 0.5), rel=1e-12)
     e, d = claimed(ng.inner_epsilon, ng.inner_delta, lam, eta)
     assert e <= EPS * (1 + 1e-12) and d <= delta
-    assert ng.radius == bp.mechanisms.gaussian_radius(ng.inner_epsilon, ng.inner_delta)
+    assert ng.radius == bp.privacy.gaussian_radius(ng.inner_epsilon, ng.inner_delta)
     ap = APGM(skewed, epsilon=EPS, delta=delta, accountant="gaussian", covariance="equal")
     assert ng.sigma2 >= ap.sigma2  # a smaller inner ε needs at least the noise of APGM at (ε, δ)
     assert g.confidence == 0.95 and "estimated_divergence" in g.assumptions

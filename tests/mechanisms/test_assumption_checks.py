@@ -22,8 +22,8 @@ import bayespriv as bp
 from bayespriv.calibration import calibration_from_samples
 from bayespriv.calibration.assumptions import estimate_lambda_eta, estimate_w_infinity
 from bayespriv.mechanisms import APGM, ExpM
-from bayespriv.mechanisms.base import Guarantee
-from bayespriv.mechanisms.relaxation import WithExtraLaplace, relaxed_parameters
+from bayespriv.mechanisms.mechanism import Guarantee
+from bayespriv.mechanisms.sampled_moments import WithExtraLaplace, relaxed_parameters
 
 A = bp.DistributionSecret("theta", 1.0)
 B = bp.DistributionSecret("theta", 2.0)
@@ -194,7 +194,7 @@ def test_expected_abs_error_of_a_laplace_sum_is_the_closed_form():
     """E|L₁ + L₂| = b + a²/(a + b), checked by quadrature of the sum's density, and a Gaussian of sd 0 gives b."""
     from scipy import integrate
 
-    from bayespriv.mechanisms.relaxation import gaussian_plus_laplace_abs_mean
+    from bayespriv.mechanisms.sampled_moments import gaussian_plus_laplace_abs_mean
 
     a, b = 0.7, 1.9
 

@@ -143,6 +143,7 @@ MECHANISMS = [
 
 
 @pytest.mark.parametrize("name, build, kind", MECHANISMS, ids=[m[0] for m in MECHANISMS])
+@pytest.mark.slow
 def test_mechanism_accounts_the_exact_laws_with_no_assumption(calibration, name, build, kind):
     mech = build(calibration)
     g = mech.guarantee
@@ -181,6 +182,7 @@ def _largest_privacy_loss(scale: float) -> float:
     return float(max(loss.max(), *tails))
 
 
+@pytest.mark.slow
 def test_wasserstein_mechanism_on_exact_laws_keeps_its_pure_epsilon(calibration):
     """Δ_W is the exact W∞ of the laws (confidence 1): the released laws' largest privacy loss is at most ε
     (Theorem 3.1); the twin with half the Laplace scale exceeds it."""

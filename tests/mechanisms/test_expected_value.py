@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import bayespriv as bp
-from bayespriv.mechanisms import ExpM, gaussian_radius
+from bayespriv.mechanisms import ExpM
+from bayespriv.privacy import gaussian_radius
 
 THETA1 = bp.DistributionSecret("theta", 1.0)
 THETA2 = bp.DistributionSecret("theta", 2.0)
@@ -115,6 +116,7 @@ class HalfScaleExpM(ExpM):
         super()._freeze()
 
 
+@pytest.mark.slow
 def test_laplace_noise_variance(example):
     """Empirical E[noise²] = 2b² with b = 2 (computed by hand), Chebyshev tolerance, α = 1e-3."""
     mech = ExpM(example, epsilon=1.0, noise="laplace")
@@ -122,6 +124,7 @@ def test_laplace_noise_variance(example):
     assert ok, (v, 8.0, tol)
 
 
+@pytest.mark.slow
 def test_laplace_noise_variance_catches_half_scale(example):
     """Broken twin: half the scale gives E[noise²] = 2 instead of 8, a gap of 6 ≫ t = 2.
     By the same Chebyshev bound (scale 1: t = 0.5) the broken estimate is within
@@ -630,7 +633,7 @@ def test_bad_inputs(example):
 # Exact moments: nothing is random. The privacy curve itself is checked against mpmath and
 # 10⁷ Monte-Carlo draws in test_privacy_loss.py; here the mechanisms use it.
 
-from bayespriv.mechanisms import privacy_loss  # noqa: E402
+from bayespriv.privacy import privacy_loss  # noqa: E402
 
 D2 = np.array([1.0, 0.5])
 COV_A2 = np.array([[1.0, 0.2], [0.2, 0.5]])

@@ -18,7 +18,8 @@ import bayespriv as bp
 from bayespriv.calibration import calibration_from_samples
 from bayespriv.calibration.constraints import box_quadratic_max
 from bayespriv.calibration import constraints as constraints_module
-from bayespriv.mechanisms import APGM, ExpM, gaussian_radius
+from bayespriv.mechanisms import APGM, ExpM
+from bayespriv.privacy import gaussian_radius
 from bayespriv.mechanisms import daum_plan
 from bayespriv.mechanisms.expected_value import DauM, EigM
 from bayespriv.mechanisms.optimal import OptimalGaussian

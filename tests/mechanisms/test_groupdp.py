@@ -12,7 +12,8 @@ import pytest
 
 import bayespriv as bp
 from bayespriv.calibration import calibration_from_samples
-from bayespriv.mechanisms import GroupDP, gaussian_radius
+from bayespriv.mechanisms import GroupDP
+from bayespriv.privacy import gaussian_radius
 
 N = 50
 LO, HI = 20.0, 120.0

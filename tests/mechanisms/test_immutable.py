@@ -4,16 +4,13 @@ fixed at construction."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bayespriv as bp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _every_mechanism import BUILDERS, mechanism_classes  # noqa: E402
+from tests._every_mechanism import BUILDERS, mechanism_classes
 
 
 def test_every_mechanism_class_has_a_builder():

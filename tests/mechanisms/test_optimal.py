@@ -11,7 +11,8 @@ import pytest
 
 import bayespriv as bp
 from bayespriv.calibration import calibration_from_samples
-from bayespriv.mechanisms import ExpM, gaussian_radius
+from bayespriv.mechanisms import ExpM
+from bayespriv.privacy import gaussian_radius
 from bayespriv.mechanisms import optimal as optimal_module
 from bayespriv.mechanisms.expected_value import DauM, EigM
 from bayespriv.mechanisms.optimal import OptimalGaussian
@@ -120,6 +121,7 @@ def random_member(rng: np.random.Generator, k: int, theta: dict) -> bp.Calibrati
     return dataclasses.replace(bp.Calibration.from_moments(means, {s: cov for s in SECRETS}, PAIRS), theta=theta)
 
 
+@pytest.mark.slow
 def test_random_calibrations_valid_and_never_worse_than_eigm_or_daum():
     """200 random calibrations (k ∈ {2, 3, 4}, three pairs, 30% families of two members):
     dᵀ(Σ + S)⁻¹d ≤ r*² for every member and pair (direct solve), trace ≤ EigM's and DauM's
@@ -267,7 +269,7 @@ def test_unequal_covariances_scale_the_least_trace_shape():
     """Exact moments whose covariances differ: the default scales the least-trace S of the
     equal-covariance program until the exact privacy curve meets δ (checked with the
     privacy-loss module; half the noise fails); ``trace`` is the released noise's."""
-    from bayespriv.mechanisms import privacy_loss
+    from bayespriv.privacy import privacy_loss
 
     a, b = bp.DistributionSecret("t", 1.0), bp.DistributionSecret("t", 2.0)
     d, ca, cb = np.array([1.0, 0.5]), np.array([[1.0, 0.2], [0.2, 0.5]]), np.array([[2.0, -0.1], [-0.1, 0.8]])

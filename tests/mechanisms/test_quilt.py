@@ -29,14 +29,11 @@ import pytest
 from scipy.stats import beta as beta_dist
 
 import bayespriv as bp
-from bayespriv.calibration.quilts import MarkovChain, ParameterNetwork, Quilt, calibrate_chain, calibrate_quilts
+from bayespriv.networks.quilts import MarkovChain, ParameterNetwork, Quilt, calibrate_chain, calibrate_quilts
 from bayespriv.mechanisms.quilt import APMQM, MQM
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _bn_oracles import d_separated, influence_brute_force, joint_table, random_network, tabular  # noqa: E402
+from tests._bn_oracles import d_separated, influence_brute_force, joint_table, random_network, tabular  # noqa: E402
 
 ALPHA = 1e-4
 
@@ -464,7 +461,7 @@ def test_mqm_per_theta_matches_the_per_chain_brute_force():
 
 
 def test_family_calibrations_round_trip_with_the_same_noise(tmp_path):
-    from bayespriv.calibration import load_calibration
+    from bayespriv.files import load_calibration
 
     bns, names, _ = crossed_family()
     query = bp.stack(bp.mean("t1", bounds=(0.0, 1.0)), bp.mean("t2", bounds=(0.0, 1.0)))

@@ -9,8 +9,6 @@ release could not complete.
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,8 +17,7 @@ import pytest
 import bayespriv as bp
 from bayespriv import mechanisms as M
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _every_mechanism import BUILDERS, N_RECORDS, mechanism_classes, sampled_calibration  # noqa: E402
+from tests._every_mechanism import BUILDERS, N_RECORDS, mechanism_classes, sampled_calibration
 
 
 class RecordingLedger:
@@ -72,11 +69,11 @@ def test_failed_premise_refuses_and_spends_nothing():
 def test_opt_in_release_is_recorded_as_not_established():
     mech = equal_covariance_apgm()
     ledger = RecordingLedger()
-    rel = mech.release_value(np.array([0.3]), ledger=ledger, accept_failed_assumptions=True)
+    rel = mech.release_value(np.array([0.3]), ledger=ledger, options=bp.ReleaseOptions(accept_failed_assumptions=True))
     assert not rel.established and "NOT ESTABLISHED" in repr(rel) and "NOT ESTABLISHED" in rel._repr_html_()
     assert ledger.charges == [("APGM", 1.0, 1e-3, ("equal_covariance",), False)]
     with pytest.raises(bp.ParameterTypeError, match="accept_failed_assumptions"):
-        mech.release_value(np.array([0.3]), accept_failed_assumptions="yes")
+        mech.release_value(np.array([0.3]), options=bp.ReleaseOptions(accept_failed_assumptions="yes"))
 
 
 def test_dataset_of_another_size_is_refused():
@@ -146,7 +143,7 @@ def test_extreme_epsilon_releases_finite_values_or_refuses_before_any_spend(name
     except bp.BayesPrivError as exc:
         assert "epsilon" in str(exc) or "eps" in str(exc)
         return
-    rel = mech.release_value(answer, ledger=ledger, accept_failed_assumptions=True)
+    rel = mech.release_value(answer, ledger=ledger, options=bp.ReleaseOptions(accept_failed_assumptions=True))
     assert np.all(np.isfinite(rel.value)) and len(ledger.charges) == 1
 
 

@@ -7,8 +7,6 @@ and sampled calibrations where it takes one; its guarantee must state exactly th
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +14,7 @@ import pytest
 import bayespriv as bp
 from bayespriv import mechanisms as M
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import _every_mechanism as E  # noqa: E402
+from tests import _every_mechanism as E
 
 
 @pytest.mark.parametrize("name", E.mechanism_classes())
@@ -62,6 +59,7 @@ def skewed_two_d() -> bp.Calibration:
 
 
 @pytest.mark.parametrize("name,kwargs", SAMPLED_GAUSSIAN, ids=[f"{n}{sorted(k.values())}" for n, k in SAMPLED_GAUSSIAN])
+@pytest.mark.slow
 def test_sampled_law_is_accounted_at_exactly_the_request(skewed_two_d, name, kwargs):
     delta = 1e-3
     mech = getattr(M, name)(skewed_two_d, epsilon=1.0, delta=delta, **kwargs)

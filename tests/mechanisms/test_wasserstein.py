@@ -15,7 +15,7 @@ from scipy import stats
 
 import bayespriv as bp
 from bayespriv.calibration import Calibration, calibration_from_samples
-from bayespriv.calibration.wasserstein import wasserstein_bounds
+from bayespriv.calibration.w_distances import wasserstein_bounds
 from bayespriv.mechanisms.wasserstein import ApproxWasserstein, Wasserstein
 
 A = bp.DistributionSecret("theta", 0.0)
@@ -86,7 +86,7 @@ def test_explicit_confidence_and_plug_in():
 def test_release_noise_is_the_declared_laplace():
     """A seeded release is exactly the exact sampler's grid release of the declared Laplace scale
     (bits from the seed), and that plan keeps the scale up to its tiny inflation."""
-    from bayespriv.mechanisms.exact_noise import BitSource, plan_laplace
+    from bayespriv.noise import BitSource, plan_laplace
 
     mech = Wasserstein(uniform_cal(), epsilon=0.8, support=(0.0, 1.3))
     plan = plan_laplace(mech.noise_scale, mech.noise_basis)

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bayespriv as bp
-from bayespriv.accounting.joint import JointAccountingError
+from bayespriv.ledger.joint import JointAccountingError
 from bayespriv.mechanisms.whole_dataset import gaussian_covers_box, laplace_covers_box
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _gaussian_oracles import analytic_delta  # noqa: E402
+from tests._gaussian_oracles import analytic_delta
 
 EPS, DELTA = 1.0, 1e-3
 A, B = bp.DistributionSecret("p", 0.3), bp.DistributionSecret("p", 0.7)
@@ -87,15 +84,15 @@ def test_the_ledger_adds_them_without_a_model_and_refuses_the_twin(tmp_path):
     led.set_budget("p", 10.0, 0.5)
     qx, qy = bp.mean("x", bounds=(0.0, 1.0)), bp.mean("y", bounds=(0.0, 1.0))
     for q in (qx, qy):
-        _apgm(q, 1.05).release_value(np.array([0.5]), ledger=led, dataset="d", rng=np.random.default_rng(0))
+        _apgm(q, 1.05).release_value(np.array([0.5]), ledger=led, dataset_name="d", rng=np.random.default_rng(0))
     rows = led.releases()
     assert list(rows["composition"]) == ["dataset_dp", "dataset_dp"]
     assert led.spent("p") == pytest.approx((2 * EPS, 2 * DELTA))
-    assert "Bai et al. 2026" in bp.accounting.joint.COMPOSITIONS["dataset_dp"]
-    _apgm(qx, 0.9).release_value(np.array([0.5]), ledger=led, dataset="e", rng=np.random.default_rng(0))
+    assert "Bai et al. 2026" in bp.ledger.joint.COMPOSITIONS["dataset_dp"]
+    _apgm(qx, 0.9).release_value(np.array([0.5]), ledger=led, dataset_name="e", rng=np.random.default_rng(0))
     before = led.spent("p")
     with pytest.raises(JointAccountingError, match="cannot be formed"):
-        _apgm(qy, 0.9).release_value(np.array([0.5]), ledger=led, dataset="e", rng=np.random.default_rng(0))
+        _apgm(qy, 0.9).release_value(np.array([0.5]), ledger=led, dataset_name="e", rng=np.random.default_rng(0))
     assert led.spent("p") == before
 
 

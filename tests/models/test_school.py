@@ -35,8 +35,8 @@ from scipy.stats import beta as beta_dist
 from scipy.stats import norm
 
 import bayespriv as bp
-from bayespriv.calibration.influence import max_influence
-from bayespriv.calibration.quilts import calibrate_quilts, markov_quilts
+from bayespriv.networks.influence import max_influence
+from bayespriv.networks.quilts import calibrate_quilts, markov_quilts
 from bayespriv.mechanisms.quilt import APMQM
 from bayespriv.models import school as S
 

@@ -4,7 +4,7 @@ The Θ side of the chain pipeline (MQM of Song, Wang & Chaudhuri 2017):
 :class:`MarkovChain` holds and validates the tables of one chain
 X_1 → X_2 → … → X_T over labelled states. The max-influences of its window
 quilts are computed from these tables by
-:func:`~bayespriv.calibration.calibrate_chain`.
+:func:`~bayespriv.networks.calibrate_chain`.
 """
 
 from __future__ import annotations

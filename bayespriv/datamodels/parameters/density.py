@@ -3,7 +3,7 @@
 The Θ side of the parameter-network pipeline for continuous parameters: :func:`parameter_density`
 reads a PyMC model (never mutating it) into a :class:`ParameterDensity` — parameter names, the graph
 between them, their supports and a vectorised joint log density — which the max-influence
-computation (:mod:`bayespriv.calibration.influence`, Definition 7 of the attribute-privacy paper)
+computation (:mod:`bayespriv.networks.influence`, Definition 7 of the attribute-privacy paper)
 reads as arrays and callables only.
 """
 
@@ -36,7 +36,7 @@ class ParameterDensity:
     """The joint density of scalar continuous parameters φ of a PyMC model.
 
     Built by :func:`parameter_density`; read by
-    :func:`~bayespriv.calibration.influence.max_influence` (which only needs
+    :func:`~bayespriv.networks.influence.max_influence` (which only needs
     ``names``, ``graph``, ``supports`` and ``log_density``: any object with
     them can stand in for this class).
 

@@ -56,7 +56,7 @@ __all__ = [
 # -- network kinds ------------------------------------------------------------------------------------------------
 @runtime_checkable
 class ParameterDensityLike(Protocol):
-    """What :func:`~bayespriv.calibration.max_influence` needs of continuous parameters (duck-typed).
+    """What :func:`~bayespriv.networks.max_influence` needs of continuous parameters (duck-typed).
 
     Attributes
     ----------

@@ -11,37 +11,57 @@ with batched weights) is compiled once unbatched and called once per dataset.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from ...errors import ValidationError
 from .graph import _ancestors, _pm, _random_op_types, _static_shape
+from .plans import Plan
+from .runtime import RuntimeSource
 
 
-class BatchedSamplers:
-    """The compiled samplers of :class:`~bayespriv.datamodels.PyMCDataModel`, cached per process."""
+class BatchedSampler:
+    """The compiled samplers of a :class:`~bayespriv.datamodels.PyMCDataModel`, cached per process.
 
-    def _function(self, givens: tuple[str, ...], mean_column: str | None, outputs: tuple[str, ...],
-                  element: tuple[str, tuple[int, ...], float] | None = None):
+    Parameters
+    ----------
+    runtime : callable
+        The data model's runtime lookup (:data:`~bayespriv.datamodels.pymc_model.runtime.RuntimeSource`): the
+        built model, its lock and the per-process cache of compiled functions.
+    n_records : int
+        Records per dataset.
+    """
+
+    def __init__(self, runtime: RuntimeSource, n_records: int) -> None:
+        self._runtime = runtime
+        self.n_records = n_records
+
+    def function(self, givens: tuple[str, ...], mean_column: str | None, outputs: tuple[str, ...],
+                 element: tuple[str, tuple[int, ...], float] | None = None) -> tuple[Any, list]:
         """Compiled ``f(n_draws, *given batches[, mean values]) -> outputs``, cached per process.
 
-        Returns (function, its RNG shared variables, input names).
+        Returns (function, its RNG shared variables).
         """
         rt = self._runtime()
         key = (givens, mean_column, outputs, element)
         with rt.lock:
             hit = rt.functions.get(key)
             if hit is None:
-                hit = self._compile(givens, mean_column, outputs, element)
+                hit = self.compile(givens, mean_column, outputs, element)
                 rt.functions[key] = hit
             return hit
 
-    def _compile(self, givens, mean_column, outputs, element=None):
+    def compile(self, givens: tuple[str, ...], mean_column: str | None, outputs: tuple[str, ...],
+                element: tuple[str, tuple[int, ...], float] | None = None) -> tuple[Any, list]:
+        """:meth:`function` without the cache: the model intervened on at ``givens`` (and the public data), batched
+        and compiled."""
         import pytensor.tensor as pt
 
         pm = _pm()
-        model = self.pymc_model
+        model = self._runtime().model
         n = self.n_records
         placeholders = {name: model[name].type(name=f"{name}__given") for name in givens}
         interventions: dict[str, Any] = dict(placeholders)
@@ -69,24 +89,24 @@ class BatchedSamplers:
         except NotImplementedError as exc:  # an operation PyTensor cannot vectorise (e.g. a NormalMixture's)
             return _looped(pm, outs, batched_inputs, exc)
 
-    def _draw(self, givens: Mapping[str, np.ndarray], mean: tuple[str, float] | None, outputs: tuple[str, ...],
-              n_draws: int, rng: np.random.Generator,
-              element: tuple[str, tuple[int, ...], float] | None = None) -> dict[str, np.ndarray]:
+    def draw(self, givens: Mapping[str, np.ndarray], mean: tuple[str, float] | None, outputs: tuple[str, ...],
+             n_draws: int, rng: np.random.Generator,
+             element: tuple[str, tuple[int, ...], float] | None = None) -> dict[str, np.ndarray]:
         """Outputs ``(n_draws, ...)`` from the compiled sampler given batched ``givens``."""
         from pymc.pytensorf import reseed_rngs
 
-        model = self.pymc_model
+        rt = self._runtime()
+        model = rt.model
         to_compute = tuple(o for o in outputs if o not in givens)
         out = {o: givens[o] for o in outputs if o in givens}
         if not to_compute:
             return out
         names = tuple(sorted(givens))
-        fn, rngs = self._function(names, mean[0] if mean else None, to_compute, element)
+        fn, rngs = self.function(names, mean[0] if mean else None, to_compute, element)
         args = [np.asarray(givens[g], dtype=model[g].dtype) for g in names]
         if mean is not None:
             args.append(np.full(n_draws, mean[1], dtype=model[mean[0]].dtype))
         seed = int(rng.integers(0, 2**63 - 1))
-        rt = self._runtime()
         with rt.lock:
             if rngs:
                 reseed_rngs(rngs, seed)
@@ -99,6 +119,40 @@ class BatchedSamplers:
                 v = np.broadcast_to(v, (n_draws,) + v.shape)
             out[o] = v
         return out
+
+    def fixed(self, plan: Plan, n_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """The batches of the variables ``plan`` fixes (its pool aside): each value repeated ``n_draws`` times, the
+        permuted configuration shuffled per draw."""
+        givens: dict[str, np.ndarray] = {}
+        for name, value in plan.fixed.items():
+            if name == plan.permute:  # a 0/1 configuration: shuffle it as booleans (2.5x faster than int64)
+                flags = np.broadcast_to(value.astype(bool), (n_draws,) + value.shape)
+                givens[name] = rng.permuted(flags, axis=1).astype(value.dtype)
+            elif name not in plan.pool:
+                givens[name] = np.broadcast_to(value, (n_draws,) + value.shape)
+        return givens
+
+    def rejection(self, plan: Plan, n_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Prior draws of ``plan.pool`` with the parameter in its interval, in vectorised rounds."""
+        name, lo, hi = plan.interval
+        kept: dict[str, list[np.ndarray]] = {v: [] for v in plan.pool}
+        need, tried, accepted = n_draws, 0, 0
+        while need > 0:
+            rate = accepted / tried if accepted else None
+            size = max(2 * need, 256) if rate is None else int(math.ceil(1.2 * need / rate)) + 16
+            draws = self.draw({}, None, plan.pool, size, rng)
+            ok = (draws[name] >= lo) & (draws[name] <= hi)
+            tried += size
+            accepted += int(ok.sum())
+            for v in plan.pool:
+                kept[v].append(draws[v][ok])
+            need -= int(ok.sum())
+            if tried >= 100_000 and accepted < 1e-3 * tried:
+                raise ValidationError(
+                    f"intervals[{name}] must have prior probability >= 1e-3 for rejection sampling; "
+                    f"got about {accepted / tried:.2g} for [{lo:g}, {hi:g}]"
+                )
+        return {v: np.concatenate(kept[v])[:n_draws] for v in plan.pool}
 
 
 def _random_nodes(outs: list, batched: set) -> tuple[list, list]:
@@ -182,9 +236,9 @@ def _element_draw(var, index: tuple[int, ...], value: float):
     import pytensor
     import pytensor.tensor as pt
 
-    from .checks import _is_dirichlet
+    from .model_checks import is_dirichlet
 
-    if _is_dirichlet(var.owner.op):
+    if is_dirichlet(var.owner.op):
         (alpha,) = var.owner.op.dist_params(var.owner)
         i = index[0]
         rest = pt.concatenate([alpha[..., :i], alpha[..., i + 1:]], axis=-1)

@@ -62,6 +62,11 @@ def _static_shape(var) -> tuple[int, ...] | None:
         return None
 
 
+def _is_deterministic(model, name: str) -> bool:
+    """Whether ``name`` is a deterministic of ``model``."""
+    return any(v.name == name for v in model.deterministics)
+
+
 def _prune_to_ancestors(model, keep: Sequence[str]):
     """A new model holding only the variables ``keep`` depends on (and ``keep``).
 

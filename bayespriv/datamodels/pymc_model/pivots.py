@@ -1,25 +1,40 @@
 """Pivots of a secret on a deterministic: the free variable element in which it is affine.
 
 The event D[i] = a on a deterministic D has probability zero; its conditional
-law is reached through a *pivot* (:meth:`Pivots._pivot`), found here by probing
+law is reached through a *pivot* (:meth:`PivotFinder.pivot`), found here by probing
 D[i] and its gradients at random points of the unconstrained space.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .graph import _ancestors, _pm, _static_shape
+from .runtime import RuntimeSource
 
 
-class Pivots:
-    """Pivot search of :class:`~bayespriv.datamodels.PyMCDataModel` (memoised per process)."""
+class PivotFinder:
+    """Pivot search of the secrets of a :class:`~bayespriv.datamodels.PyMCDataModel` on deterministics.
 
-    def _pivot(self, name: str, index: tuple[int, ...]):
+    Parameters
+    ----------
+    runtime : callable
+        The data model's runtime lookup (:data:`~bayespriv.datamodels.pymc_model.runtime.RuntimeSource`): the
+        built model, and the per-process memo of pivots.
+    find : callable, optional
+        ``find(name, index)`` -> (members, gaussian, how) or the reason there is none (the data model's hook,
+        whose default is :meth:`find`).
+    """
+
+    def __init__(self, runtime: RuntimeSource, find: Callable[[str, tuple[int, ...]], Any] | None = None) -> None:
+        self._runtime = runtime
+        self._find_hook = find or self.find
+
+    def pivot(self, name: str, index: tuple[int, ...]):
         """(members, gaussian, why) for the secret D[index] = a, or the reason there is none.
 
         The event D[i] = a has probability zero; its conditional law is that of the random
@@ -39,8 +54,9 @@ class Pivots:
 
         When D[i] is jointly affine in its candidate elements with a normal law
         (``pm.Normal``: μ and τ·η of ``theta = mu + tau * eta``), they are all used together
-        (``gaussian`` True, :meth:`_gaussian_pivot_model`: Matheron's rule, no Jacobian
-        funnel). Otherwise one pivot (``gaussian`` False, :meth:`_single_pivot_model`): a
+        (``gaussian`` True, ``ConditionedModelBuilder.gaussian_pivot_model`` in
+        :mod:`~bayespriv.datamodels.pymc_model.conditioned`: Matheron's rule, no Jacobian funnel).
+        Otherwise one pivot (``gaussian`` False, ``ConditionedModelBuilder.single_pivot_model``): a
         shift (constant slope) first, then an element no other element of D depends on,
         then the variable declared last. Memoised per process.
         """
@@ -48,14 +64,16 @@ class Pivots:
         with rt.lock:
             hit = rt.pivots.get((name, index))
             if hit is None:
-                hit = self._find_pivot(name, index)
+                hit = self._find_hook(name, index)
                 rt.pivots[(name, index)] = hit
             return hit
 
-    def _find_pivot(self, name: str, index: tuple[int, ...]):
+    def find(self, name: str, index: tuple[int, ...]):
+        """:meth:`pivot` without the memo: the pivot of ``name[index]`` found by probing, or the reason there is
+        none."""
         from pytensor.tensor.random.basic import NormalRV
 
-        model = self.pymc_model
+        model = self._runtime().model
         label = f"{name}{list(index) if index else ''}"
         free = list(model.free_RVs)
         candidates, reasons = _pivot_candidates(model, model[name][index] if index else model[name])
@@ -65,7 +83,7 @@ class Pivots:
         affine = []
         for entry in ranked:
             _, _, _, k, w, val = entry
-            if self._affine_at(fn, points, {val.name: [k]}):
+            if affine_at(fn, points, {val.name: [k]}):
                 affine.append(entry)
             else:
                 reasons.append(f"{label} is not affine in {w.name}{list(k) if k else ''}")
@@ -77,7 +95,7 @@ class Pivots:
         group: dict[str, list] = {}
         for _, _, _, k, w, val in normal:
             group.setdefault(val.name, []).append(k)
-        if normal and self._affine_at(fn, points, group):
+        if normal and affine_at(fn, points, group):
             members = tuple((e[4].name, e[3]) for e in sorted(normal, key=lambda e: (free.index(e[4]), e[3])))
             shown = ", ".join(f"{w}{list(k) if k else ''}" for w, k in members)
             return members, True, f"Gaussian conditioning of the normal variables {shown} on the affine constraint"
@@ -85,37 +103,37 @@ class Pivots:
         how = ("a shift pivot (constant slope)" if not not_shift else "a pivot whose slope depends on the other variables")
         return ((w.name, k),), False, how
 
-    @staticmethod
-    def _affine_at(fn, points, members: Mapping[str, Sequence[tuple[int, ...]]]) -> bool:
-        """D[i] is affine, with nonzero slopes, in the listed elements jointly (value name -> indices) at each point.
 
-        With the members at 0 (α), each at 1 alone (α + β_j, β_j != 0) and all at two random vectors x,
-        D[i] must equal α + Σ β_j x_j (relative tolerance 1e-9): affinity in each alone and no cross terms.
-        """
-        flat = [(v, k) for v, ks in members.items() for k in ks]
-        gen = np.random.default_rng(1)
+def affine_at(fn, points, members: Mapping[str, Sequence[tuple[int, ...]]]) -> bool:
+    """D[i] is affine, with nonzero slopes, in the listed elements jointly (value name -> indices) at each point.
 
-        def at(point, x):
-            moved = dict(point)
-            for (v, k), xj in zip(flat, x):
-                w = np.array(moved[v], copy=True)
-                w[k] = xj
-                moved[v] = w
-            return float(np.asarray(fn(**moved)[0]))
+    With the members at 0 (α), each at 1 alone (α + β_j, β_j != 0) and all at two random vectors x,
+    D[i] must equal α + Σ β_j x_j (relative tolerance 1e-9): affinity in each alone and no cross terms.
+    """
+    flat = [(v, k) for v, ks in members.items() for k in ks]
+    gen = np.random.default_rng(1)
 
-        for point in points:
-            a = at(point, np.zeros(len(flat)))
-            b = np.array([at(point, np.eye(len(flat))[j]) - a for j in range(len(flat))])
-            if not (math.isfinite(a) and np.all(np.isfinite(b)) and np.all(b != 0)):
+    def at(point, x):
+        moved = dict(point)
+        for (v, k), xj in zip(flat, x):
+            w = np.array(moved[v], copy=True)
+            w[k] = xj
+            moved[v] = w
+        return float(np.asarray(fn(**moved)[0]))
+
+    for point in points:
+        a = at(point, np.zeros(len(flat)))
+        b = np.array([at(point, np.eye(len(flat))[j]) - a for j in range(len(flat))])
+        if not (math.isfinite(a) and np.all(np.isfinite(b)) and np.all(b != 0)):
+            return False
+        for x in (gen.uniform(-3.0, 3.0, len(flat)), gen.uniform(-3.0, 3.0, len(flat))):
+            if abs(at(point, x) - (a + b @ x)) > 1e-9 * (1.0 + abs(a) + np.abs(b) @ np.abs(x)):
                 return False
-            for x in (gen.uniform(-3.0, 3.0, len(flat)), gen.uniform(-3.0, 3.0, len(flat))):
-                if abs(at(point, x) - (a + b @ x)) > 1e-9 * (1.0 + abs(a) + np.abs(b) @ np.abs(x)):
-                    return False
-        return True
+    return True
 
 
 def _pivot_candidates(model, t) -> tuple[list, list[str]]:
-    """Free variables that may carry a pivot of ``t`` (:meth:`PyMCDataModel._pivot`), and why the others may not."""
+    """Free variables that may carry a pivot of ``t`` (:meth:`PivotFinder.pivot`), and why the others may not."""
     free = list(model.free_RVs)
     upstream = [v for v in free if v in _ancestors([t])]
     direct = _ancestors([t], blockers=free)

@@ -9,23 +9,44 @@ of MCMC (route ``"quadrature"``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from ...secrets import Secret
 from .graph import _pm, _scalar_constant, _static_shape
-from .plans import _Plan
+from .plans import Plan
+from .runtime import RuntimeSource
 
 
 class TabulatedPosteriors:
-    """The quadrature tables of :class:`~bayespriv.datamodels.PyMCDataModel`, memoised per process."""
+    """The quadrature tables of a :class:`~bayespriv.datamodels.PyMCDataModel`, memoised per process.
 
-    def _quadrature(self, secret: Secret | None, plan: _Plan, seed: int | None = None):
+    Parameters
+    ----------
+    runtime : callable
+        The data model's runtime lookup (:data:`~bayespriv.datamodels.pymc_model.runtime.RuntimeSource`): its lock
+        and the per-process memo of tables.
+    conjugate : bool
+        Whether exact posteriors may be used (``False``: never a table).
+    runs : PosteriorRunner
+        The posterior runs (:mod:`~bayespriv.datamodels.pymc_model.posterior`), whose keys name the tables in the
+        posterior cache.
+    conditioned : ConditionedModelBuilder
+        The models MCMC would sample (:mod:`~bayespriv.datamodels.pymc_model.conditioned`): a table tabulates one.
+    """
+
+    def __init__(self, runtime: RuntimeSource, *, conjugate: bool, runs: Any, conditioned: Any) -> None:
+        self._runtime = runtime
+        self.conjugate, self.runs, self.conditioned = conjugate, runs, conditioned
+
+    def table(self, secret: Secret | None, plan: Plan, seed: int | None = None):
         """The quadrature table of ``secret``'s posterior (:mod:`bayespriv.datamodels._quadrature`), or the reason
         there is none.
 
-        Memoised per process, per secret and seed (``None`` outside :meth:`prepare`). Only for an
+        Memoised per process, per secret and seed (``None`` outside
+        :meth:`~bayespriv.datamodels.PyMCDataModel.prepare`). Only for an
         ``"mcmc"`` plan whose MCMC model has a single free random variable, scalar and continuous,
         with a value transform inverted in NumPy, no interval, and ``conjugate=True``.
         """
@@ -33,26 +54,27 @@ class TabulatedPosteriors:
         with rt.lock:
             hit = rt.tables.get((secret, seed))
             if hit is None:
-                hit = self._cached_quadrature(secret, plan, seed)
+                hit = self.cached(secret, plan, seed)
                 rt.tables[(secret, seed)] = hit
             return hit
 
-    def _cached_quadrature(self, secret: Secret | None, plan: _Plan, seed: int | None = None):
-        """:meth:`_build_quadrature` through the process's posterior cache (other instances of the same model)."""
-        from .._posterior_cache import get as cache_get, put as cache_put
+    def cached(self, secret: Secret | None, plan: Plan, seed: int | None = None):
+        """:meth:`build` through the process's posterior cache (other instances of the same model)."""
+        from ..posterior_cache import get as cache_get, put as cache_put
         from .._quadrature import QuadratureTable
 
         if not self.conjugate:
             return "exact posteriors disabled (conjugate=False)"
-        key = self._posterior_key(secret, plan, seed, route="quadrature")
+        key = self.runs.key(secret, plan, seed, route="quadrature")
         hit = cache_get(key, (QuadratureTable, str))
         if hit is None:
-            hit = self._build_quadrature(plan)
+            hit = self.build(plan)
             size = 256 if isinstance(hit, str) else hit.cumulative.nbytes + hit.rise.nbytes
             cache_put(key, hit, size)
         return hit
 
-    def _build_quadrature(self, plan: _Plan):
+    def build(self, plan: Plan):
+        """The quadrature table of ``plan``'s posterior, or the reason there is none (no memo, no cache)."""
         from .._quadrature import build_table
 
         if not self.conjugate:
@@ -61,7 +83,7 @@ class TabulatedPosteriors:
             return "interval secrets restrict the posterior (MCMC then rejection)"
         if plan.pivot is not None:
             return "a secret on a deterministic is drawn through its pivot"
-        m = self._mcmc_model(plan)
+        m = self.conditioned.mcmc_model(plan)
         if len(m.free_RVs) != 1:
             return f"the posterior has {len(m.free_RVs)} free variables (quadrature is for one)"
         rv = m.free_RVs[0]
@@ -74,13 +96,27 @@ class TabulatedPosteriors:
         u0 = float(m.initial_point()[m.rvs_to_values[rv].name])
         return build_table(rv.name, logp, u0, backward)
 
-    def _exact_table(self, secret: Secret | None, plan: _Plan):
-        """The quadrature table to draw ``secret``'s latent variable from, or None (MCMC)."""
-        table = self._tables.get(secret)
-        if table is not None or secret in self._pools:
+    def exact(self, secret: Secret | None, plan: Plan, tables: Mapping[Any, Any], pools: Mapping[Any, Any]):
+        """The quadrature table to draw ``secret``'s latent variable from, or None (MCMC).
+
+        ``tables`` and ``pools`` are what :meth:`~bayespriv.datamodels.PyMCDataModel.prepare` kept: a prepared
+        table, or else none when a prepared MCMC pool exists; otherwise the table tabulated in this process.
+        """
+        table = tables.get(secret)
+        if table is not None or secret in pools:
             return table
-        table = self._quadrature(secret, plan)
+        table = self.table(secret, plan)
         return None if isinstance(table, str) else table
+
+
+def table_diagnostics(table: Any) -> dict[str, Any]:
+    """The :attr:`~bayespriv.datamodels.PyMCDataModel.diagnostics` entry of a secret drawn from ``table``."""
+    return {
+        "route": "quadrature", "variables": [table.name], "tv_bound": float(table.tv_bound),
+        "grid_points": int(table.cumulative.size + 1),
+        "note": f"exact posterior of {table.name!r} tabulated on {table.cumulative.size + 1} points "
+                f"(log-concave; total-variation distance <= {table.tv_bound:.2g}), no MCMC",
+    }
 
 
 def _backward_of(model, rv):

@@ -1,0 +1,1 @@
+"""Tests of bayespriv.audit: attacks, likelihood ratios and the coverage harness."""

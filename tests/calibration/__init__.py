@@ -1,0 +1,1 @@
+"""Tests of the calibration engine, its laws and assumptions."""

@@ -1,0 +1,1 @@
+"""Tests of the data models (Gaussian, empirical, Bayesian networks, PyMC)."""

@@ -1,0 +1,1 @@
+"""Tests of the diagnostics: plots, HTML and readable reports."""

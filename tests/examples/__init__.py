@@ -1,0 +1,1 @@
+"""Tests of the examples: notebooks, screenshots and the census study."""

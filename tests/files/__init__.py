@@ -1,0 +1,1 @@
+"""Tests of calibration files: saving, signing and files saved by earlier versions."""

@@ -1,0 +1,1 @@
+"""Tests of the ready-made scenarios (bayespriv.models)."""

@@ -1,0 +1,1 @@
+"""Tests of parameter networks: quilts, influence and variable elimination."""

@@ -1,0 +1,1 @@
+"""Tests of the exact noise samplers and released noise."""

@@ -1,0 +1,1 @@
+"""Tests of the privacy guarantees and the accountant."""
