@@ -12,8 +12,9 @@ old spelling is used (never at import):
   (``clip=True`` → ``options=ReleaseOptions(clip=True)``);
 * :func:`positional_arguments` — arguments that became keyword-only, passed by position.
 
-The tables live in the package that kept the old spelling, next to real imports of the new homes, so
-the import graph (and the house check reading it) sees every dependency an alias creates.
+Each table is installed next to real imports of the new homes — in the package that kept the old spelling,
+or, for ``bayespriv.calibration``'s names, by ``bayespriv.files`` (the first stage importing both of their
+homes) — so the import graph (and the house check reading it) sees every dependency an alias creates.
 """
 
 from __future__ import annotations

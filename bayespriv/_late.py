@@ -8,7 +8,7 @@ that every entry is used and every use is listed, and that no other module of th
 code by name. Nothing is registered at import time, so what a method calls does not depend on which
 modules happened to be imported before it.
 
-Two entries point inside the calibration stage itself (``convergence``, ``wasserstein_bounds``,
+Four entries point inside the calibration stage itself (``convergence``, ``wasserstein_bounds``,
 ``query_support``, ``draws_for_slack``): those modules build on :class:`~bayespriv.calibration.result.Calibration`,
 so ``result.py`` importing them would be an import cycle.
 """
