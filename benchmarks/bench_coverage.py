@@ -26,7 +26,7 @@ import numpy as np
 import bayespriv as bp
 from bayespriv.audit.coverage import (
     binomial_law,
-    measure_coverage,
+    coverage_by_noise,
     failure_threshold,
     gaussian_2d_law,
     gaussian_mean_law,
@@ -70,8 +70,8 @@ BIG = [
 
 def row(law, n_draws: int, delta: float, runs: int, seed: int) -> str:
     t = time.perf_counter()
-    r = measure_coverage(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed)
-    twin = measure_coverage(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed, noise_factor=0.5)
+    r, twin, quarter = coverage_by_noise(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed,
+                                         noise_factors=(1.0, 0.5, 0.25))
     limit = failure_threshold(runs, 0.95, FALSE_ALARM)
     asked = sorted(set(r.draws_asked))
     asked_text = ", ".join(f"{a:,}" for a in asked[:3]) + (" …" if len(asked) > 3 else "") if asked else "–"
@@ -81,7 +81,6 @@ def row(law, n_draws: int, delta: float, runs: int, seed: int) -> str:
     else:
         twin_verdict = "flagged" if twin.failures > limit else "NOT FLAGGED"
     if twin.established and twin.failures <= limit:  # δ carried by a far region: half the variance hardly moves it
-        quarter = measure_coverage(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed, noise_factor=0.25)
         twin_verdict += (f"; ¼ variance: {quarter.failures}/{quarter.established} "
                          f"{'flagged' if quarter.failures > limit else 'NOT FLAGGED'}")
     print(f"  {law.name}, {n_draws} draws, δ={delta:g}: {r.failures}/{runs} failures, {time.perf_counter() - t:.0f} s",

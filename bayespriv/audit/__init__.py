@@ -2,7 +2,7 @@
 coverage of a confidence statement over repeated calibrations."""
 
 from .accuracy import accuracy_bound, direct_accuracy, n_leaked
-from .coverage import CoverageLaw, CoverageResult, failure_threshold, measure_coverage
+from .coverage import CoverageLaw, CoverageResult, coverage_by_noise, failure_threshold, measure_coverage
 from .attack import AttackResult, default_classifier, noise_sampler, property_inference_attack
 from .densities import log_likelihood_ratio
 from .empirical_epsilon import EmpiricalEpsilon, clopper_pearson, empirical_epsilon, epsilon_lower_bound
@@ -31,5 +31,6 @@ __all__ = [
     "CoverageLaw",
     "CoverageResult",
     "measure_coverage",
+    "coverage_by_noise",
     "failure_threshold",
 ]

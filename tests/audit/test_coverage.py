@@ -36,6 +36,7 @@ from scipy import integrate, stats
 
 from bayespriv.audit.coverage import (
     binomial_law,
+    coverage_by_noise,
     measure_coverage,
     failure_threshold,
     gaussian_2d_law,
@@ -111,14 +112,26 @@ def test_failure_threshold_is_a_binomial_tail():
 
 # ------------------------------------------------------------------------------------------ harness
 def _check(law, n_draws, delta, runs, seed, twin=0.5):
-    """Coverage within the threshold; the twin (noise variance × ``twin``; None: none) flagged on the same seeds."""
+    """Coverage within the threshold; the twin (noise variance × ``twin``; None: none) flagged on the same
+    calibrations and mechanisms."""
     limit = failure_threshold(runs, CONFIDENCE, FALSE_ALARM)
-    result = measure_coverage(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed)
+    factors = (1.0,) if twin is None else (1.0, twin)
+    result, *broken = coverage_by_noise(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed,
+                                        noise_factors=factors)
     assert result.failures <= limit, result
-    if twin is not None:
-        broken = measure_coverage(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed, noise_factor=twin)
-        assert broken.failures > limit, broken
+    for twin_result in broken:
+        assert twin_result.failures > limit, twin_result
     return result
+
+
+def test_twins_judged_together_are_the_separate_measurements():
+    """One pass over the calibrations for the mechanism and its twin gives what two separate passes give."""
+    law = gaussian_mean_law()
+    together = coverage_by_noise(law, n_draws=20_000, delta=1e-3, runs=3, seed=8, noise_factors=(1.0, 0.5))
+    apart = tuple(measure_coverage(law, n_draws=20_000, delta=1e-3, runs=3, seed=8, noise_factor=f)
+                  for f in (1.0, 0.5))
+    assert together == apart
+    assert together[1].failures > together[0].failures  # the twin's δ is above the request where the mechanism's is not
 
 
 SHORT = [
