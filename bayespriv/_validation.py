@@ -229,6 +229,17 @@ def check_memory(n_bytes: float, name: str, value: Any, what: str) -> None:
                          f"more than this machine's {format_bytes(cap)}", value)
 
 
+#: Up to this many values, :func:`all_finite` tests them as Python floats (faster than a NumPy reduction).
+_SMALL = 32
+
+
+def all_finite(values: np.ndarray) -> bool:
+    """Whether every value of a float array is finite (no NaN, no infinity); fast for short vectors."""
+    if values.size <= _SMALL:
+        return all(map(math.isfinite, values.ravel().tolist()))
+    return bool(np.isfinite(values).all())
+
+
 def sealed(value: Any, dtype: Any = None) -> np.ndarray:
     """A copy of ``value`` whose memory cannot be written: an array over an immutable ``bytes``.
 

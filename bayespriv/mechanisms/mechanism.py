@@ -20,7 +20,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 import numpy as np
 import pandas as pd
 
-from bayespriv._validation import check_choice, check_delta, check_epsilon, fail, sealed, thaw
+from bayespriv._validation import all_finite, check_choice, check_delta, check_epsilon, fail, sealed, thaw
 from bayespriv.calibration import Calibration, CalibrationLike
 from bayespriv.calibration.contract import check_calibration
 from bayespriv.files.calibration_io import check_query
@@ -364,6 +364,10 @@ class Mechanism(abc.ABC, metaclass=_FrozenOnConstruction):
         state["_fixed"] = self._fixed_state()
         state["_composition_kind"] = self._composition_kind()
         state["_release_noise"] = self._release_noise()
+        fixed = state["_fixed"]
+        state["_release_fields"] = Release._template(
+            query=fixed.query_name, component_names=fixed.component_names, variables=fixed.variables,
+            protected=fixed.protected, noise=state["_release_noise"], valid_range=fixed.valid_range)
         _seal_public_state(state)
         state["_frozen"] = True
 
@@ -756,10 +760,8 @@ class Mechanism(abc.ABC, metaclass=_FrozenOnConstruction):
         except BaseException as exc:  # a failure after the spend: void the ledger row, spend nothing
             _void(ledger, charge, exc)
             raise
-        release = Release._issued(out, guarantee, type(self).__name__, seeded, query=fixed.query_name,
-                                  component_names=fixed.component_names, variables=fixed.variables,
-                                  protected=fixed.protected, ledger_id=getattr(charge, "release_id", None),
-                                  noise=self.__dict__.get("_release_noise"), valid_range=fixed.valid_range)
+        release = Release._issued(out, guarantee, type(self).__name__, seeded, self.__dict__["_release_fields"],
+                                  getattr(charge, "release_id", None))
         return release.clipped() if options.clip else release
 
     def _release_state(self) -> "_FixedState":
@@ -780,7 +782,7 @@ class Mechanism(abc.ABC, metaclass=_FrozenOnConstruction):
         """
         bits = BitSource.for_release() if rng is None else BitSource.from_rng(rng)
         out = self._apply_noise(value, bits)
-        if not np.isfinite(out).all():
+        if not all_finite(out):
             raise ValidationError(f"the noisy value of {type(self).__name__} must be finite; got {out} "
                                   "(noise scale near the floating-point range)")
         return out

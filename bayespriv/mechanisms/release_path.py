@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_finite_array, described, fail
+from .._validation import all_finite, check_finite_array, described, fail
 from ..errors import (
     AssumptionFailedError,
     BayesPrivWarning,
@@ -143,7 +143,7 @@ def check_release_rng(rng: Any) -> bool:
 
 def bind_answer(answer: Any, k: int, *, n_records: Any = None, calibrated_n: int | None = None) -> np.ndarray:
     """The answer as a finite ``(k,)`` array; with ``n_records``, it must equal the calibrated size."""
-    if type(answer) is np.ndarray and answer.dtype == np.float64 and answer.shape == (k,) and np.isfinite(answer).all():
+    if type(answer) is np.ndarray and answer.dtype == np.float64 and answer.shape == (k,) and all_finite(answer):
         value = answer  # what a query returns: the general checks below would pass it unchanged
     else:
         value = np.atleast_1d(check_finite_array(answer, "answer"))

@@ -20,7 +20,7 @@ from bayespriv._validation import check_covariance, check_finite_array, describe
 from bayespriv.errors import ParameterTypeError
 from .bits import BitSource
 from .reserve import DEFAULT_GRID_BITS, MAX_GRID_BITS, check_grid_bits, gaussian_tv_bound
-from .samplers import check_bits, dgauss, dlap
+from .samplers import check_bits, dgauss_with, dlap, gauss_constants
 
 # -- exact linear maps on float answers ------------------------------------------------------------
 
@@ -102,7 +102,12 @@ def _scaled_floats(n: list[int], exponent: int) -> np.ndarray:
 
 def _map_back(matrix: np.ndarray | None, n: Any, exponent: int) -> np.ndarray:
     """``matrix @ (2^exponent · n)`` in float; ``None`` stands for the identity (skipped)."""
-    vec = _scaled_floats([int(v) for v in n], exponent)
+    return _map_back_ints(matrix, [int(v) for v in n], exponent)
+
+
+def _map_back_ints(matrix: np.ndarray | None, n: Any, exponent: int) -> np.ndarray:
+    """:func:`_map_back` of Python ints (a plan's own coordinates: no conversion)."""
+    vec = _scaled_floats(n, exponent)
     out = vec if matrix is None else matrix @ vec
     out.setflags(write=False)
     return out
@@ -193,6 +198,8 @@ class GaussianGridPlan(_GridPlan):
         # what a release reads, fixed here: a field edited later (object.__setattr__) changes no release
         object.__setattr__(self, "_back", _unless_identity(self.directions))
         object.__setattr__(self, "_units", (tuple(int(v) for v in self.sigma2_units), int(self.grid_exponent)))
+        # the discrete Gaussians' constants per coordinate (None: no noise there), computed once
+        object.__setattr__(self, "_samplers", tuple(gauss_constants(s2, 1) if s2 else None for s2 in self._units[0]))
 
     @property
     def sigma(self) -> np.ndarray:
@@ -205,11 +212,10 @@ class GaussianGridPlan(_GridPlan):
 
     def _coordinates(self, a: np.ndarray, bits: BitSource) -> tuple[int, ...]:
         """:meth:`coordinates` of a checked answer (finite float64 (k,)) and a BitSource."""
-        units, g_exp = self._units
         out = []
-        for (num, den), s2 in zip(self._map.grid_fractions(a, g_exp), units):
+        for (num, den), constants in zip(self._map.grid_fractions(a, self._units[1]), self._samplers):
             c = (2 * num + den) // (2 * den)
-            out.append(c + dgauss(s2, 1, bits) if s2 else c)
+            out.append(c + dgauss_with(constants, bits) if constants else c)
         return tuple(out)
 
     def to_answer_space(self, n: Any) -> np.ndarray:
@@ -222,7 +228,7 @@ class GaussianGridPlan(_GridPlan):
 
     def _release(self, a: np.ndarray, bits: BitSource) -> np.ndarray:
         """:meth:`release` of a checked answer: what a mechanism calls, its answer bound already."""
-        return self.to_answer_space(self._coordinates(a, bits))
+        return _map_back_ints(self._back, self._coordinates(a, bits), self._units[1])
 
 
 def _dominating_variances(rows: list[list[int]], cov: np.ndarray) -> tuple[list[int], int]:
@@ -398,7 +404,7 @@ class LaplaceGridPlan(_GridPlan):
 
     def _release(self, a: np.ndarray, bits: BitSource) -> np.ndarray:
         """:meth:`release` of a checked answer: what a mechanism calls, its answer bound already."""
-        return self.to_answer_space(self._coordinates(a, bits))
+        return _map_back_ints(self._back, self._coordinates(a, bits), self._units[1])
 
 
 def _exact_inverse(matrix: np.ndarray) -> _ExactRows:

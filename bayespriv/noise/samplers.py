@@ -144,8 +144,15 @@ def dlap(t: int, s: int, bits: BitSource) -> int:
     (−, 0) so that 0 is not counted twice.
     """
     below, word = bits._below, bits._word
+    u_bits = (t - 1).bit_length()
+    u_mask = (1 << u_bits) - 1 if u_bits <= 64 else 0  # 0: U takes more than one word (below(t))
     while True:
-        u = below(t)
+        if u_mask:  # U uniform on {0..t−1} by rejection on one word (BitSource._below, inlined)
+            u = word() & u_mask
+            while u >= t:
+                u = word() & u_mask
+        else:
+            u = below(t)
         if u and not _bern_exp_small(u, t, bits):
             continue
         v = 0
@@ -196,13 +203,27 @@ def dgauss(p: int, q: int, bits: BitSource) -> int:
     exp(−(|Y| − σ²/t)²/(2σ²)) = exp(−(|Y|qt − p)² / (2pqt²)): an exact rational exponent.
     ⌊σ⌋ = ⌊√⌊σ²⌋⌋ = isqrt(p // q).
     """
+    return dgauss_with(gauss_constants(p, q), bits)
+
+
+def gauss_constants(p: int, q: int) -> tuple[int, int, int, int]:
+    """What :func:`dgauss` computes from σ² = p/q before its first trial: (p, t, qt, 2pqt²). A caller drawing
+    many values of one σ² (a grid plan's coordinate) computes them once."""
     t = math.isqrt(p // q) + 1
-    den = 2 * p * q * t * t
-    qt = q * t
+    return p, t, q * t, 2 * p * q * t * t
+
+
+def dgauss_with(constants: tuple[int, int, int, int], bits: BitSource) -> int:
+    """:func:`dgauss` from its constants (:func:`gauss_constants`)."""
+    p, t, qt, den = constants
     while True:
         y = dlap(t, 1, bits)
         a = abs(y) * qt - p
-        if _bern_exp(a * a, den, bits):
+        gamma_num = a * a
+        if gamma_num < den:  # γ < 1 (the common case): Algorithm 1's first branch directly
+            if not gamma_num or _bern_exp_small(gamma_num, den, bits):
+                return y
+        elif _bern_exp(gamma_num, den, bits):
             return y
 
 

@@ -23,7 +23,9 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -308,17 +310,32 @@ class Release:
         object.__setattr__(self, "postprocessed", tuple(self.postprocessed))
 
     @classmethod
-    def _issued(cls, value: np.ndarray, guarantee: Guarantee, mechanism: str, seeded: bool, **fields: Any) -> "Release":
-        """The release of a mechanism, whose ``value`` (float (k,)) its noise step checked finite.
+    def _template(cls, **fields: Any) -> Mapping[str, Any]:
+        """The optional fields of a mechanism's releases, checked once when the mechanism is built: its
+        fixed values (query name, component names, variables, protected names, noise law, valid range)
+        over the defaults. :meth:`_issued` copies it into each release."""
+        unknown = set(fields) - set(_RELEASE_DEFAULTS)
+        if unknown:
+            raise fail("fields", f"optional fields of Release ({sorted(_RELEASE_DEFAULTS)})", sorted(unknown))
+        return MappingProxyType({**_RELEASE_DEFAULTS, **fields})
+
+    @classmethod
+    def _issued(cls, value: np.ndarray, guarantee: Guarantee, mechanism: str, seeded: bool, template: Mapping[str, Any],
+                ledger_id: int | None) -> "Release":
+        """The release of a mechanism, whose ``value`` (float64 (k,)) its noise step checked finite.
 
         Every other field was checked once, when the mechanism was built: its guarantee and noise
-        law are frozen values, its valid range a sealed ``(k, 2)`` array. So a mechanism's release
-        skips :meth:`__post_init__` (a third of a release's time): it seals ``value`` and builds the
-        same frozen value.
+        law are frozen values, its valid range a sealed ``(k, 2)`` array, all of them in ``template``
+        (:meth:`_template`). So a mechanism's release skips :meth:`__post_init__` (a third of a
+        release's time): it seals ``value`` and builds the same frozen value.
         """
         out = object.__new__(cls)
-        vars(out).update(_RELEASE_DEFAULTS, value=sealed(value, float), guarantee=guarantee, mechanism=mechanism,
-                         seeded=seeded, **fields)
+        state = vars(out)
+        state.update(template.copy())  # the mapping proxy's own dict, copied
+        # sealed: a flat float64 array over immutable bytes (tobytes copies in C order)
+        state["value"] = np.frombuffer(np.asarray(value, dtype=np.float64).tobytes())
+        state["guarantee"], state["mechanism"], state["seeded"], state["ledger_id"] = (guarantee, mechanism, seeded,
+                                                                                    ledger_id)
         return out
 
     @property
