@@ -52,11 +52,8 @@ def data() -> pd.DataFrame:
     return pd.DataFrame({c: v[0] for c, v in MODEL.sample(None, 1, rng=7).items()})
 
 
-@pytest.fixture()
-def ledger(tmp_path) -> bp.Ledger:
-    led = bp.Ledger(tmp_path / "budget.sqlite")
-    led.set_budget("x", 20.0, 0.5)
-    return led
+#: The ``ledger`` fixture (tests/ledger/conftest.py) starts with this budget.
+LEDGER_BUDGETS = {"x": (20.0, 0.5)}
 
 
 @functools.cache  # mechanisms are frozen: tests may share them

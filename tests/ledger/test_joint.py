@@ -28,11 +28,8 @@ QA = bp.Query(lambda b: (b["x"].mean(axis=1) + b["y"].mean(axis=1))[:, None], ["
               output_names=["x_plus_y"])
 
 
-@pytest.fixture()
-def ledger(tmp_path) -> bp.Ledger:
-    led = bp.Ledger(tmp_path / "budget.sqlite")
-    led.set_budget("x", 20.0, 0.5)
-    return led
+#: The ``ledger`` fixture (tests/ledger/conftest.py) starts with this budget.
+LEDGER_BUDGETS = {"x": (20.0, 0.5)}
 
 
 @pytest.fixture(scope="module")

@@ -23,13 +23,6 @@ from tests.ledger import _ledger_workers as workers
 SPAWN = mp.get_context("spawn")
 
 
-@pytest.fixture
-def ledger(tmp_path) -> Ledger:
-    led = Ledger(tmp_path / "ledger.sqlite")
-    led.set_budget("income", 1.0)
-    return led
-
-
 def _count(ledger: Ledger, table: str) -> int:
     with sqlite3.connect(ledger.path) as con:
         return con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]

@@ -35,9 +35,8 @@ class FakeMech:
     calibration: object = None
 
 
-@pytest.fixture
-def ledger(tmp_path) -> Ledger:
-    return Ledger(tmp_path / "ledger.sqlite")
+#: The ``ledger`` fixture (tests/ledger/conftest.py) starts without budgets here.
+LEDGER_BUDGETS: dict = {}
 
 
 def _rows(ledger: Ledger, table: str) -> list:

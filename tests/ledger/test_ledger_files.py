@@ -57,11 +57,8 @@ class GroupDP(FakeMech):
     """Named like the DP baseline: sequential composition is a theorem for it."""
 
 
-@pytest.fixture
-def ledger(tmp_path) -> Ledger:
-    led = Ledger(tmp_path / "ledger.sqlite")
-    led.set_budget("income", 1.0, delta=1e-3)
-    return led
+#: The ``ledger`` fixture (tests/ledger/conftest.py) starts with this budget.
+LEDGER_BUDGETS = {"income": (1.0, 1e-3)}
 
 
 def _tables(path: Path) -> set[str]:

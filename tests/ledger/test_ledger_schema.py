@@ -39,13 +39,6 @@ class FakeMech:
     variables: tuple[str, ...] = ("income",)
 
 
-@pytest.fixture
-def ledger(tmp_path) -> Ledger:
-    led = Ledger(tmp_path / "ledger.sqlite")
-    led.set_budget("income", 1.0)
-    return led
-
-
 def _master(path: Path) -> list:
     with sqlite3.connect(path) as con:
         return sorted(con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(), key=repr)
