@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,12 @@ from ..mechanisms import APGM, DauM, DirM, EigM, ExpM, OptimalGaussian
 from bayespriv.privacy.accountant import GaussianNoise, PrivacyAccount, account
 from .attack import noise_sampler
 from .likelihood import likelihood_ratio_attack
+
+if TYPE_CHECKING:
+    from bayespriv.calibration import Calibration
+    from bayespriv.datamodels import DataModel
+    from bayespriv.mechanisms import Mechanism
+    from bayespriv.secrets import SecretPair
 
 __all__ = ["FAMILY", "HalfNoise", "calibration_rows", "family_mechanisms", "l2_error", "user_row"]
 
@@ -73,7 +79,7 @@ class HalfNoise:
                        confidence=cal.confidence)
 
 
-def family_mechanisms(cal: Any, eps: float, delta: float = DELTA,
+def family_mechanisms(cal: Calibration, eps: float, delta: float = DELTA,
                       names: Iterable[str] | None = None) -> dict[str, Any]:
     """Each Gaussian-family mechanism (or those in ``names``) with default arguments at (eps, delta), or the
     reason it refuses."""
@@ -88,7 +94,7 @@ def family_mechanisms(cal: Any, eps: float, delta: float = DELTA,
     return out
 
 
-def l2_error(mech: Any, rng: np.random.Generator, n: int = 20_000) -> float:
+def l2_error(mech: Mechanism | HalfNoise | None, rng: np.random.Generator, n: int = 20_000) -> float:
     """E‖release − F(X)‖₂ = E‖noise‖₂, by Monte Carlo over the mechanism's noise
     (the paper averages over 50 released subsets; the noise does not depend on them)."""
     if mech is None:
@@ -96,7 +102,7 @@ def l2_error(mech: Any, rng: np.random.Generator, n: int = 20_000) -> float:
     return float(np.linalg.norm(noise_sampler(mech, mech.k)(n, rng), axis=1).mean())
 
 
-def user_row(name: str, mech: Any, model: Any, pair: Any,
+def user_row(name: str, mech: Mechanism | HalfNoise, model: DataModel, pair: SecretPair,
              rng: np.random.Generator, n_trials: int = 2000, reference: Any = None) -> dict[str, object]:
     """What a user reads off one mechanism: established, requested (ε, δ), the accounted δ (upper bound,
     point estimate, method), the L2 error, and the likelihood-ratio attack on released values (accuracy, the
@@ -120,7 +126,7 @@ def user_row(name: str, mech: Any, model: Any, pair: Any,
     }
 
 
-def calibration_rows(cal: Any, model: Any, pair: Any, eps: float, *,
+def calibration_rows(cal: Calibration, model: DataModel, pair: SecretPair, eps: float, *,
                      delta: float = DELTA, twin: bool = True, names: Iterable[str] | None = None,
                      rng: np.random.Generator | None = None, n_trials: int = 2000,
                      reference: Any = None) -> list[dict[str, object]]:

@@ -111,7 +111,7 @@ def _prefix_sizes(cal: Calibration, n_points: int) -> np.ndarray:
     return sizes[(sizes >= 2) & (sizes <= n)]
 
 
-def _prefix_point(cal: Calibration, n: int, ord_: Any) -> tuple[float, float, float, float]:
+def _prefix_point(cal: Calibration, n: int, ord_: float | str) -> tuple[float, float, float, float]:
     """Sensitivity estimate and bound, smallest variance and its bound, on the first ``n`` draws."""
     from .engine import _events, calibration_from_samples
 
@@ -127,7 +127,7 @@ def _prefix_point(cal: Calibration, n: int, ord_: Any) -> tuple[float, float, fl
     return sens, bound, var, var_bound
 
 
-def convergence(calibration: Calibration, ord: Any = 2, *, n_points: int = 20) -> Convergence:
+def convergence(calibration: Calibration, ord: float | str = 2, *, n_points: int = 20) -> Convergence:
     """Sensitivity estimate, bound and slack (and the smallest variance) as the draws accumulate.
 
     Parameters
@@ -162,7 +162,7 @@ def convergence(calibration: Calibration, ord: Any = 2, *, n_points: int = 20) -
                        ord=ord_, confidence=cal.confidence)
 
 
-def draws_for_slack(calibration: Calibration, target: float, ord: Any = 2) -> int:
+def draws_for_slack(calibration: Calibration, target: float, ord: float | str = 2) -> int:
     """Draws per secret needed for a sensitivity slack (bound − estimate) of ``target``.
 
     Every standard error behind the bound is ``√(v/n)`` and z depends only on

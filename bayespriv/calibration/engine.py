@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import special, stats
@@ -34,6 +34,10 @@ from .laws import FiniteLaw
 from .result import Calibration
 from bayespriv.calibration.provenance import UNVERIFIED
 
+if TYPE_CHECKING:
+    from distributed import Client
+    from .contract import CalibrationLike
+
 __all__ = ["calibrate", "default_chunk_size", "draw_query_samples", "minimum_draws"]
 
 #: The data model each calibration made by :func:`calibrate` was drawn from, while both are alive
@@ -42,7 +46,7 @@ __all__ = ["calibrate", "default_chunk_size", "draw_query_samples", "minimum_dra
 _MODELS: "weakref.WeakKeyDictionary[Calibration, Any]" = weakref.WeakKeyDictionary()
 
 
-def model_of(calibration: Any) -> Any:
+def model_of(calibration: CalibrationLike) -> Any:
     """The data model (or family) ``calibration`` was drawn from by :func:`calibrate` in this process, or None."""
     try:
         return _MODELS.get(calibration)
@@ -140,11 +144,11 @@ def _chunk_sizes(n_draws: int, chunk_size: int) -> list[int]:
     return [chunk_size] * full + ([rest] if rest else [])
 
 
-def _is_dask_client(executor: Any) -> bool:
+def _is_dask_client(executor: Executor | Client | None) -> bool:
     return type(executor).__module__.startswith("distributed") and hasattr(executor, "get_executor")
 
 
-def _map(tasks: list[tuple], executor: Any, bar: ProgressBar) -> list[np.ndarray]:
+def _map(tasks: list[tuple], executor: Executor | Client | None, bar: ProgressBar) -> list[np.ndarray]:
     """Run ``_run(*task)`` for every task, in order, on the executor."""
     if executor is None:
         out = []
@@ -170,7 +174,7 @@ def _map(tasks: list[tuple], executor: Any, bar: ProgressBar) -> list[np.ndarray
     return out
 
 
-def _dask_scatter(client: Any, objects: Sequence[Any]) -> dict[int, Any]:
+def _dask_scatter(client: Client, objects: Sequence[Any]) -> dict[int, Any]:
     """Futures of ``objects`` on every worker, keyed by ``id``, each under a fresh key.
 
     ``hash=False`` gives every scatter its own key. With the default content-hash key,
@@ -182,7 +186,7 @@ def _dask_scatter(client: Any, objects: Sequence[Any]) -> dict[int, Any]:
     return {key: client.scatter(o, broadcast=True, hash=False) for key, o in distinct.items()}
 
 
-def _dask_map(tasks: list[tuple], client: Any, bar: ProgressBar) -> list[np.ndarray]:
+def _dask_map(tasks: list[tuple], client: Client, bar: ProgressBar) -> list[np.ndarray]:
     """Run ``_run(*task)`` for every task on a dask ``Client``, results in task order.
 
     Stages: scatter each distinct model and query once under unique keys
@@ -208,7 +212,7 @@ def _dask_map(tasks: list[tuple], client: Any, bar: ProgressBar) -> list[np.ndar
     return out
 
 
-def _is_dask_executor(executor: Any) -> bool:
+def _is_dask_executor(executor: Executor | Client | None) -> bool:
     """A dask ``ClientExecutor`` (dask pickles with cloudpickle itself)."""
     return type(executor).__module__.startswith("distributed")
 
@@ -272,7 +276,7 @@ def draw_query_samples(
     *,
     n_draws: int,
     rng: RNGLike = None,
-    executor: Any = None,
+    executor: Executor | Client | None = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
 ) -> np.ndarray:
@@ -298,7 +302,7 @@ def calibrate(
     n_draws: int,
     rng: RNGLike = None,
     confidence: float | None = 0.95,
-    executor: Any = None,
+    executor: Executor | Client | None = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
     reuse: Calibration | None = None,
@@ -475,7 +479,8 @@ def _validated_request(model: Any, pairs: Any, query: Any, n_draws: Any, confide
     return _Request(members, family, tuple(pairs), secrets, query, n_draws, confidence, chunk_size)
 
 
-def _draw_samples(request: _Request, prepared: list, seeds: list, executor: Any, progress: Any) -> np.ndarray:
+def _draw_samples(request: _Request, prepared: list, seeds: list, executor: Executor | Client | None,
+                  progress: bool | None) -> np.ndarray:
     """F(X) | secret for every prepared model, secret and draw: (members, secrets, n_draws, k)."""
     tasks, per_secret = _plan(prepared, request.secrets, request.query, request.n_draws, seeds, request.chunk_size)
     label = f"calibrating {len(request.members)} models" if request.family else "calibrating"

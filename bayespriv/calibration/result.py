@@ -48,6 +48,7 @@ from .views import (
 
 if TYPE_CHECKING:  # imported where used: it costs start-up time
     import xarray as xr
+    import os
 
 __all__ = ["Calibration"]
 
@@ -324,7 +325,8 @@ class Calibration:
         return inference_data(self)
 
     # -- persistence ---------------------------------------------------------------------
-    def to_netcdf(self, path: Any, *, seed: Any = None, key: bytes | None = None) -> Path:
+    def to_netcdf(self, path: str | os.PathLike, *, seed: int | Sequence[int] | np.random.SeedSequence | None = None,
+                  key: bytes | None = None) -> Path:
         """Save to a netCDF-4 file, signed; :func:`~bayespriv.load_calibration` reads it back bit-identical.
 
         The file layout is described in :mod:`bayespriv.files.calibration_io`,
@@ -516,12 +518,12 @@ class Calibration:
             return d
         return np.abs(d) + self.z * (self.mean_se[ia] + self.mean_se[ib])
 
-    def pair_sensitivities(self, ord: Any = 2, *, bound: bool = False) -> np.ndarray:
+    def pair_sensitivities(self, ord: float | str = 2, *, bound: bool = False) -> np.ndarray:
         """‖mean difference‖_ord for every pair, in the order of ``pairs``."""
         o = _ord(ord)
         return np.array([np.linalg.norm(self.difference(p, bound=bound), o) for p in self.pairs])
 
-    def pair_sensitivity_se(self, ord: Any = 2) -> np.ndarray:
+    def pair_sensitivity_se(self, ord: float | str = 2) -> np.ndarray:
         """Monte-Carlo standard error of each pair's estimated ‖μ̂_a − μ̂_b‖_ord, in the order of ``pairs``.
 
         Delta method on the norm ``N(d)`` of ``d = μ̂_a − μ̂_b``: the two
@@ -559,7 +561,7 @@ class Calibration:
             out.append(math.sqrt(max(float(g @ var @ g), 0.0)))
         return np.array(out)
 
-    def sensitivity_se(self, ord: Any = 2) -> float:
+    def sensitivity_se(self, ord: float | str = 2) -> float:
         """Monte-Carlo standard error of :meth:`sensitivity` (the estimate): the
         :meth:`pair_sensitivity_se` of the (member and) pair whose estimate is the largest."""
         best, se = -math.inf, 0.0
@@ -586,7 +588,7 @@ class Calibration:
             se = np.where(better, ses[i, cols], se)
         return se
 
-    def convergence(self, ord: Any = 2, *, n_points: int = 20) -> Any:
+    def convergence(self, ord: float | str = 2, *, n_points: int = 20) -> Any:
         """The sensitivity and variance estimates and bounds recomputed on prefixes of the draws.
 
         See :func:`bayespriv.calibration.convergence.convergence`.
@@ -594,7 +596,7 @@ class Calibration:
 
         return late("convergence")(self, ord, n_points=n_points)
 
-    def draws_for_slack(self, target: float, ord: Any = 2) -> int:
+    def draws_for_slack(self, target: float, ord: float | str = 2) -> int:
         """Draws per secret for a sensitivity slack (bound − estimate) of ``target``.
 
         See :func:`bayespriv.calibration.convergence.draws_for_slack`.
@@ -602,7 +604,7 @@ class Calibration:
 
         return late("draws_for_slack")(self, target, ord)
 
-    def sensitivity(self, ord: Any = 2, *, bound: bool = False) -> float:
+    def sensitivity(self, ord: float | str = 2, *, bound: bool = False) -> float:
         """Largest distance between the means of a pair, Δ_{E,ord}, over pairs
         and (for families) over every θ.
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from bayespriv.cli.files import _check_in_file
 from bayespriv.cli.problems import _ArgumentProblem
 from bayespriv.errors import BayesPrivError
+
+if TYPE_CHECKING:
+    from bayespriv.calibration import CalibrationLike
+    from bayespriv.queries import Query
 
 
 _CAL_TODO = ("pass a file written by `bayespriv calibrate` (Calibration.to_netcdf); if it was, it is damaged or "
@@ -44,7 +48,7 @@ def _unverified_opt_in(args: argparse.Namespace) -> dict[str, bool]:
     return {"accept_unverified": bool(args.trust_unverified and args.accept_unverified)}
 
 
-def _load_trusting(path: Path, argument: str, query: Any, trust_unverified: bool) -> Any:
+def _load_trusting(path: Path, argument: str, query: Query | None, trust_unverified: bool) -> Any:
     """load_calibration with the command's trust: a file that does not verify is a refusal (exit 1) naming the
     file argument; anything else a crafted or damaged file raises is one line (:func:`_read_calibration_file`)."""
     from bayespriv.files import load_calibration
@@ -59,7 +63,7 @@ def _load_trusting(path: Path, argument: str, query: Any, trust_unverified: bool
     return _read_calibration_file(read, path, argument)
 
 
-def _print_trust_banner(cal: Any) -> None:
+def _print_trust_banner(cal: CalibrationLike) -> None:
     """One line on top of ``inspect``: verified (key and content hash), or an UNVERIFIED banner with the reason."""
     p = getattr(cal, "provenance", None)
     if p is None:

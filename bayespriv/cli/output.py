@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from bayespriv.privacy import Release
+    from bayespriv.queries import Query
 
 
-def _release_json(release: Any, args: argparse.Namespace, query: Any, pairs: Any = ()) -> str:
+def _release_json(release: Release, args: argparse.Namespace, query: Query, pairs: Sequence[str] = ()) -> str:
     """The release as JSON (``Release.to_dict``, which ``Release.from_dict`` reads back), with the query's
     fingerprint, the calibration file and the labels of the secret pairs it protects."""
     import json
@@ -18,7 +23,7 @@ def _release_json(release: Any, args: argparse.Namespace, query: Any, pairs: Any
     return json.dumps(out, indent=2, ensure_ascii=False)
 
 
-def _release_text(release: Any, args: argparse.Namespace) -> str:
+def _release_text(release: Release, args: argparse.Namespace) -> str:
     """One line per component (``mean(x) = 148.52 ± 12.3 (sd)``, its noise-only interval), then the
     mechanism, the guarantee, post-processing and the ledger row."""
     pct = f"{100 * args.level:g}%"

@@ -6,7 +6,7 @@ import argparse
 import inspect
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bayespriv as bp
 from bayespriv.cli.calibration_files import _load_trusting, _unverified_opt_in
@@ -15,6 +15,12 @@ from bayespriv.cli.output import _release_json, _release_text
 from bayespriv.cli.problems import _ArgumentProblem
 from bayespriv.cli.script import _run_script, _script_query
 from bayespriv.errors import BayesPrivError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from bayespriv.calibration import CalibrationLike
+    from bayespriv.ledger import Ledger
+    from bayespriv.mechanisms import Mechanism
 
 
 #: Mechanisms the command line builds as ``NAME(calibration, epsilon=E[, delta=D])``.
@@ -72,7 +78,7 @@ def _build_mechanism(cal: bp.Calibration, args: argparse.Namespace) -> Any:
                                "choose another mechanism, ε or δ (see `bayespriv release --help`)") from exc
 
 
-def _open_ledger(args: argparse.Namespace, mech: Any) -> Any:
+def _open_ledger(args: argparse.Namespace, mech: Mechanism) -> Any:
     """The ledger of ``--ledger`` (created if missing) with the budgets of ``--budget`` created.
 
     ``--budget`` creates a budget that does not exist yet and does nothing when it already has that
@@ -143,7 +149,7 @@ def _release_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_pairs(scope: dict[str, Any], cal: Any, args: argparse.Namespace) -> None:
+def _check_pairs(scope: dict[str, Any], cal: CalibrationLike, args: argparse.Namespace) -> None:
     """The script's ``pairs`` must be the ones the file was calibrated for: the noise hides those pairs only
     (a file for 59.9 vs 60.1 released under a script of 55 vs 65 gave sd 0.50 where 3.17 was needed)."""
     if "pairs" not in scope or not hasattr(cal, "pairs"):
@@ -161,7 +167,7 @@ def _check_pairs(scope: dict[str, Any], cal: Any, args: argparse.Namespace) -> N
             "release with the script the file was calibrated with, or calibrate again for these pairs")
 
 
-def _saved_signature(cal: Any, args: argparse.Namespace) -> Any:
+def _saved_signature(cal: CalibrationLike, args: argparse.Namespace) -> Any:
     """The model signature the file records, from the verified tree (its provenance); the file's metadata when
     signing is switched off (nothing is verified then)."""
     import json
@@ -174,7 +180,7 @@ def _saved_signature(cal: Any, args: argparse.Namespace) -> Any:
     return read_metadata(args.calibration).get("model")
 
 
-def _check_model(scope: dict[str, Any], cal: Any, args: argparse.Namespace) -> None:
+def _check_model(scope: dict[str, Any], cal: CalibrationLike, args: argparse.Namespace) -> None:
     """The script's ``model`` must be the one the file was calibrated with (class, records, columns, θ grid and a
     digest of its parameters, :mod:`bayespriv.datamodels.signature`): the noise hides the pairs under that model."""
     from bayespriv.datamodels.signature import model_signature, signature_differences
@@ -204,7 +210,7 @@ def _check_model(scope: dict[str, Any], cal: Any, args: argparse.Namespace) -> N
               file=sys.stderr)
 
 
-def _release_on(mech: Any, data: Any, ledger: Any, args: argparse.Namespace) -> Any:
+def _release_on(mech: Mechanism, data: pd.DataFrame, ledger: Ledger | None, args: argparse.Namespace) -> Any:
     """``mech.release`` on the data, each refusal turned into the command's one-line error."""
     from bayespriv.ledger.joint import JointAccountingError, JointLeakError
     from bayespriv.errors import AssumptionFailedError, BudgetExceededError, ReleaseMismatchError

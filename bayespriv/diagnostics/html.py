@@ -18,13 +18,19 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .._display import cell, frame_html, frame_text
 from ..errors import BayesPrivError, ParameterTypeError
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+    from bayespriv.ledger import JointGaussian
+    from bayespriv.mechanisms import Mechanism
+    from bayespriv.networks.quilts import ChainCalibration, QuiltCalibration
 
 __all__ = [
     "mechanism_html",
@@ -101,7 +107,7 @@ class _NoiseView:
     total_l2: float
 
 
-def _expected_abs_error(mech: Any, k: int) -> np.ndarray:
+def _expected_abs_error(mech: Mechanism, k: int) -> np.ndarray:
     """``mech.expected_abs_error`` where the mechanism defines it, else nan per component."""
     try:
         value = getattr(mech, "expected_abs_error", None)
@@ -110,7 +116,7 @@ def _expected_abs_error(mech: Any, k: int) -> np.ndarray:
     return np.full(k, np.nan) if value is None else np.asarray(value, dtype=float).reshape(k)
 
 
-def _noise_view(mech: Any) -> _NoiseView:
+def _noise_view(mech: Mechanism) -> _NoiseView:
     """Stage 1 of :func:`mechanism_html`: read the noise (never recompute it)."""
     cov = np.asarray(mech.noise_cov, dtype=float)
     k = cov.shape[0]
@@ -128,7 +134,7 @@ def _noise_view(mech: Any) -> _NoiseView:
                       float(np.sqrt(np.trace(cov))))
 
 
-def _mechanism_facts(mech: Any) -> list[tuple[str, Any]]:
+def _mechanism_facts(mech: Mechanism) -> list[tuple[str, Any]]:
     """Stage 2: the scalar attributes a mechanism family exposes (only those present)."""
     g = mech.guarantee
     cal = mech.calibration
@@ -147,7 +153,7 @@ def _mechanism_facts(mech: Any) -> list[tuple[str, Any]]:
     return rows
 
 
-def _checks_html(mech: Any) -> str:
+def _checks_html(mech: Mechanism) -> str:
     """Stage 3: each checked assumption with its result (``mech.assumption_checks.summary()``)."""
     try:
         report = getattr(mech, "assumption_checks", None)  # None: a mechanism whose proof rests on Θ alone
@@ -166,7 +172,7 @@ def _checks_html(mech: Any) -> str:
             f"{table}</div>")
 
 
-def _count_table_noise_html(mech: Any) -> str:
+def _count_table_noise_html(mech: Mechanism) -> str:
     """The noise of a mechanism whose output shape is the table's (no ``noise_cov`` before the data): the exact
     variance of a cell by the number of protected categories its row can take, where the mechanism states it."""
     variance = getattr(mech, "cell_variance", None)
@@ -178,7 +184,7 @@ def _count_table_noise_html(mech: Any) -> str:
     return _frame_html(table, "Noise per cell (exact; every public margin is exact, the noise of a row sums to 0)")
 
 
-def mechanism_html(mech: Any) -> str:
+def mechanism_html(mech: Mechanism) -> str:
     """An HTML view of a mechanism: parameters, noise, expected error, guarantee, assumption checks.
 
     Parameters
@@ -232,7 +238,7 @@ def mechanism_html(mech: Any) -> str:
 
 
 # -- quilt and chain calibrations -----------------------------------------------------------------------------
-def quilt_calibration_repr(cal: Any) -> str:
+def quilt_calibration_repr(cal: QuiltCalibration) -> str:
     """One readable line for a :class:`~bayespriv.networks.quilts.QuiltCalibration`."""
     q = getattr(cal.query, "name", None) or "?"
     quilts = sum(len(v) for v in cal.candidates.values())
@@ -242,7 +248,7 @@ def quilt_calibration_repr(cal: Any) -> str:
             f"{sum(cal.n_quilts.values())} searched, {'exhaustive' if cal.exhaustive else 'local'} search, {conf})")
 
 
-def _quilt_rows(cal: Any, node: Any) -> pd.DataFrame:
+def _quilt_rows(cal: QuiltCalibration, node: Hashable) -> pd.DataFrame:
     rows = [{"quilt Q": _fmt(c.quilt.quilt), "nearby N": _fmt(c.quilt.nearby), "remote R": _fmt(c.quilt.remote),
              "max-influence e": c.max_influence, "Δ_{A∩N} F": c.sensitivity,
              "why": c.influence.reason} for c in cal.candidates[node]]
@@ -255,7 +261,7 @@ def _quilt_rows(cal: Any, node: Any) -> pd.DataFrame:
     return df.drop(columns="why")
 
 
-def quilt_calibration_html(cal: Any, *, max_rows: int = 12) -> str:
+def quilt_calibration_html(cal: QuiltCalibration, *, max_rows: int = 12) -> str:
     """An HTML view of a quilt calibration: summary, and the kept quilts of each sensitive node.
 
     Parameters
@@ -286,14 +292,14 @@ def quilt_calibration_html(cal: Any, *, max_rows: int = 12) -> str:
     return _section("QuiltCalibration", quilt_calibration_repr(cal), parts)
 
 
-def chain_calibration_repr(cal: Any) -> str:
+def chain_calibration_repr(cal: ChainCalibration) -> str:
     """One readable line for a :class:`~bayespriv.networks.quilts.ChainCalibration`."""
     q = getattr(cal.query, "name", None) or "?"
     return (f"ChainCalibration(query={q!r}, column={cal.column!r}, T={cal.length}, states={cal.chains[0].k}, "
             f"chains={len(cal.chains)}, L={cal.lipschitz:.4g}, window={cal.window})")
 
 
-def chain_calibration_html(cal: Any) -> str:
+def chain_calibration_html(cal: ChainCalibration) -> str:
     """An HTML view of a Markov-chain calibration (for MQM): its parameters and the chain(s).
 
     Returns
@@ -316,7 +322,7 @@ def chain_calibration_html(cal: Any) -> str:
 
 
 # -- joint accounting -----------------------------------------------------------------------------------------
-def joint_gaussian_html(joint: Any) -> str:
+def joint_gaussian_html(joint: JointGaussian) -> str:
     """An HTML view of a :class:`~bayespriv.ledger.JointGaussian`: ε of each release, of their
     sum and of the joint release; the output-law mode; the guarantee.
 

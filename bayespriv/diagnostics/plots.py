@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,16 @@ from .._validation import check_positive_int, fail
 from ..calibration import Calibration
 from ..errors import ParameterTypeError, ValidationError
 from ..secrets import DatasetSecret, DistributionSecret, Secret
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Iterable
+    from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
+    from bayespriv.calibration.convergence import Convergence
+    from bayespriv.ledger import Ledger
+    from bayespriv.networks.quilts import Quilt
+    from bayespriv.noise.release_noise import ReleaseNoise
+    from bayespriv.privacy.guarantee import Release
 
 __all__ = ["plot_calibration", "plot_privacy_curve", "plot_utility", "plot_quilt", "plot_epsilon_table", "plot_budget",
            "plot_qq", "plot_convergence", "plot_release"]
@@ -109,7 +119,7 @@ def plot_calibration(
     *,
     component: int | str | None = None,
     secrets: Sequence[Secret | str] | None = None,
-    ax: Any = None,
+    ax: Axes | None = None,
     bins: int = 40,
 ):
     """Distribution of F(X) under each secret, with its fitted Gaussian.
@@ -179,7 +189,7 @@ def plot_calibration(
 
 
 # -- shared helpers ---------------------------------------------------------------------------------------------
-def _axes(ax: Any, figsize: tuple[float, float] = (6.4, 4.2)) -> Any:
+def _axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.2)) -> Any:
     """``ax`` itself, or the Axes of a new constrained-layout figure."""
     if ax is not None:
         if not hasattr(ax, "plot") or not hasattr(ax, "figure"):
@@ -191,7 +201,7 @@ def _axes(ax: Any, figsize: tuple[float, float] = (6.4, 4.2)) -> Any:
     return ax
 
 
-def _epsilon_grid(epsilons: Any, largest: float, name: str = "epsilons") -> np.ndarray:
+def _epsilon_grid(epsilons: ArrayLike | None, largest: float, name: str = "epsilons") -> np.ndarray:
     """Validated ε values (1-d, finite, > 0, sorted), or a default grid up to 2.5 × ``largest``."""
     if epsilons is None:
         top = 2.5 * largest if largest > 0 else 2.5
@@ -230,7 +240,7 @@ def _has_privacy_curve(mech: Any) -> bool:
     return mech.accounting is not None or type(mech).privacy_curve is not Mechanism.privacy_curve
 
 
-def plot_privacy_curve(mechs: Any, epsilons: Any = None, *, ax: Any = None):
+def plot_privacy_curve(mechs: Any, epsilons: ArrayLike | None = None, *, ax: Axes | None = None):
     """δ(ε) of one or several mechanisms, with each guarantee's (ε, δ) marked.
 
     The curve is the mechanism's own ``privacy_curve(epsilons)`` (an upper bound of the δ at
@@ -278,8 +288,8 @@ def plot_privacy_curve(mechs: Any, epsilons: Any = None, *, ax: Any = None):
 
 
 # -- utility vs ε ---------------------------------------------------------------------------------------------
-def plot_utility(calibration: Any, mechanisms: Mapping[str, Any] | None = None, epsilons: Any = None, *,
-                 error: str = "l2", ax: Any = None):
+def plot_utility(calibration: Calibration, mechanisms: Mapping[str, Any] | None = None,
+                 epsilons: ArrayLike | None = None, *, error: str = "l2", ax: Axes | None = None):
     """Expected error of several mechanisms against ε, side by side.
 
     The numbers come from :func:`bayespriv.mechanisms.utility.utility_curves`, which builds each
@@ -311,7 +321,7 @@ def plot_utility(calibration: Any, mechanisms: Mapping[str, Any] | None = None, 
     return _draw_utility(table, _axes(ax))
 
 
-def _draw_utility(table: pd.DataFrame, ax: Any):
+def _draw_utility(table: pd.DataFrame, ax: Axes):
     """Stage 2 of :func:`plot_utility`: one line per column of the utility table."""
     eps = np.asarray(table.index, dtype=float)
     failures = table.attrs.get("failures", {})
@@ -341,7 +351,8 @@ def _draw_utility(table: pd.DataFrame, ax: Any):
 _QUILT_COLOURS = {"node": "#d62728", "quilt": "#ff7f0e", "nearby": "#9ecae1", "remote": "#bdbdbd"}
 
 
-def _resolve_quilt(source: Any, node: Any, quilt: Any, epsilon: float | None) -> tuple[Any, Any]:
+def _resolve_quilt(source: Any, node: Hashable, quilt: Quilt | Iterable[Hashable] | None,
+                   epsilon: float | None) -> tuple[Any, Any]:
     """(DAG, Quilt): the calibration computes the split (:meth:`QuiltCalibration.evaluate` /
     :meth:`QuiltCalibration.best`); with a bare graph, ``quilt`` must be a :class:`Quilt`."""
     from bayespriv.networks.quilts import Quilt, QuiltCalibration, as_digraph
@@ -377,8 +388,8 @@ def _layered_layout(graph: Any) -> dict:
     return {v: (x, -y) for v, (x, y) in pos.items()}
 
 
-def plot_quilt(quilt_calibration_or_graph: Any, node: Any, quilt: Any = None, *, epsilon: float | None = None,
-               ax: Any = None):
+def plot_quilt(quilt_calibration_or_graph: Any, node: Hashable, quilt: Quilt | Iterable[Hashable] | None = None, *,
+               epsilon: float | None = None, ax: Axes | None = None):
     """The network with the node, its Markov quilt X_Q, nearby set X_N and remote set X_R coloured.
 
     Parameters
@@ -426,7 +437,7 @@ def plot_quilt(quilt_calibration_or_graph: Any, node: Any, quilt: Any = None, *,
 
 
 # -- per-variable ε ---------------------------------------------------------------------------------------------
-def plot_epsilon_table(table: Any, *, ax: Any = None, cmap: str = "Reds"):
+def plot_epsilon_table(table: pd.DataFrame, *, ax: Axes | None = None, cmap: str = "Reds"):
     """Heat map of ε per release (rows) and variable (columns), from :func:`bayespriv.epsilon_table`
     or :meth:`Ledger.epsilon_table`.
 
@@ -482,7 +493,7 @@ def plot_epsilon_table(table: Any, *, ax: Any = None, cmap: str = "Reds"):
 BUDGET_AXES = ("release", "time")
 
 
-def _budget_series(releases: Any, budget: str, x: str) -> tuple[Any, np.ndarray, np.ndarray]:
+def _budget_series(releases: pd.DataFrame, budget: str, x: str) -> tuple[Any, np.ndarray, np.ndarray]:
     """Stage 1 of :func:`plot_budget`: (x positions, cumulative ε, established flags) of one budget's
     live releases; x is the release id (``x="release"``) or its UTC time (``x="time"``)."""
     import pandas as pd
@@ -493,7 +504,7 @@ def _budget_series(releases: Any, budget: str, x: str) -> tuple[Any, np.ndarray,
     return where, np.cumsum(mine["epsilon"].to_numpy(dtype=float)), established
 
 
-def _budget_x_axis(ax: Any, releases: Any, x: str) -> None:
+def _budget_x_axis(ax: Axes, releases: pd.DataFrame, x: str) -> None:
     """Stage 3 of :func:`plot_budget`: release numbers ``#id`` (with the time span in the label), or dates."""
     import matplotlib.dates as mdates
     import pandas as pd
@@ -514,7 +525,7 @@ def _budget_x_axis(ax: Any, releases: Any, x: str) -> None:
     ax.set_xlabel(f"release number in the ledger{span}")
 
 
-def plot_budget(ledger: Any, budgets: Sequence[str] | None = None, *, x: str = "release", ax: Any = None):
+def plot_budget(ledger: Ledger, budgets: Sequence[str] | None = None, *, x: str = "release", ax: Axes | None = None):
     """Cumulative ε spent per budget, release after release, from a :class:`~bayespriv.Ledger`.
 
     Read from ``ledger.releases()`` (voided rows excluded: they were refunded) and
@@ -593,7 +604,7 @@ def _qq_points(x: np.ndarray, mu: float, var: float, band: float) -> tuple[np.nd
 
 
 def plot_qq(calibration: Calibration, component: int | str = 0, *, secrets: Sequence[Secret | str] | None = None,
-            level: float = 0.95, ax: Any = None):
+            level: float = 0.95, ax: Axes | None = None):
     """Q–Q plot of F per secret against its Gaussian fit N(μ̂, σ̂²) — what ``gaussian_query`` assumes.
 
     For each secret: the sorted samples of the component against the quantiles of the
@@ -659,8 +670,8 @@ def plot_qq(calibration: Calibration, component: int | str = 0, *, secrets: Sequ
 
 
 # -- convergence: was n_draws enough? ------------------------------------------------------------------
-def plot_convergence(calibration: Any, *, ord: Any = 2, target: float | None = None, n_points: int = 20,
-                     axes: Any = None):
+def plot_convergence(calibration: Calibration | Convergence, *, ord: float | str = 2, target: float | None = None,
+                     n_points: int = 20, axes: Any = None):
     """The sensitivity bound and its slack as the draws accumulate.
 
     Draws what :func:`bayespriv.calibration.convergence.convergence` computes
@@ -724,7 +735,7 @@ def plot_convergence(calibration: Any, *, ord: Any = 2, target: float | None = N
     return axes
 
 
-def _noise_density(noise: Any, c: int, offsets: np.ndarray) -> np.ndarray:
+def _noise_density(noise: ReleaseNoise, c: int, offsets: np.ndarray) -> np.ndarray:
     """Density of component c of a release's noise at ``offsets`` (uniform grid, increasing): the normal
     part, each Laplace term, convolved numerically on the grid."""
     from scipy.stats import laplace, norm
@@ -739,8 +750,8 @@ def _noise_density(noise: Any, c: int, offsets: np.ndarray) -> np.ndarray:
     return density
 
 
-def plot_release(release: Any, *, component: Any = 0, true_value: float | None = None, level: float = 0.95,
-                 ax: Any = None):
+def plot_release(release: Release, *, component: int | str = 0, true_value: float | None = None, level: float = 0.95,
+                 ax: Axes | None = None):
     """A released value with the law of its noise: where the true answer plausibly lies.
 
     The curve is the density of the noise centred at the released value (what a recipient knows: the

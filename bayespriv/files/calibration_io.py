@@ -88,6 +88,8 @@ from bayespriv.calibration.provenance import FileProvenance
 
 if TYPE_CHECKING:  # imported where used: it costs start-up time
     import xarray as xr
+    from collections.abc import Sequence
+    from bayespriv.networks.quilts import ChainCalibration, QuiltCalibration
 
 __all__ = ["save_calibration", "load_calibration", "read_metadata", "check_query", "FORMAT", "FORMAT_VERSION", "ENGINE"]
 
@@ -178,7 +180,9 @@ def _check_path(path: Any, *, must_exist: bool) -> Path:
     return p
 
 
-def save_calibration(calibration: Any, path: str | os.PathLike, *, seed: Any = None, key: bytes | None = None) -> Path:
+def save_calibration(calibration: Calibration | QuiltCalibration | ChainCalibration, path: str | os.PathLike, *,
+                     seed: int | Sequence[int] | np.random.SeedSequence | None = None,
+                     key: bytes | None = None) -> Path:
     """Write ``calibration`` to ``path`` (netCDF-4, h5netcdf engine), signed; overwrites.
 
     The file carries an HMAC-SHA-256 of the canonical encoding of all its
@@ -259,7 +263,7 @@ def _model_signature(cal: Calibration) -> dict[str, Any] | None:
     return None if model is None else model_signature(model)
 
 
-def _refuse_unverified(calibration: Any, p: Path) -> None:
+def _refuse_unverified(calibration: Calibration | QuiltCalibration | ChainCalibration, p: Path) -> None:
     """Signing a calibration from a file that did not verify would vouch for numbers nothing vouches for."""
     provenance = getattr(calibration, "provenance", None)
     if provenance is not None and not provenance.verified:

@@ -80,12 +80,16 @@ so a shorter list costs noise, never privacy.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bayespriv.errors import UnverifiedCalibrationError
 from bayespriv.calibration.moments import RTOL, law_mismatch, sample_moments, shrink_factor, worst_violation as _worst
+
+if TYPE_CHECKING:
+    from bayespriv.calibration import Calibration
+    from bayespriv.networks.quilts import ChainCalibration, QuiltCalibration
 
 __all__ = ["RTOL", "check_calibration", "check_chain", "check_quilt", "law_mismatch"]
 
@@ -99,7 +103,7 @@ def _refuse(source: str, what: str) -> UnverifiedCalibrationError:
     return UnverifiedCalibrationError(f"{source} must agree with itself; got {what}. {_REMEDY}")
 
 
-def _check_draws(cal: Any, node: str, source: str) -> None:
+def _check_draws(cal: Calibration, node: str, source: str) -> None:
     samples = cal.sample_array
     S, k = cal.mean_array.shape
     if samples.shape[0] != S or samples.shape[2] != k:
@@ -108,7 +112,7 @@ def _check_draws(cal: Any, node: str, source: str) -> None:
         raise _refuse(source, f"n_draws={cal.n_draws} in {node} but {samples.shape[1]} stored draws per secret")
 
 
-def _check_laws(cal: Any, node: str, source: str) -> None:
+def _check_laws(cal: Calibration, node: str, source: str) -> None:
     """A node with exact laws: its moments are theirs (its draws are diagnostics: shape only)."""
     if cal.sample_array is not None:
         _check_draws(cal, node, source)
@@ -120,7 +124,7 @@ def _check_laws(cal: Any, node: str, source: str) -> None:
                               "those of exact laws")
 
 
-def _check_moments(cal: Any, node: str, source: str) -> None:
+def _check_moments(cal: Calibration, node: str, source: str) -> None:
     _check_draws(cal, node, source)
     samples = cal.sample_array
     mean, cov, mean_se, cov_se, white = sample_moments(samples)
@@ -147,14 +151,15 @@ def _check_moments(cal: Any, node: str, source: str) -> None:
                                   "covariance lower bound larger than the samples support)")
 
 
-def _mismatch(cal: Any, name: str, node: str, where: tuple[int, ...], stored: np.ndarray, fresh: np.ndarray) -> str:
+def _mismatch(cal: Calibration, name: str, node: str, where: tuple[int, ...], stored: np.ndarray,
+              fresh: np.ndarray) -> str:
     secret = cal.secrets[where[0]].label
     comp = ", ".join(cal.component_names[c] for c in where[1:])
     return (f"{name} of secret {secret!r}, component {comp} in {node}: stored {stored[where]!r}, recomputed from the "
             f"stored samples {fresh[where]!r}")
 
 
-def check_calibration(cal: Any, source: str) -> None:
+def check_calibration(cal: Calibration, source: str) -> None:
     """Refuse a :class:`~bayespriv.Calibration` whose stored numbers do not follow from its stored samples.
 
     Parameters
@@ -192,7 +197,7 @@ def check_calibration(cal: Any, source: str) -> None:
                                   f"bound {bounds[worst]!r}; the root's is {cal.sensitivity(2, bound=True)!r})")
 
 
-def check_chain(cal: Any, source: str) -> None:
+def check_chain(cal: ChainCalibration, source: str) -> None:
     """Refuse a :class:`~bayespriv.networks.ChainCalibration` whose max-influences do not follow from its chains.
 
     Raises
@@ -225,7 +230,7 @@ def check_chain(cal: Any, source: str) -> None:
                               f"{t} entries")
 
 
-def check_quilt(cal: Any, source: str) -> None:
+def check_quilt(cal: QuiltCalibration, source: str) -> None:
     """Refuse a :class:`~bayespriv.networks.QuiltCalibration` whose stored quilts do not score as stored.
 
     Raises

@@ -103,7 +103,7 @@ def _encoding(ds: xr.Dataset) -> dict[str, dict]:
     return {name: {"_FillValue": None} for name, var in ds.variables.items() if var.dtype.kind == "f"}
 
 
-def _stamp(root: xr.Dataset, meta: dict[str, Any], seed: Any) -> xr.Dataset:
+def _stamp(root: xr.Dataset, meta: dict[str, Any], seed: int | list[int] | None) -> xr.Dataset:
     """The root's metadata: format, versions and seed, as JSON and as plain attributes for other tools."""
     meta.update({"format": FORMAT, "format_version": FORMAT_VERSION, "bayespriv_version": _library_version(),
                  "python_version": platform.python_version(), "seed": seed})

@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # imported where used: it costs start-up time
 __all__: list[str] = []
 
 
-def _save_chain(cal: Any, p: Path, seed: Any, key: bytes | None) -> Path:
+def _save_chain(cal: ChainCalibration, p: Path, seed: int | list[int] | None, key: bytes | None) -> Path:
     """A ChainCalibration: chains, the max-influence table and the constants MQM reads."""
     import xarray as xr
     enc = _Encoder()
@@ -134,7 +134,7 @@ def _assumptions(saved: Any, provenance: FileProvenance | None) -> tuple[str, ..
 _SAVABLE_NETWORK = "discrete"
 
 
-def _check_quilt_savable(cal: Any) -> Any:
+def _check_quilt_savable(cal: QuiltCalibration) -> Any:
     """The ParameterNetwork of a savable quilt calibration: discrete pgmpy networks only."""
     pnet = cal.parameter_network
     kind = getattr(pnet, "kind", None)
@@ -195,7 +195,7 @@ def _influence_meta(inf: Any, index: Mapping[Any, int], enc: _Encoder, where: st
     return out
 
 
-def _quilt_root(cal: Any, nodes: list, index: Mapping[Any, int], enc: _Encoder) -> tuple[xr.Dataset, list]:
+def _quilt_root(cal: QuiltCalibration, nodes: list, index: Mapping[Any, int], enc: _Encoder) -> tuple[xr.Dataset, list]:
     """The candidates of every sensitive node: roles (0 nearby, 1 quilt, 2 remote), Δ, e and margins."""
     import xarray as xr
     rows = [(s, c) for s, v in enumerate(cal.sensitive) for c in cal.candidates[v]]
@@ -219,7 +219,7 @@ def _quilt_root(cal: Any, nodes: list, index: Mapping[Any, int], enc: _Encoder) 
     return ds, influences
 
 
-def _save_quilt(cal: Any, p: Path, seed: Any, key: bytes | None) -> Path:
+def _save_quilt(cal: QuiltCalibration, p: Path, seed: int | list[int] | None, key: bytes | None) -> Path:
     """A QuiltCalibration of discrete parameter networks: the networks (structure + CPDs) and every scored quilt."""
     pnet = _check_quilt_savable(cal)
     enc = _Encoder()

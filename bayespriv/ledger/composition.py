@@ -52,7 +52,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -76,6 +76,11 @@ from bayespriv.privacy import ReleaseOptions
 from bayespriv.privacy.guarantee import AccountingRecord, Guarantee, Release
 from bayespriv.privacy.privacy_loss import gaussian_privacy_curve
 from bayespriv.random import RNGLike, spawn_seeds
+
+if TYPE_CHECKING:
+    from bayespriv.mechanisms import Mechanism
+    from bayespriv.mechanisms.mechanism import LedgerLike
+    from numpy.typing import ArrayLike
 
 __all__ = ["JointGaussian", "OutputLaws", "joint_gaussian_laws", "joint_delta", "joint_epsilon"]
 
@@ -195,7 +200,7 @@ def _covariance_mode(calibration: Calibration, covariance: Any) -> str:
 # -- stage 2: the privacy profile -------------------------------------------------------------------------------
 
 
-def joint_delta(laws: OutputLaws, epsilons: Any) -> np.ndarray:
+def joint_delta(laws: OutputLaws, epsilons: ArrayLike) -> np.ndarray:
     """δ(ε) of the joint release for each ε > 0 (an upper bound; the max over constraints).
 
     Equal covariances: the analytic Gaussian profile at ``laws.radius``, evaluated as two
@@ -497,7 +502,7 @@ class JointGaussian:
         return int(self._laws.noise_cov.shape[0])
 
     # -- the profile ------------------------------------------------------------------------------------------
-    def privacy_curve(self, epsilons: Any) -> np.ndarray:
+    def privacy_curve(self, epsilons: ArrayLike) -> np.ndarray:
         """δ(ε) of the joint release for each ε (upper bounds)."""
         eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
         for e in eps:
@@ -527,7 +532,7 @@ class JointGaussian:
         return pd.DataFrame(rows, columns=["release", "epsilon", "delta"]).set_index("release")
 
     # -- release ----------------------------------------------------------------------------------------------
-    def release_values(self, answers: Sequence[Any], *, rng: RNGLike = None, ledger: Any = None,
+    def release_values(self, answers: Sequence[Any], *, rng: RNGLike = None, ledger: LedgerLike | None = None,
                        dataset_name: str | None = None, options: ReleaseOptions | None = None,
                        **deprecated: Any) -> tuple[Release, ...]:
         """Release every mechanism's value, charging the ledger once with the joint (ε, δ).
@@ -563,7 +568,7 @@ class JointGaussian:
             raise
         return out
 
-    def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: Any = None,
+    def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
                 dataset_name: str | None = None, options: ReleaseOptions | None = None,
                 **deprecated: Any) -> tuple[Release, ...]:
         """Compute each mechanism's query on ``dataset`` and release them all (see :meth:`release_values`)."""
@@ -589,7 +594,7 @@ class JointGaussian:
             out.append(v)
         return out
 
-    def _release_one(self, mech: Any, value: np.ndarray, seed: Any, release_id: int | None) -> Release:
+    def _release_one(self, mech: Mechanism, value: np.ndarray, seed: RNGLike, release_id: int | None) -> Release:
         # its own guarantee is replaced by the joint one, checked above
         r = mech.release_value(value, rng=seed, options=_MEMBER_OPTIONS)
         changes = {"guarantee": self.guarantee}
@@ -608,25 +613,25 @@ class JointGaussian:
         return late("joint_gaussian_html")(self)
 
 
-def _record(mech: Any) -> Any:
+def _record(mech: Mechanism) -> Any:
     """What ``mech`` charges: its ``accounting_record`` (fixed at its construction), else its guarantee."""
     record = getattr(mech, "accounting_record", None)
     return mech.guarantee if record is None else record
 
 
-def _noise_covariance(mech: Any) -> np.ndarray:
+def _noise_covariance(mech: Mechanism) -> np.ndarray:
     """A private copy of ``mech``'s noise covariance: from the state its sampler was planned from
     (``Mechanism._noise_covariance``), else a copy of ``noise_cov``."""
     private = getattr(mech, "_noise_covariance", None)
     return np.array(private() if callable(private) else mech.noise_cov, dtype=float)
 
 
-def _tv_bound(mech: Any) -> float:
+def _tv_bound(mech: Mechanism) -> float:
     """TV distance of ``mech``'s drawn noise from its nominal Gaussian (``Mechanism.noise_tv_bound``)."""
     return float(mech.noise_tv_bound)
 
 
-def _query_name(mech: Any) -> str:
+def _query_name(mech: Mechanism) -> str:
     q = getattr(getattr(mech, "calibration", None), "query", None)
     return getattr(q, "name", None) or "?"
 

@@ -59,7 +59,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.linalg import block_diag
@@ -67,6 +67,10 @@ from scipy.linalg import block_diag
 from bayespriv.calibration.laws import Condition, FiniteLaw, GaussianLaw, SampledLaw, conditions_of
 from bayespriv.errors import BudgetExceededError, ValidationError
 from bayespriv.privacy.accountant import GaussianNoise, LaplaceNoise, account
+
+if TYPE_CHECKING:
+    from bayespriv.calibration import Calibration
+    from bayespriv.privacy.accountant import Noise, PrivacyAccount
 
 __all__ = [
     "ADDS_TO_ANY",
@@ -198,7 +202,7 @@ def _combined(noises: list[Any]) -> Any:
     return GaussianNoise((out + out.T) / 2.0)
 
 
-def _groups(priors: Sequence[PriorRelease], new_fp: str | None, new_noise: Any) -> list[_Group]:
+def _groups(priors: Sequence[PriorRelease], new_fp: str | None, new_noise: Noise | None) -> list[_Group]:
     """Releases grouped by query fingerprint (the new one last in its group); a group whose noises cannot be
     combined is split into one group per release (then stacked as distinct blocks)."""
     order: dict[Any, list[tuple[int, Any]]] = {}
@@ -226,7 +230,7 @@ def _tile(law: Any, times: int) -> Any:
     return GaussianLaw(np.tile(law.mean, times), np.kron(np.ones((times, times)), law.cov))
 
 
-def _same_query_conditions(cal: Any, times: int) -> tuple[Condition, ...]:
+def _same_query_conditions(cal: Calibration, times: int) -> tuple[Condition, ...]:
     return tuple(Condition(c.label, _tile(c.law_a, times), _tile(c.law_b, times), c.theta)
                  for c in conditions_of(cal))
 
@@ -267,7 +271,7 @@ def _stacked_conditions(mechanism: Any, groups: list[_Group], live: Mapping[int,
 
 
 def _joint_conditions(mechanism: Any, priors: Sequence[PriorRelease], live: Mapping[int, Any], seed: int,
-                      new_noise: Any) -> tuple[tuple[Condition, ...], Any, str]:
+                      new_noise: Noise | None) -> tuple[tuple[Condition, ...], Any, str]:
     """The conditions and the block-diagonal noise of the joint release (module docstring)."""
     cal = mechanism.calibration
     fp = getattr(cal, "query_fingerprint", None)
@@ -299,7 +303,7 @@ def _block_noise(noises: list[Any]) -> Any:
 
 
 # -------------------------------------------------------------------------------------- the joint ε
-def leak_reason(acc: Any, delta: float) -> str:
+def leak_reason(acc: PrivacyAccount, delta: float) -> str:
     """Why no ε up to :data:`MAX_JOINT_EPSILON` meets δ: the law itself, or only the draws' margin (the point
     estimate meets δ but its upper confidence bound does not — more draws would settle it)."""
     where = f"at ε = {MAX_JOINT_EPSILON:g}"
@@ -309,7 +313,7 @@ def leak_reason(acc: Any, delta: float) -> str:
     return f"accounted δ {where} is {acc.delta:.3g}, worst {acc.worst.label}"
 
 
-def smallest_epsilon(conds: tuple[Condition, ...], noise: Any, delta: float, start: float,
+def smallest_epsilon(conds: tuple[Condition, ...], noise: Noise, delta: float, start: float,
                      confidence: float | None) -> tuple[float, Any]:
     """Smallest ε (to :data:`EPSILON_RTOL`) with accounted δ_J(ε) ≤ δ; inf when none up to MAX_JOINT_EPSILON.
 
@@ -358,7 +362,7 @@ def smallest_epsilon(conds: tuple[Condition, ...], noise: Any, delta: float, sta
 
 
 def joint_guarantee(mechanism: Any, priors: Sequence[PriorRelease], *, live: Mapping[int, Any],
-                    new_noise: Any, seed: int) -> JointResult:
+                    new_noise: Noise | None, seed: int) -> JointResult:
     """The joint (ε, δ) of ``priors`` and ``mechanism``'s release on the same dataset (module docstring).
 
     Raises

@@ -110,7 +110,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
@@ -123,6 +123,10 @@ from .ledger_connection import LedgerConnection, ledger_path
 from .ledger_records import COMPOSITION_ASSUMPTION, Charge, calibration_hash, composes_unconditionally
 from .ledger_schema import DELTA_UNIT, EPSILON_UNIT
 from .ledger_view import LedgerView
+
+if TYPE_CHECKING:
+    from bayespriv.mechanisms import Mechanism
+    from .composition import JointGaussian
 
 __all__ = [
     "Ledger",
@@ -342,7 +346,7 @@ class Ledger:
         return self._budgets.total(name)
 
     # -- check and spend -----------------------------------------------------------------------------
-    def charge(self, mechanism: Any, *, seeded: bool | None = None, dataset: Any = None,
+    def charge(self, mechanism: Mechanism | JointGaussian, *, seeded: bool | None = None, dataset: Any = None,
                independent: bool = False) -> Charge:
         """Check and spend the budget of every attribute ``mechanism`` protects, atomically.
 

@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 from decimal import ROUND_CEILING
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,10 @@ from .joint import PriorRelease, joint_guarantee
 from .ledger_connection import LedgerConnection
 from .ledger_records import Charge, JointPlan, ReleaseRequest, account_sql
 from .ledger_schema import DELTA_UNIT, EPSILON_UNIT, from_units, to_units, utc_now
+
+if TYPE_CHECKING:
+    from bayespriv.mechanisms import Mechanism
+    from .composition import JointGaussian
 
 __all__ = ["ChargeChecks"]
 
@@ -79,7 +83,8 @@ class ChargeChecks:
         #: of later releases with other queries on the same data): release id -> (query, model, pairs).
         self._live: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
 
-    def charge(self, mechanism: Any, seeded: bool | None, dataset: Any, independent: bool) -> Charge:
+    def charge(self, mechanism: Mechanism | JointGaussian, seeded: bool | None, dataset: Any,
+               independent: bool) -> Charge:
         """Check and spend the budget of every attribute ``mechanism`` protects, atomically; record the release,
         or record a refusal (nothing spent) and raise it."""
         req = ReleaseRequest.for_release(mechanism, dataset, independent)
@@ -150,7 +155,7 @@ class ChargeChecks:
         return None
 
     # -- joint accounting of the releases on the same data --------------------------------------------
-    def _joint_plan(self, mechanism: Any, req: ReleaseRequest) -> JointPlan:
+    def _joint_plan(self, mechanism: Mechanism | JointGaussian, req: ReleaseRequest) -> JointPlan:
         """Outside any transaction (it takes seconds): the joint guarantee per budget with the releases
         already granted on the dataset, and the units each budget is charged."""
         with self._connection.connect() as con:
@@ -182,7 +187,7 @@ class ChargeChecks:
                             "seed": seeds[key] if joint.method == "stacked calibration" else None}
         return JointPlan(units, json.dumps(record, sort_keys=True), last)
 
-    def _remember(self, release_id: int, mechanism: Any) -> None:
+    def _remember(self, release_id: int, mechanism: Mechanism | JointGaussian) -> None:
         """Keep the query and data model of a granted release for the joint accounting of later ones."""
         from bayespriv.calibration.engine import model_of
 

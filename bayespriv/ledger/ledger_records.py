@@ -9,7 +9,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,13 +18,18 @@ from bayespriv.errors import ParameterTypeError, ValidationError
 from bayespriv.mechanisms.release_path import LEGACY_TABLE_PREFIX, UNVERIFIED
 from .joint import DECLARED_INDEPENDENT
 
+if TYPE_CHECKING:
+    from bayespriv.calibration import CalibrationLike
+    from bayespriv.mechanisms import Mechanism
+    from .composition import JointGaussian
+
 
 #: The assumption recorded on release rows whose ε, δ are summed with others only by assuming
 #: sequential composition (every Pufferfish mechanism; see :mod:`bayespriv.ledger.ledger`).
 COMPOSITION_ASSUMPTION = "sequential_composition"
 
 
-def calibration_hash(calibration: Any) -> str | None:
+def calibration_hash(calibration: CalibrationLike | None) -> str | None:
     """sha256 of a calibration's moments, errors, pairs and confidence (None without one)."""
     if calibration is None:
         return None
@@ -47,7 +52,7 @@ def calibration_hash(calibration: Any) -> str | None:
     return h.hexdigest()
 
 
-def composition_of(mechanism: Any) -> str | None:
+def composition_of(mechanism: Mechanism | JointGaussian) -> str | None:
     """How ``mechanism`` composes, as it declares it (``mechanism.composition``): a key of
     :data:`~bayespriv.ledger.joint.COMPOSITIONS`, or None for an object that declares nothing
     (its charges are then summed under :data:`COMPOSITION_ASSUMPTION`)."""
@@ -61,7 +66,7 @@ def composition_of(mechanism: Any) -> str | None:
     return declared
 
 
-def composes_unconditionally(mechanism: Any) -> bool:
+def composes_unconditionally(mechanism: Mechanism | JointGaussian) -> bool:
     """True when summing ``mechanism``'s (ε, δ) with other releases is a theorem: it declares a
     differential-privacy (``"dp"``, or ``"dataset_dp"`` for a mechanism whose noise alone covers its query's
     whole range), subset-of-variables (``"subset"``), Markov-chain MQM (``"chain"``) or Markov-quilt
@@ -99,7 +104,7 @@ def account_sql(dataset: str) -> tuple[str, tuple[str, ...]]:
     return "r.dataset = ?", (dataset,)
 
 
-def _noise_json(mechanism: Any) -> str | None:
+def _noise_json(mechanism: Mechanism | JointGaussian) -> str | None:
     """What joint accounting needs of a release's noise, as JSON (exact floats), or None (no usable noise);
     for a Markov quilt mechanism, the quilts its noise is valid for (``{"kind": "quilts", ...}``)."""
     if composition_of(mechanism) == "quilt":
@@ -175,7 +180,7 @@ class ReleaseRequest:
         return not self.failed
 
     @classmethod
-    def for_release(cls, mechanism: Any, dataset: Any, independent: bool) -> "ReleaseRequest":
+    def for_release(cls, mechanism: Mechanism | JointGaussian, dataset: Any, independent: bool) -> "ReleaseRequest":
         """The request, with what joint accounting records of the release (its dataset, how it composes, its
         query's fingerprint, Gaussian noise covariance and pairs)."""
         req = cls.of(mechanism)
@@ -200,7 +205,7 @@ class ReleaseRequest:
                                    pairs=json.dumps(pairs))
 
     @classmethod
-    def of(cls, mechanism: Any) -> "ReleaseRequest":
+    def of(cls, mechanism: Mechanism | JointGaussian) -> "ReleaseRequest":
         """The request of ``mechanism`` alone: its guarantee, assumptions, protected budgets and calibration hashes."""
         # what the mechanism fixed at construction (a tuple no one can edit), not the Guarantee it hands out;
         # a mechanism-like object without one is charged its guarantee

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,12 @@ import pandas as pd
 from bayespriv._validation import check_delta, check_epsilon, fail
 from bayespriv.errors import ParameterTypeError, ValidationError
 from bayespriv.random import as_seed_sequence
+
+if TYPE_CHECKING:
+    from bayespriv.datamodels import DataModel, DataModelFamily
+    from bayespriv.mechanisms import Mechanism
+    from bayespriv.random import RNGLike
+    from bayespriv.secrets import SecretPair
 
 __all__ = ["ReleasePlan", "plan_releases"]
 
@@ -74,8 +80,9 @@ class ReleasePlan:
         return self.mechanism.release(dataset, **kwargs)
 
 
-def plan_releases(model: Any, pairs: Any, queries: Sequence[Any], *, epsilon: float, delta: float, n_draws: int,
-                  rng: Any = None, confidence: float | None = 0.95, mechanism: Any = None) -> ReleasePlan:
+def plan_releases(model: DataModel | DataModelFamily, pairs: SecretPair | Sequence[SecretPair], queries: Sequence[Any],
+                  *, epsilon: float, delta: float, n_draws: int, rng: RNGLike = None, confidence: float | None = 0.95,
+                  mechanism: type[Mechanism] | None = None) -> ReleasePlan:
     """Calibrate several queries together and choose their noise jointly under one (ε, δ).
 
     Parameters

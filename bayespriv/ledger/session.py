@@ -18,7 +18,7 @@ false, the releases on the two accounts were never accounted together and their 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -26,6 +26,10 @@ from bayespriv._validation import fail
 from bayespriv.errors import ImmutableError, ParameterTypeError
 from .ledger import Ledger
 from .ledger_records import UNNAMED_DATASET, account_of, checked_account
+
+if TYPE_CHECKING:
+    from bayespriv.mechanisms import Mechanism
+    from .composition import JointGaussian
 
 __all__ = ["Session"]
 
@@ -114,7 +118,7 @@ class Session:
         """A copy of the protected table (editing it changes nothing here)."""
         return self._data.copy(deep=True)
 
-    def release(self, mechanism: Any, **kwargs: Any) -> Any:
+    def release(self, mechanism: Mechanism | JointGaussian, **kwargs: Any) -> Any:
         """Release ``mechanism``'s query on the session's data, charged to the session's account.
 
         ``kwargs`` as the mechanism's ``release`` (``rng``, ``options`` — a :class:`~bayespriv.ReleaseOptions` —,

@@ -253,7 +253,7 @@ def subset_count_array(counts: Any, epsilon: float, *, domain: Any = None, size:
     return f + pair_noise(mask, geometric_alpha(eps, cal), gen, size)
 
 
-def _charge_ledger(ledger: Any, mech: SubsetCountMechanism, *, seeded: bool, dataset: str | None,
+def _charge_ledger(ledger: LedgerLike, mech: SubsetCountMechanism, *, seeded: bool, dataset: str | None,
                    independent: bool) -> Any:
     """Spend the release's budget on the ledger (a bayespriv Ledger also records whether it was seeded, and the
     account it is charged to)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,9 @@ from ..errors import BayesPrivError
 from .apgm import APGM
 from .expected_value import DauM, DirM, EigM, ExpM
 from .optimal import OptimalGaussian
+
+if TYPE_CHECKING:
+    from bayespriv.calibration import Calibration
 
 __all__ = ["CANDIDATES", "MechanismChoice", "choose"]
 
@@ -56,7 +59,7 @@ class MechanismChoice:
         return f"best: {type(self.best).__name__} ({self.best.guarantee})\n{self.table.to_string()}"
 
 
-def _build(cls: type, calibration: Any, epsilon: float, delta: float) -> tuple[Any, str | None]:
+def _build(cls: type, calibration: Calibration, epsilon: float, delta: float) -> tuple[Any, str | None]:
     try:
         mech = cls(calibration, epsilon=epsilon, delta=delta)
     except BayesPrivError as exc:
@@ -66,7 +69,8 @@ def _build(cls: type, calibration: Any, epsilon: float, delta: float) -> tuple[A
     return mech, None
 
 
-def choose(calibration: Any, *, epsilon: float, delta: float, candidates: Mapping[str, type] | None = None) -> MechanismChoice:
+def choose(calibration: Calibration, *, epsilon: float, delta: float,
+           candidates: Mapping[str, type] | None = None) -> MechanismChoice:
     """Build every candidate on ``calibration`` at (ε, δ) and pick the established one with the least noise.
 
     Parameters

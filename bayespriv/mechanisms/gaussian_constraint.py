@@ -9,7 +9,7 @@ of the released law, the final certification and the per-(θ, pair) table.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,9 @@ from .sampled_moments import SampledMomentMechanism
 from .covariance_modes import choose_covariance_mode, covariance_notes, mechanism_boxes, unequal_noise
 from .mahalanobis import certified_mahalanobis_sq
 from bayespriv.privacy.privacy_loss import PairBox, box_assumptions, box_delta, privacy_curve
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 class GaussianConstraintMechanism(SampledMomentMechanism):
@@ -75,7 +78,7 @@ class GaussianConstraintMechanism(SampledMomentMechanism):
     def _boxes(self) -> tuple[PairBox, ...]:
         return mechanism_boxes(self)
 
-    def privacy_curve(self, epsilons: Any) -> np.ndarray:
+    def privacy_curve(self, epsilons: ArrayLike) -> np.ndarray:
         """δ(ε) for each ε: the worst over pairs, θ members and the calibration's
         confidence box of the exact privacy curve of N(μ_a, Σ_a + S) vs
         N(μ_b, Σ_b + S) with this mechanism's noise S, covariances *not*

@@ -15,7 +15,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,10 @@ from .release_path import (
     unverified_gate,
     watch_seed,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from bayespriv.queries import Query
 
 __all__ = ["Guarantee", "Release", "ReleaseOptions", "Mechanism", "LedgerLike"]
 
@@ -597,7 +601,7 @@ class Mechanism(abc.ABC, metaclass=_FrozenOnConstruction):
         when the noise rests on its theorem's premises instead."""
         return self.__dict__.get("_accounted")
 
-    def privacy_curve(self, epsilons: Any) -> np.ndarray:
+    def privacy_curve(self, epsilons: ArrayLike) -> np.ndarray:
         """δ(ε) of the released law for each ε (upper bounds), by the accountant that calibrated the noise.
 
         Mechanisms whose noise rests on a theorem's premise instead (pure-ε Laplace, GroupDP,
@@ -609,7 +613,7 @@ class Mechanism(abc.ABC, metaclass=_FrozenOnConstruction):
                                   f"{type(self).__name__}'s guarantee rests on {self.guarantee.theorem.split(';')[0]!r}")
         return self._accounted_curve(epsilons)
 
-    def _accounted_curve(self, epsilons: Any) -> np.ndarray:
+    def _accounted_curve(self, epsilons: ArrayLike) -> np.ndarray:
         """δ(ε) of the released law for each ε, by the accountant (upper bounds)."""
         from bayespriv.calibration.laws import conditions_of
         from bayespriv.privacy.accountant import account
@@ -808,7 +812,7 @@ class Mechanism(abc.ABC, metaclass=_FrozenOnConstruction):
         return late("mechanism_html")(self)
 
 
-def _valid_range(query: Any, records: int | None, k: int) -> np.ndarray | None:
+def _valid_range(query: Query | None, records: int | None, k: int) -> np.ndarray | None:
     """The query's valid range ``(k, 2)`` at the calibrated number of records; unbounded without a query."""
     if query is None or not callable(getattr(query, "valid_range", None)):
         return sealed(np.tile([-np.inf, np.inf], (k, 1)))
@@ -832,7 +836,7 @@ def _below(delta: float, reserve: float) -> float:
 
 
 
-def _void(ledger: Any, charge: Any, exc: BaseException) -> None:
+def _void(ledger: LedgerLike, charge: Any, exc: BaseException) -> None:
     """Undo a spend whose release could not be completed (the ledger records the void)."""
     void = getattr(ledger, "void", None)
     rid = getattr(charge, "release_id", None)

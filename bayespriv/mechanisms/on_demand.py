@@ -19,10 +19,18 @@ alone; :class:`OnDemand` records the rounds and the procedure's level, the one t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._validation import check_confidence, check_positive_int, fail
 from ..errors import DrawsNeededError, ParameterTypeError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from bayespriv.datamodels import DataModel, DataModelFamily
+    from bayespriv.queries import Query
+    from bayespriv.random import RNGLike
+    from bayespriv.secrets import SecretPair
+    from .mechanism import Mechanism
 
 __all__ = ["build_on_demand", "round_confidence", "OnDemand", "draws_for_delta"]
 
@@ -51,8 +59,9 @@ def round_confidence(confidence: float, round_index: int) -> float:
     return 1.0 - (1.0 - confidence) / 2.0 ** int(round_index)
 
 
-def build_on_demand(mechanism: Any, model: Any, pairs: Any, query: Any, *, epsilon: float, delta: float,
-                    max_draws: int = 2_000_000, start: int | None = None, confidence: float = 0.95, rng: Any = None,
+def build_on_demand(mechanism: type[Mechanism], model: DataModel | DataModelFamily,
+                    pairs: SecretPair | Sequence[SecretPair], query: Query, *, epsilon: float, delta: float,
+                    max_draws: int = 2_000_000, start: int | None = None, confidence: float = 0.95, rng: RNGLike = None,
                     progress: bool | None = None, **options: Any) -> Any:
     """Calibrate ``model`` and build ``mechanism`` on it, drawing more until the guarantee is established.
 
@@ -117,7 +126,8 @@ def build_on_demand(mechanism: Any, model: Any, pairs: Any, query: Any, *, epsil
             n = min(ceiling, max(2 * n, exc.draws_needed))
 
 
-def draws_for_delta(pairs: Any, delta: float, *, confidence: float = 0.95, members: int = 1) -> int:
+def draws_for_delta(pairs: SecretPair | Sequence[SecretPair], delta: float, *, confidence: float = 0.95,
+                    members: int = 1) -> int:
     """Draws per secret a calibration needs before any mechanism can certify ``delta`` with room for the noise.
 
     The number a refusal asks for (:func:`~bayespriv.privacy.accountant.check_draws`): the draws whose

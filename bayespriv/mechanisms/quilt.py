@@ -26,7 +26,7 @@ import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,10 @@ from bayespriv.networks.quilts import ChainCalibration, ParameterNetwork, QuiltC
 from ..errors import ParameterTypeError, ValidationError
 from .mechanism import Guarantee, Mechanism
 from .release_path import check_mechanism_epsilon
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from bayespriv.networks.quilts import Quilt
 
 __all__ = ["APMQM", "MQM", "ChainQuilt"]
 
@@ -284,7 +288,8 @@ class APMQM(_QuiltMechanism):
                 out[f"{label}|{node}"] = valid
         return out
 
-    def _forced(self, calibration: QuiltCalibration, node: Hashable, quilt: Any) -> list[QuiltScore]:
+    def _forced(self, calibration: QuiltCalibration, node: Hashable,
+                quilt: Quilt | Iterable[Hashable]) -> list[QuiltScore]:
         eps = self.epsilon
         pick = calibration.evaluate(node, quilt)
         if not pick.max_influence < eps:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,9 @@ from ..errors import (
 from ..random import as_seed_sequence
 from bayespriv._deprecation import keywords_into_option, renamed_keyword
 from bayespriv.privacy.guarantee import Guarantee, ReleaseOptions
+
+if TYPE_CHECKING:
+    from bayespriv.random import RNGLike
 
 __all__ = [
     "LEGACY_TABLE_PREFIX",
@@ -255,7 +258,7 @@ def _remedies(mechanism: Any, guarantee: Guarantee) -> str:
     return "; ".join(out)
 
 
-def watch_seed(mechanism: Any, rng: Any) -> None:
+def watch_seed(mechanism: Any, rng: RNGLike) -> None:
     """Warn when an integer seed is reused for a second release of one mechanism.
 
     Two releases with the same seed carry the same noise: their difference is

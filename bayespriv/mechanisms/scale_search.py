@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,11 @@ from bayespriv._validation import check_choice
 from bayespriv.calibration.laws import Condition, conditions_of
 from bayespriv.errors import DrawsNeededError, ValidationError
 from bayespriv.privacy.accountant import GaussianNoise, LaplaceNoise, PrivacyAccount, scale_to_delta
+
+if TYPE_CHECKING:
+    from bayespriv.calibration import Calibration
+    from bayespriv.privacy.accountant import Noise
+    from .mechanism import Mechanism
 
 __all__ = ["ACCOUNTANTS", "Accounted", "uses_real_law", "account_gaussian_shape", "account_laplace_shape",
            "FLOOR_LEVELS", "accounted_theorem", "with_certificate"]
@@ -93,11 +98,11 @@ class Accounted:
         return out
 
 
-def _conditions(calibration: Any) -> tuple[Condition, ...]:
+def _conditions(calibration: Calibration) -> tuple[Condition, ...]:
     return conditions_of(calibration)
 
 
-def uses_real_law(calibration: Any, accountant: str) -> bool:
+def uses_real_law(calibration: Calibration, accountant: str) -> bool:
     """True when the mechanism's noise is scaled by the accountant of the released law (module docstring):
     ``accountant="auto"`` and the calibration knows some law through draws or exactly."""
     check_choice(accountant, "accountant", ACCOUNTANTS)
@@ -143,11 +148,11 @@ def _floor_frame(shape: np.ndarray, conds: tuple[Condition, ...]) -> _Floor | No
     return _Floor(chol, basis, np.maximum(ratios, 0.0))
 
 
-def _target(mech: Any) -> float:
+def _target(mech: Mechanism) -> float:
     return float(getattr(mech, "_noise_delta", mech.delta))
 
 
-def account_gaussian_shape(mech: Any, shape: np.ndarray) -> Accounted:
+def account_gaussian_shape(mech: Mechanism, shape: np.ndarray) -> Accounted:
     """Scale (and, where needed, floor) a Gaussian noise shape so the accounted δ(ε) meets the request."""
     conds = _conditions(mech.calibration)
     shape = (np.asarray(shape, float) + np.asarray(shape, float).T) / 2.0
@@ -185,7 +190,7 @@ def with_certificate(conds: tuple[Condition, ...], acc: Accounted, eps: float, t
     return Accounted(acc.noise, acc.factor, acc.floor, cert, acc.account)
 
 
-def _certified_only(conds: tuple[Condition, ...], shape: np.ndarray, floor: float, mech: Any) -> Accounted:
+def _certified_only(conds: tuple[Condition, ...], shape: np.ndarray, floor: float, mech: Mechanism) -> Accounted:
     """``accountant="certified"``: the smallest scale of the shape the distribution-free route certifies."""
     from bayespriv.privacy.accountant import certified_scale
 
@@ -203,7 +208,7 @@ def _certified_only(conds: tuple[Condition, ...], shape: np.ndarray, floor: floa
     return Accounted(GaussianNoise(shape * t * t), t, floor, acc)
 
 
-def _floor_descent(conds: tuple[Condition, ...], shape: np.ndarray, floor: _Floor, mech: Any) -> Accounted:
+def _floor_descent(conds: tuple[Condition, ...], shape: np.ndarray, floor: _Floor, mech: Mechanism) -> Accounted:
     """The floor level of least total variance: scale at f = 1, then move to a neighbouring level of
     :data:`FLOOR_LEVELS` while it meets δ at a total variance 1 % below the best so far (one evaluation
     to test, a scale search to adopt)."""
@@ -250,7 +255,7 @@ def _noiseless(conds: tuple[Condition, ...], zero: Any, eps: float, target: floa
     return Accounted(zero, 0.0, 0.0, acc) if acc.delta <= target else None
 
 
-def account_laplace_shape(mech: Any, scale: np.ndarray, basis: np.ndarray) -> Accounted:
+def account_laplace_shape(mech: Mechanism, scale: np.ndarray, basis: np.ndarray) -> Accounted:
     """Scale a full-rank Laplace noise so the accounted δ(ε) meets the request (δ > 0)."""
     conds = _conditions(mech.calibration)
     noise = LaplaceNoise(scale, basis)
@@ -265,8 +270,8 @@ def account_laplace_shape(mech: Any, scale: np.ndarray, basis: np.ndarray) -> Ac
                             mech.calibration.confidence)
 
 
-def _scale(conds: tuple[Condition, ...], noise: Any, eps: float, target: float, conf: float | None,
-           mech: Any, start: float | None = None) -> tuple[float, PrivacyAccount]:
+def _scale(conds: tuple[Condition, ...], noise: Noise, eps: float, target: float, conf: float | None,
+           mech: Mechanism, start: float | None = None) -> tuple[float, PrivacyAccount]:
     try:
         return scale_to_delta(conds, noise, eps, target, confidence=conf, start=start)
     except DrawsNeededError as exc:
@@ -278,7 +283,7 @@ def _scale(conds: tuple[Condition, ...], noise: Any, eps: float, target: float, 
                               "with the draws), or ask a larger delta") from None
 
 
-def account_noise(mech: Any) -> None:
+def account_noise(mech: Mechanism) -> None:
     """Rescale a mechanism's noise (Gaussian, or full-rank Laplace) by the accountant of the released law.
 
     Laplace noise is accounted only for δ > 0 and along k independent directions: a pure-ε

@@ -8,13 +8,18 @@ planning — happens here, in the layer that owns mechanisms.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .._validation import check_choice
 from ..errors import BayesPrivError, ParameterTypeError, ValidationError
+
+if TYPE_CHECKING:
+    from bayespriv.calibration import Calibration
+    from .mechanism import Mechanism
+    from numpy.typing import ArrayLike
 
 __all__ = ["utility_curves", "DEFAULT_EPSILONS"]
 
@@ -31,7 +36,7 @@ def default_factories() -> dict[str, Callable[[Any, float], Any]]:
             "OptimalGaussian": lambda cal, e: OptimalGaussian(cal, epsilon=e, delta=1e-3)}
 
 
-def noise_error(mech: Any, error: str) -> float:
+def noise_error(mech: Mechanism, error: str) -> float:
     """What the mechanism says about its noise: sqrt(trace(noise_cov)) or the mean of E|noise|."""
     if error == "l2":
         return float(np.sqrt(np.trace(np.asarray(mech.noise_cov, dtype=float))))
@@ -52,7 +57,7 @@ def check_epsilons(epsilons: Any) -> np.ndarray:
     return np.sort(eps)
 
 
-def _series(calibration: Any, factory: Any, eps: np.ndarray, error: str) -> tuple[np.ndarray, tuple[str, ...]]:
+def _series(calibration: Calibration, factory: Any, eps: np.ndarray, error: str) -> tuple[np.ndarray, tuple[str, ...]]:
     """One factory's error at each ε (nan where it could not be built) and the reasons."""
     out = np.full(eps.shape, np.nan)
     failures = []
@@ -64,8 +69,8 @@ def _series(calibration: Any, factory: Any, eps: np.ndarray, error: str) -> tupl
     return out, tuple(failures)
 
 
-def utility_curves(calibration: Any, mechanisms: Mapping[str, Any] | None = None, epsilons: Any = None, *,
-                   error: str = "l2") -> pd.DataFrame:
+def utility_curves(calibration: Calibration, mechanisms: Mapping[str, Any] | None = None,
+                   epsilons: ArrayLike | None = None, *, error: str = "l2") -> pd.DataFrame:
     """Expected error of several mechanisms at each ε, read from the noise each one reports.
 
     Parameters

@@ -55,7 +55,7 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,10 @@ from .certified import BLOCK_SIZES, certified_bound, coupling_plan, noise_transf
 from .draw_bounds import draws_for_floor, mean_lower, mean_upper, upper_floor
 from .mixture_mc import mixture_hockey
 from .privacy_loss import one_direction_delta
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from bayespriv.calibration.laws import FiniteLaw
 
 __all__ = [
     "GaussianNoise",
@@ -233,7 +237,7 @@ class PrivacyAccount:
 
 
 # ------------------------------------------------------------------------------------- one row
-def _atoms(law: Any) -> tuple[np.ndarray, np.ndarray]:
+def _atoms(law: FiniteLaw | SampledLaw) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(law, SampledLaw):
         return law.draws, np.full(law.n, 1.0 / law.n)
     return law.points, law.weights
@@ -481,8 +485,9 @@ def _rows(conds: tuple[Condition, ...], noise: Noise | None, eps: float, which: 
                  for i, fwd in which)
 
 
-def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence: float | None,
-            target: float | None = None, rows: Any = None, diagnostics: bool = True) -> PrivacyAccount:
+def account(conditions: Sequence[Condition], noise: Noise | None, epsilon: float, *, confidence: float | None,
+            target: float | None = None, rows: Sequence[tuple[int, bool]] | None = None,
+            diagnostics: bool = True) -> PrivacyAccount:
     """The privacy profile δ(ε) of the released law, worst over conditions and both directions.
 
     Parameters
@@ -533,8 +538,9 @@ def account(conditions: Any, noise: Noise | None, epsilon: float, *, confidence:
 
 
 # ---------------------------------------------------------------------------------------- scale
-def scale_to_delta(conditions: Any, noise: Noise, epsilon: float, delta: float, *, confidence: float | None,
-                   start: float | None = None, max_factor: float = 1e6) -> tuple[float, PrivacyAccount]:
+def scale_to_delta(conditions: Sequence[Condition], noise: Noise, epsilon: float, delta: float, *,
+                   confidence: float | None, start: float | None = None,
+                   max_factor: float = 1e6) -> tuple[float, PrivacyAccount]:
     """The smallest t (to :data:`SCALE_RTOL`) such that the noise with standard deviations × t meets δ(ε) ≤ δ.
 
     δ(ε) of the true released laws is non-increasing in t (more independent
@@ -715,7 +721,7 @@ def _draws_of(conds: tuple[Condition, ...]) -> int:
     return min(sizes) if sizes else 0
 
 
-def check_draws(conditions: Any, delta: float, confidence: float | None) -> None:
+def check_draws(conditions: Sequence[Condition], delta: float, confidence: float | None) -> None:
     """Refuse a request that the draws cannot certify whatever the noise.
 
     A law known through n draws may hold a region of mass up to the floor
@@ -749,7 +755,7 @@ def check_draws(conditions: Any, delta: float, confidence: float | None) -> None
 
 
 # ------------------------------------------------------------------------------- certified route
-def certified_account(conditions: Any, noise: Noise, epsilon: float, *, confidence: float,
+def certified_account(conditions: Sequence[Condition], noise: Noise, epsilon: float, *, confidence: float,
                       plans: Any = None, target: float | None = None) -> PrivacyAccount | None:
     """The distribution-free bound of :mod:`~bayespriv.privacy.certified` at this noise: every condition
     known through draws bounded by joint convexity over matched blocks (both directions at once), every
@@ -781,7 +787,7 @@ def certified_account(conditions: Any, noise: Noise, epsilon: float, *, confiden
                           ("independent_draws",) if sampled else (), out)
 
 
-def certified_plans(conditions: Any, noise: Noise, *, alpha: float | None = None,
+def certified_plans(conditions: Sequence[Condition], noise: Noise, *, alpha: float | None = None,
                     target: float | None = None) -> tuple[Any, ...] | None:
     """Coupling plans (:func:`~bayespriv.privacy.certified.coupling_plan`) of every condition in the
     metric of ``noise`` (None for exact conditions); None when the route does not apply. With ``alpha`` and
@@ -805,7 +811,7 @@ def certified_plans(conditions: Any, noise: Noise, *, alpha: float | None = None
     return tuple(plans)
 
 
-def certified_scale(conditions: Any, noise: Noise, epsilon: float, delta: float, *, confidence: float,
+def certified_scale(conditions: Sequence[Condition], noise: Noise, epsilon: float, delta: float, *, confidence: float,
                     max_factor: float = 1e6) -> tuple[float, PrivacyAccount] | None:
     """The smallest t (to :data:`SCALE_RTOL`) at which :func:`certified_account` meets δ, by bisection in
     log t (the bound is monotone in t); None when the route does not apply or no t up to ``max_factor``

@@ -97,14 +97,17 @@ class _DensityProblem:
     assumptions: tuple[str, ...]
     truncation: str
 
-    def result(self, value: float, why: str, assignment: Any = None, pair: Any = None, margin: float = 0.0) -> MaxInfluence:
+    def result(self, value: float, why: str, assignment: Mapping[Hashable, Any] | None = None,
+               pair: tuple[Any, Any] | None = None, margin: float = 0.0) -> MaxInfluence:
         return MaxInfluence(value, self.node, frozenset(self.quilt), assignment, pair, why + self.truncation, None,
                             False, margin, self.assumptions)
 
-    def infinite(self, why: str, assignment: Any = None, pair: Any = None) -> _Verdict:
+    def infinite(self, why: str, assignment: Mapping[Hashable, Any] | None = None,
+                 pair: tuple[Any, Any] | None = None) -> _Verdict:
         return _Verdict(self.result(math.inf, why, assignment, pair))
 
-    def support_moves(self, where: str, assignment: Any = None, pair: Any = None) -> _Verdict:
+    def support_moves(self, where: str, assignment: Mapping[Hashable, Any] | None = None,
+                      pair: tuple[Any, Any] | None = None) -> _Verdict:
         """φ_Q has positive density for some values of φ_i and not for others: the ratio is unbounded."""
         return self.infinite(f"P(φ_Q = x | φ_{self.node}) vanishes for some but not all values of φ_{self.node} "
                              f"{where}: the support of φ_Q depends on φ_{self.node}, so the ratio is unbounded",

@@ -173,7 +173,7 @@ class QuiltCalibration:
             raise fail("node", f"a sensitive node {list(self.sensitive)!r}", node)
         return _scores(self.candidates[node], self.n_members, epsilon)[0]
 
-    def evaluate(self, node: Hashable, quilt: Any) -> QuiltScore:
+    def evaluate(self, node: Hashable, quilt: Quilt | Iterable[Hashable]) -> QuiltScore:
         """The :class:`QuiltScore` of any set Q (or :class:`Quilt`) for a sensitive ``node``.
 
         The remote set is recomputed (every node d-separated from ``node`` given
