@@ -836,7 +836,7 @@ def _below(delta: float, reserve: float) -> float:
 
 
 
-def _void(ledger: LedgerLike, charge: Any, exc: BaseException) -> None:
+def _void(ledger: LedgerLike | None, charge: Any, exc: BaseException) -> None:
     """Undo a spend whose release could not be completed (the ledger records the void)."""
     void = getattr(ledger, "void", None)
     rid = getattr(charge, "release_id", None)
