@@ -35,9 +35,9 @@ from scipy.special import log_ndtr
 
 from .._validation import check_delta, check_epsilon, check_positive_int, fail
 
-__all__ = ["CoverageLaw", "CoverageResult", "measure_coverage", "coverage_by_noise", "failure_threshold", "gaussian_mean_law", "binomial_law",
-           "hypergeometric_law", "rare_far_law", "student_t_law", "gaussian_2d_law", "rare_far_2d_law",
-           "mixture_delta_1d", "gaussian_pair_delta"]
+__all__ = ["CoverageLaw", "CoverageResult", "measure_coverage", "coverage_by_noise", "failure_threshold",
+           "gaussian_mean_law", "binomial_law", "hypergeometric_law", "rare_far_law", "student_t_law", "gaussian_2d_law",
+           "rare_far_2d_law", "mixture_delta_1d", "gaussian_pair_delta"]
 
 Interval = tuple[float, float]
 

@@ -144,15 +144,8 @@ def dlap(t: int, s: int, bits: BitSource) -> int:
     (−, 0) so that 0 is not counted twice.
     """
     below, word = bits._below, bits._word
-    u_bits = (t - 1).bit_length()
-    u_mask = (1 << u_bits) - 1 if u_bits <= 64 else 0  # 0: U takes more than one word (below(t))
     while True:
-        if u_mask:  # U uniform on {0..t−1} by rejection on one word (BitSource._below, inlined)
-            u = word() & u_mask
-            while u >= t:
-                u = word() & u_mask
-        else:
-            u = below(t)
+        u = below(t)
         if u and not _bern_exp_small(u, t, bits):
             continue
         v = 0

@@ -332,8 +332,7 @@ class Release:
         out = object.__new__(cls)
         state = vars(out)
         state.update(template.copy())  # the mapping proxy's own dict, copied
-        # sealed: a flat float64 array over immutable bytes (tobytes copies in C order)
-        state["value"] = np.frombuffer(np.asarray(value, dtype=np.float64).tobytes())
+        state["value"] = sealed(value, np.float64)
         state["guarantee"], state["mechanism"], state["seeded"], state["ledger_id"] = (guarantee, mechanism, seeded,
                                                                                     ledger_id)
         return out
