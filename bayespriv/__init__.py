@@ -31,14 +31,16 @@ from bayespriv.ledger import (
     Ledger,
     Session,
     SubsetCountMechanism,
+    TableLayout,
     VariableRelease,
     epsilon_on,
     epsilon_table,
     subset_count_table,
 )
-from .calibration import Calibration, calibrate
+from .calibration import Calibration, ExecutionOptions, calibrate
 from .files import load_calibration, save_calibration
-from .networks import MarkovChain, ParameterNetwork, Quilt, calibrate_chain, calibrate_quilts, markov_quilts, max_influence
+from .networks import (MarkovChain, ParameterNetwork, Quilt, QuiltSearch, calibrate_chain, calibrate_quilts, markov_quilts,
+                       max_influence)
 from .datamodels import (
     BayesNetDataModel,
     DataModel,
@@ -87,9 +89,12 @@ __all__ = [
     "epsilon_table",
     "subset_count_table",
     "SubsetCountMechanism",
+    "TableLayout",
     "Calibration",
     "calibrate",
+    "ExecutionOptions",
     "calibrate_quilts",
+    "QuiltSearch",
     "load_calibration",
     "save_calibration",
     "calibrate_chain",

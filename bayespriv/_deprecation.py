@@ -9,7 +9,8 @@ old spelling is used (never at import):
   module now holding it, forwarding every attribute;
 * :func:`renamed_keyword` — a keyword argument spelled the old way (``dataset=`` → ``dataset_name=``);
 * :func:`keywords_into_option` — keywords of their own that became the fields of one option object
-  (``clip=True`` → ``options=ReleaseOptions(clip=True)``);
+  (``clip=True`` → ``options=ReleaseOptions(clip=True)``), and :func:`option_value`, which also checks the
+  option object given;
 * :func:`positional_arguments` — arguments that became keyword-only, passed by position.
 
 Each table is installed next to real imports of the new homes — in the package that kept the old spelling,
@@ -112,6 +113,31 @@ def keywords_into_option(owner: str, option: str, build: Callable[..., Any], old
                               f"deprecated spelling); got both")
     _warn(f"{owner}({fields})", f"{owner}({option}={getattr(build, '__name__', option)}({fields}))")
     return build(**old)
+
+
+def option_value(owner: str, option: str, cls: type, value: Any, old: Mapping[str, Any],
+                 default: Any = None) -> Any:
+    """The value of the option keyword ``option`` of a call of ``owner``, checked: ``value``, an instance of the
+    frozen, self-checking ``cls``; None gives ``default`` (None: ``cls()``). The deprecated keywords ``old`` (the
+    fields of ``cls``, once keywords of their own) give ``cls(**old)``, warning (:func:`keywords_into_option`).
+    A keyword of ``old`` that is not a field of ``cls`` is a ``TypeError`` worded as Python's; an old keyword
+    given with ``value`` a :class:`~bayespriv.errors.ValidationError`; a ``value`` of another type a
+    :class:`~bayespriv.errors.ParameterTypeError`."""
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = [name for name in old if name not in fields]
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    value = keywords_into_option(owner, option, cls, old, value)
+    if value is None:
+        return cls() if default is None else default
+    if not isinstance(value, cls):
+        from .errors import ParameterTypeError
+
+        raise ParameterTypeError(f"{option} must be None or a bayespriv {cls.__name__}; got {value!r:.80} of type "
+                                 f"{type(value).__name__}")
+    return value
 
 
 def positional_arguments(owner: str, names: Sequence[str], args: tuple[Any, ...], given: Mapping[str, Any],

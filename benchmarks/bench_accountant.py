@@ -32,6 +32,7 @@ import numpy as np
 
 import bayespriv as bp
 import bayespriv.mechanisms.scale_search as accounted_module
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.calibration.laws import conditions_of
 from bayespriv.privacy.accountant import GaussianNoise, account
 
@@ -306,7 +307,8 @@ def other_models() -> list[str]:
     pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 5.0))
     for n in (2000, 20_000):
         t = time.perf_counter()
-        cal = bp.calibrate(schools_model(), pair, schools_query(), n_draws=n, rng=5, progress=False)
+        cal = bp.calibrate(schools_model(), pair, schools_query(), n_draws=n, rng=5,
+                           execution=ExecutionOptions(progress=False))
         print(f"  eight schools calibrated in {time.perf_counter() - t:.1f} s", flush=True)
         out.append(_route_row(f"eight schools, mu 0 vs 5, {n:,} draws (MCMC)", cal, PREVIOUS.get(("schools", n))))
     net = bp.BayesNetDataModel(record_net(), n_records=200)

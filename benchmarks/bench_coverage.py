@@ -25,6 +25,7 @@ import numpy as np
 
 import bayespriv as bp
 from bayespriv.audit.coverage import (
+    CalibrationRuns,
     binomial_law,
     coverage_by_noise,
     failure_threshold,
@@ -70,7 +71,8 @@ BIG = [
 
 def row(law, n_draws: int, delta: float, runs: int, seed: int) -> str:
     t = time.perf_counter()
-    r, twin, quarter = coverage_by_noise(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed,
+    r, twin, quarter = coverage_by_noise(law, n_draws=n_draws, delta=delta,
+                                         calibrations=CalibrationRuns(runs=runs, seed=seed),
                                          noise_factors=(1.0, 0.5, 0.25))
     limit = failure_threshold(runs, 0.95, FALSE_ALARM)
     asked = sorted(set(r.draws_asked))

@@ -68,6 +68,7 @@ def _builder(kind: str):
 def memory_child(kind: str, rule: str, n_records: int, n_draws: int) -> dict:
     """One calibration in this (fresh) process: peak RSS growth, time, chunk size."""
     import bayespriv as bp
+    from bayespriv.calibration import ExecutionOptions
     from bayespriv.calibration.engine import CHUNK_ELEMENTS, default_chunk_size
     from bayespriv.datamodels.pymc import PyMCDataModel
 
@@ -80,7 +81,7 @@ def memory_child(kind: str, rule: str, n_records: int, n_draws: int) -> dict:
     model.sample(pair.a, 2, rng=0, columns=["height"])  # compile outside the measurement
     base = _rss_mib()
     t0 = time.perf_counter()
-    cal = bp.calibrate(model, pair, query, n_draws=n_draws, rng=0, chunk_size=chunk)
+    cal = bp.calibrate(model, pair, query, n_draws=n_draws, rng=0, execution=ExecutionOptions(chunk_size=chunk))
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"kind": kind, "rule": rule, "columns": cols, "chunk": chunk, "n_records": n_records,
@@ -108,7 +109,7 @@ def blas(repeats: int = 2) -> list[dict]:
     from concurrent.futures import ProcessPoolExecutor
 
     import bayespriv as bp
-    from bayespriv.calibration import engine
+    from bayespriv.calibration import ExecutionOptions, engine
 
     d = 60
     a = np.random.default_rng(0).normal(size=(d, d))
@@ -122,11 +123,13 @@ def blas(repeats: int = 2) -> list[dict]:
         engine._one_blas_thread = limit
         try:
             with ProcessPoolExecutor(2) as pool:
-                bp.calibrate(model, pair, query, n_draws=200, rng=0, chunk_size=100, executor=pool)  # warm
+                bp.calibrate(model, pair, query, n_draws=200, rng=0,
+                             execution=ExecutionOptions(chunk_size=100, executor=pool))  # warm
                 best = np.inf
                 for _ in range(repeats):
                     t0 = time.perf_counter()
-                    bp.calibrate(model, pair, query, n_draws=2000, rng=0, chunk_size=500, executor=pool)
+                    bp.calibrate(model, pair, query, n_draws=2000, rng=0,
+                                 execution=ExecutionOptions(chunk_size=500, executor=pool))
                     best = min(best, time.perf_counter() - t0)
         finally:
             engine._one_blas_thread = original

@@ -23,7 +23,8 @@ Run by hand (not a timed test)::
    draws, 1000 tuning steps). In a fresh process: the first call (cold: compiles NUTS), a
    second call with a new model object and the same seed (cache hit), a call with another
    seed (warm MCMC, a miss), and the same calibration in another fresh process after
-   ``load_calibration`` of the first one's file, passed as ``calibrate(..., reuse=loaded)``
+   ``load_calibration`` of the first one's file, passed as
+   ``calibrate(..., execution=ExecutionOptions(reuse=loaded))``
    (disk; loading alone puts nothing in the cache). The quadrature route (the default
    for this model) is timed too.
 4. Memory. ``bayespriv.calibrate`` of ``mean("height")`` over 1000 draws of
@@ -191,7 +192,8 @@ def cache_child(mode: str, path: str) -> dict:
         model = PyMCDataModel(_logit_builder, n_records=20, columns=["gender", "score"], parameters=["z"],
                               conjugate=conjugate)
         t0 = time.perf_counter()
-        cal = bp.calibrate(model, pair, bp.mean("score"), n_draws=2000, rng=rng, reuse=reuse)
+        cal = bp.calibrate(model, pair, bp.mean("score"), n_draws=2000, rng=rng,
+                           execution=bp.calibration.ExecutionOptions(reuse=reuse))
         return time.perf_counter() - t0, cal
 
     out: dict = {"mode": mode}
@@ -278,7 +280,7 @@ def _cache_lines(rows: list[dict]) -> list[str]:
         f"| second, same seed (posterior cache hit) | {mem['second_s']:.3f} | 1× |",
         f"| another seed (warm MCMC, cache miss) | {mem['warm_miss_s']:.2f} | {mem['warm_miss_s'] / mem['second_s']:.0f}× |",
         f"| new process: `load_calibration` of the saved file | {disk['load_s']:.3f} | — |",
-        f"| new process: then `calibrate(..., reuse=loaded)` (posteriors from the file) | {disk['calibrate_s']:.3f} | "
+        f"| new process: then `calibrate(..., execution=ExecutionOptions(reuse=loaded))` (posteriors from the file) | {disk['calibrate_s']:.3f} | "
         f"{disk['calibrate_s'] / mem['second_s']:.1f}× |",
         f"| default route (quadrature, no MCMC), first call | {mem['quadrature_first_s']:.2f} | "
         f"{mem['quadrature_first_s'] / mem['second_s']:.0f}× |",

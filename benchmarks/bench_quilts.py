@@ -33,9 +33,9 @@ as the "before" column::
     .venv/bin/python benchmarks/bench_quilts.py --scaling 100,1000 --repeat 3   # fastest of 3 per size
 
 ``--defaults 100,1000,5000`` runs ``calibrate_quilts`` with its default arguments and with the fast settings
-(``exhaustive=False, refine=0``) side by side, each in a fresh interpreter, with CPU time, the child's peak
+(``search=QuiltSearch(exhaustive=False, refine=0)``) side by side, each in a fresh interpreter, with CPU time, the child's peak
 resident memory, the APMQM scales at several ε and the result hashes; ``--opt-in 100`` adds the opt-in
-``refine=256`` at 100 nodes::
+``QuiltSearch(refine=256)`` at 100 nodes::
 
     .venv/bin/python benchmarks/bench_quilts.py --defaults 100,1000,5000 --opt-in 100
 
@@ -101,7 +101,7 @@ def quality(n_networks: int = 30) -> list[str]:
     sys.path.insert(0, str(ROOT / "tests"))
     import bayespriv as bp
     from _bn_oracles import random_network as small_network
-    from bayespriv.networks.quilts import ParameterNetwork, calibrate_quilts
+    from bayespriv.networks.quilts import ParameterNetwork, QuiltSearch, calibrate_quilts
     from bayespriv.mechanisms import APMQM
 
     ratios: dict[str, list[float]] = {"refine=0 (default)": [], "refine=64": [], "refine=256": []}
@@ -114,7 +114,8 @@ def quality(n_networks: int = 30) -> list[str]:
         query = bp.stack(*[bp.mean(v, bounds=(0.0, float(1 + rng.integers(4)))) for v in queried])
         net = ParameterNetwork(bn, columns={v: v for v in names})
         full = calibrate_quilts(net, node, query, n_records=10)
-        cands = {key: calibrate_quilts(net, node, query, n_records=10, exhaustive=False, refine=r)
+        cands = {key: calibrate_quilts(net, node, query, n_records=10,
+                                       search=QuiltSearch(exhaustive=False, refine=r))
                  for key, r in zip(ratios, (0, 64, 256))}
         for eps in (0.3, 1.0, 3.0):
             exact = APMQM(full, epsilon=eps).scale
@@ -141,12 +142,17 @@ sys.path[:0] = [code, bench]
 import bayespriv as bp
 from bench_quilts import random_network
 from bayespriv.networks.quilts import ParameterNetwork, calibrate_quilts
+try:
+    from bayespriv.networks.quilts import QuiltSearch
+    keywords = {"search": QuiltSearch(**settings)}
+except ImportError:  # a package that predates QuiltSearch (--code): the settings as keywords of their own
+    keywords = settings
 bn = random_network(n, 0)
 names = list(bn.nodes())
 t0, c0 = time.perf_counter(), time.process_time()
 net = ParameterNetwork(bn, columns={v: v for v in names})
 query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0)) for v in names[::max(1, n // 5)]])
-cal = calibrate_quilts(net, names, query, n_records=100, **settings)
+cal = calibrate_quilts(net, names, query, n_records=100, **keywords)
 seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 rows = [(str(v), sorted(map(str, c.quilt.quilt)), c.sensitivity.hex(), float(c.influence.value).hex())
         for v in cal.sensitive for c in cal.candidates[v]]
@@ -159,8 +165,8 @@ print(json.dumps({"nodes": n, "edges": bn.number_of_edges(), "seconds": seconds,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
-#: ``calibrate_quilts`` settings compared by ``--defaults``: the defaults, the fast settings, and the opt-in
-#: refinement.
+#: ``calibrate_quilts`` settings compared by ``--defaults`` (the fields of its ``search=QuiltSearch(...)``): the
+#: defaults, the fast settings, and the opt-in refinement.
 SETTINGS = {"defaults": {}, "fast": {"exhaustive": False, "refine": 0}, "refine=256": {"refine": 256}}
 
 
@@ -243,7 +249,7 @@ def elimination_work(n_nodes: int) -> dict:
     """
     import bayespriv as bp
     import bayespriv.networks.elimination as el
-    from bayespriv.networks.quilts import ParameterNetwork, calibrate_quilts
+    from bayespriv.networks.quilts import ParameterNetwork, QuiltSearch, calibrate_quilts
 
     counts = {"joints": 0, "ancestral": 0, "bucket_work": 0, "final_work": 0}
     plans: list = []
@@ -267,7 +273,7 @@ def elimination_work(n_nodes: int) -> dict:
         names = list(bn.nodes())
         net = ParameterNetwork(bn, columns={v: v for v in names})
         query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0)) for v in names[::max(1, n_nodes // 5)]])
-        calibrate_quilts(net, names, query, n_records=100, exhaustive=False, refine=0)
+        calibrate_quilts(net, names, query, n_records=100, search=QuiltSearch(exhaustive=False, refine=0))
     finally:
         el.BucketMemo._add, el.DiscreteTables.joint = add, joint
     plain = sum(_plan_work(t, p, p.order) for t, p in plans)

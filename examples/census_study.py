@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import bayespriv as bp  # noqa: E402
-from bayespriv.audit import property_inference_attack  # noqa: E402
+from bayespriv.audit import AttackTrials, ShadowTraining, TableRows, property_inference_attack  # noqa: E402
 from bayespriv.audit.mechanism_table import calibration_rows, l2_error  # noqa: E402
 from bayespriv.models.census import (  # noqa: E402
     DEFAULT_ADULT_DIR,
@@ -157,13 +157,14 @@ def user_table(model: bp.DataModel, pair: bp.SecretPair, query: bp.Query, *, dra
     seeds = np.random.SeedSequence(seed).spawn(3)
     rng = np.random.default_rng(seeds[1])
     reference = bp.calibrate(model, pair, query, n_draws=reference_draws, rng=seeds[2])
+    trials = AttackTrials(n_trials=n_trials, reference_draws=reference)
     for n in draws:
         t = time.perf_counter()
         cal = bp.calibrate(model, pair, query, n_draws=n, rng=seeds[0])
         for eps in epsilons:
             rows += [{"draws": n, "ε": eps, **row} for row in
-                     calibration_rows(cal, model, pair, eps, twin=eps == twin_epsilon, names=names, rng=rng,
-                                      n_trials=n_trials, reference=reference)]
+                     calibration_rows(cal, model, pair, eps, rows=TableRows(names=names, twin=eps == twin_epsilon),
+                                      rng=rng, trials=trials)]
         print(f"  {n} draws: {time.perf_counter() - t:.1f} s", flush=True)
     return pd.DataFrame(rows)
 
@@ -334,7 +335,9 @@ def run(adult_dir: Path, out: Path, *, draws: int = 1000, repetitions: int = 50,
     test_model = census_model(testing, n_records=100)
     att_seeds = iter(np.random.SeedSequence(s_att.entropy, spawn_key=s_att.spawn_key).spawn(200))
     with timed("attacks", timings):
-        none = property_inference_attack(None, train_model, test_model, pairs, query=query, repetitions=reps,
+        informed_training = ShadowTraining(repetitions=reps)
+        papers_training = ShadowTraining(repetitions=reps, noisy_shadow=False)
+        none = property_inference_attack(None, train_model, test_model, pairs, query=query, shadow=informed_training,
                                          rng=next(att_seeds))
         rows = []
 
@@ -342,12 +345,12 @@ def run(adult_dir: Path, out: Path, *, draws: int = 1000, repetitions: int = 50,
             seed_ = next(att_seeds)
             # Same seed for both protocols: same datasets, only the attacker's training differs.
             as_paper = property_inference_attack(mech, train_model, test_model, pairs, query=query,
-                                                 repetitions=reps, rng=seed_, noisy_shadow=False)
+                                                 shadow=papers_training, rng=seed_)
             if name == "GroupDP(G)":  # its noise swamps F whatever the attacker trains on
                 informed = as_paper
             else:
                 informed = property_inference_attack(mech, train_model, test_model, pairs, query=query,
-                                                     repetitions=reps, rng=seed_)
+                                                     shadow=informed_training, rng=seed_)
             rows.append({"mechanism": name, "ε": eps, "paper": paper, "accuracy (paper's protocol)": as_paper.accuracy,
                          "accuracy (informed attacker)": informed.accuracy})
 

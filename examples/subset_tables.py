@@ -18,7 +18,7 @@ pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 20)
 
 import bayespriv as bp
-from bayespriv.ledger import Ledger, VariableRelease, cell_variance, epsilon_table, subset_count_table
+from bayespriv.ledger import Ledger, TableLayout, VariableRelease, epsilon_table
 
 BANDS = ["<$30k", "$30-40k", "$40-50k", "$50-60k", "$60-80k", "$80-100k", "$100-120k", "$120k+"]
 COUNTS = {
@@ -32,30 +32,33 @@ survey = pd.DataFrame(
     [(deg, band, n) for deg, row in COUNTS.items() for band, n in zip(BANDS, row)],
     columns=["degree", "income", "n"],
 )
+layout = TableLayout(
+    protected_values=BANDS,                 # the possible bands, fixed before looking at the data
+    public_values=list(COUNTS),
+    count="n",
+)
 
 with tempfile.TemporaryDirectory() as tmp:
     ledger = Ledger(Path(tmp) / "graduates.sqlite")
     ledger.set_budget("income", epsilon=2.0)
 
     # Ask the cost first: every cell's noise variance (8 income bands per programme).
-    print(f"cell noise variance at ε = 1: {float(cell_variance(8, 1.0)):.1f}")
+    mechanism = bp.SubsetCountMechanism(protected="income", public="degree", epsilon=1.0)
+    print(f"cell noise variance at ε = 1: {float(mechanism.cell_variance(8)):.1f}")
 
-    table = subset_count_table(
-        survey, protected="income", public="degree", epsilon=1.0, count="n",
-        protected_values=BANDS,             # the possible bands, fixed before looking at the data
-        public_values=list(COUNTS),
+    release = mechanism.release(
+        survey, layout=layout,
         nonnegative=True,                   # post-processing: same guarantee, no negative counts
         ledger=ledger,                      # budget checked and spent before any noise is drawn
     )
+    table = release.value
     print(table.assign(Total=table.sum(axis=1)))  # totals equal the true programme totals
-    print(table.attrs["guarantee"])
+    print(release.guarantee)
 
     # A second table of the same variable spends more of the same budget; a third would be refused.
-    subset_count_table(survey, protected="income", public="degree", epsilon=1.0, count="n",
-                       protected_values=BANDS, ledger=ledger)
+    mechanism.release(survey, layout=layout, ledger=ledger)
     try:
-        subset_count_table(survey, protected="income", public="degree", epsilon=1.0, count="n",
-                           protected_values=BANDS, ledger=ledger)
+        mechanism.release(survey, layout=layout, ledger=ledger)
     except bp.BudgetExceededError as err:
         print("refused:", err)
 

@@ -406,19 +406,21 @@ def test_accounting_record_cannot_be_edited():
 
 def test_subset_table_results_and_their_mechanism(tmp_path):
     people = pd.DataFrame({"age": ["young"] * 6 + ["old"] * 4, "sex": list("FMFFMMFMMF")})
+    layout = bp.ledger.TableLayout(protected_values=["F", "M"])
 
-    def table(ledger: bp.Ledger) -> pd.DataFrame:
-        return bp.subset_count_table(people, protected="sex", public="age", epsilon=1.0, rng=SEED,
-                                     protected_values=["F", "M"], ledger=ledger)
+    def table(ledger: bp.Ledger) -> tuple[bp.SubsetCountMechanism, bp.Release]:
+        mech = bp.SubsetCountMechanism(protected="sex", public="age", epsilon=1.0)
+        return mech, mech.release(people, rng=SEED, ledger=ledger, layout=layout)
 
     led, twin_led = _ledger(tmp_path / "a.db", ("sex",)), _ledger(tmp_path / "b.db", ("sex",))
-    got, want = table(led), table(twin_led)
-    mech, twin = got.attrs["mechanism"], want.attrs["mechanism"]
-    accepted = attack(mech) + attack(got.attrs["guarantee"])
+    (mech, got), (twin, _) = table(led), table(twin_led)
+    plain = bp.subset_count_table(people, protected="sex", public="age", epsilon=1.0, rng=SEED, layout=layout)
+    accepted = [*attack(mech), *attack(got.guarantee), *attack(plain.attrs["mechanism"]),
+                *attack(plain.attrs["guarantee"])]
     assert not [a for a in accepted if "setattr" in a], accepted
     mech.guarantee.__dict__["epsilon"] = 1e-6  # a copy
     mech.__dict__["epsilon"] = 1e-6  # below the descriptors: fed back nowhere (the charge was fixed)
-    got.iloc[0, 0] = -5  # the caller's own table
+    got.value.iloc[0, 0] = -5  # the caller's own table
     led.charge(mech)  # charged again by hand, after the edits
     twin_led.charge(twin)
     assert led.spent("sex") == twin_led.spent("sex") == (2.0, 0.0)

@@ -450,20 +450,19 @@ BAD_INPUTS = [
     # subset_count_table: counts beyond 2**53 would wrap int64
     ("subset-count-1e20", lambda: bp.subset_count_table(
         pd.DataFrame({"u": ["a", "b"], "v": ["x", "x"], "c": [1e20, 1.0]}), protected="u", public="v", epsilon=1.0,
-        count="c", protected_values=["a", "b"]), bp.ValidationError, ["count", "2**53", "1e+20"]),
+        layout=bp.TableLayout(count="c", protected_values=["a", "b"])), bp.ValidationError,
+     ["count", "2**53", "1e+20"]),
     ("subset-count-sum-overflows", lambda: bp.subset_count_table(
         pd.DataFrame({"u": ["a", "a"], "v": ["x", "x"], "c": [2**62, 2**62]}), protected="u", public="v", epsilon=1.0,
-        count="c", protected_values=["a", "b"]), bp.ValidationError, ["count", "2**53"]),
+        layout=bp.TableLayout(count="c", protected_values=["a", "b"])), bp.ValidationError, ["count", "2**53"]),
     ("subset_count_array-huge", lambda: bp.ledger.subset_count_array([[1e20, 0.0]], 1.0, rng=0), bp.ValidationError,
      ["counts", "2**53"]),
-    ("subset-protected_values-int", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
-                                                                  protected_values=3), bp.ParameterTypeError,
+    ("subset-protected_values-int", lambda: bp.TableLayout(protected_values=3), bp.ParameterTypeError,
      ["protected_values", "3"]),
-    ("subset-public_values-float", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
-                                                                 protected_values=["a", "b"], public_values=1.5),
+    ("subset-public_values-float", lambda: bp.TableLayout(protected_values=["a", "b"], public_values=1.5),
      bp.ParameterTypeError, ["public_values", "1.5"]),
-    ("subset-ledger", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
-                                                    protected_values=["a", "b"], ledger="ledger.db"),
+    ("subset-ledger", lambda: bp.SubsetCountMechanism(protected="u", public="v", epsilon=1.0).release(
+        TABLE, layout=bp.TableLayout(protected_values=["a", "b"]), ledger="ledger.db"),
      bp.ParameterTypeError, ["ledger", "str"]),
     ("two_sided_geometric-size-float", lambda: bp.ledger.two_sided_geometric(1.0, 2.5, rng=0), bp.ValidationError,
      ["size", "2.5"]),
@@ -506,10 +505,10 @@ BAD_INPUTS = [
     ("Gaussian-cov-bool", lambda: bp.GaussianDataModel([0.0], True, ["h"], 3), bp.ParameterTypeError, ["cov", "numeric"]),
     ("Gaussian-mean-text", lambda: bp.GaussianDataModel(["0"], [[1.0]], ["h"], 3), bp.ParameterTypeError, ["mean", "numeric"]),
     ("model-theta", lambda: bp.GaussianDataModel([0.0], [[1.0]], ["h"], 3, theta=[1]), bp.ParameterTypeError, ["theta", "list"]),
-    ("calibrate-progress", lambda: bp.calibrate(model(), PAIR, bp.mean("weight"), n_draws=10, rng=0, progress=np.zeros(2)),
-     bp.ParameterTypeError, ["progress"]),
-    ("calibrate-chunk_size", lambda: bp.calibrate(model(), PAIR, bp.mean("weight"), n_draws=10, rng=0, chunk_size=0),
-     bp.ValidationError, ["chunk_size", "0"]),
+    ("calibrate-progress", lambda: bp.ExecutionOptions(progress=np.zeros(2)), bp.ParameterTypeError, ["progress"]),
+    ("calibrate-chunk_size", lambda: bp.ExecutionOptions(chunk_size=0), bp.ValidationError, ["chunk_size", "0"]),
+    ("calibrate-execution", lambda: bp.calibrate(model(), PAIR, bp.mean("weight"), n_draws=10, rng=0, execution=2),
+     bp.ParameterTypeError, ["execution", "int"]),
     # inputs that raised TypeError / OverflowError from deep inside, or were silently accepted
     ("Function-secret_kinds-str", lambda: bp.FunctionDataModel(lambda s, n, r: {}, columns=["x"], n_records=3,
                                                                secret_kinds="abc"),
@@ -539,16 +538,17 @@ BAD_INPUTS = [
                                                           epsilon=1.0), bp.ValidationError,
      ["table['u']", "hashable categories", "list ['a'] at row 0"]),
     ("subset-public-cells-lists", lambda: bp.subset_count_table(TABLE.assign(v=[["x"]] * 20), protected="u", public="v",
-                                                                 epsilon=1.0, protected_values=["a", "b"]),
+                                                                 epsilon=1.0,
+                                                                 layout=bp.TableLayout(protected_values=["a", "b"])),
      bp.ValidationError, ["table['v']", "hashable categories", "row 0"]),
-    ("subset-protected_values-lists", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1.0,
-                                                                    protected_values=[["a"], ["b"]]),
+    ("subset-protected_values-lists", lambda: bp.TableLayout(protected_values=[["a"], ["b"]]),
      bp.ValidationError, ["protected_values", "hashable", "['a']"]),
     ("subset-epsilon-1e-20", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1e-20,
-                                                           protected_values=["a", "b"]),
+                                                           layout=bp.TableLayout(protected_values=["a", "b"])),
      bp.ValidationError, ["epsilon", "at least 1e-09", "1e-20"]),
     ("subset-epsilon-1e-300", lambda: bp.subset_count_table(TABLE, protected="u", public="v", epsilon=1e-300,
-                                                            protected_values=["a", "b"], geometric_calibration="paper"),
+                                                            layout=bp.TableLayout(protected_values=["a", "b"]),
+                                                            geometric_calibration="paper"),
      bp.ValidationError, ["epsilon", "at least 1e-09", "1e-300"]),
     ("subset_count_array-epsilon-1e-20", lambda: bp.ledger.subset_count_array([[1, 2]], 1e-20, rng=0),
      bp.ValidationError, ["epsilon", "at least 1e-09", "1e-20"]),
@@ -607,7 +607,8 @@ def test_noise_none_keeps_its_default_and_a_single_secret_class_is_one_kind():
 def test_counts_up_to_two_to_the_53_are_exact():
     """The boundary of the count check: 2**53 in one cell is kept exactly (no wrap, no refusal)."""
     table = pd.DataFrame({"u": ["a", "b"], "v": ["x", "x"], "c": [float(2**53 - 1), 1.0]})
-    out = bp.subset_count_table(table, protected="u", public="v", epsilon=1.0, count="c", protected_values=["a", "b"], rng=0)
+    out = bp.subset_count_table(table, protected="u", public="v", epsilon=1.0, rng=0,
+                                layout=bp.TableLayout(count="c", protected_values=["a", "b"]))
     assert int(out.loc["x"].sum()) == 2**53  # the public margin is exact
 
 
@@ -615,12 +616,13 @@ def test_counts_up_to_two_to_the_53_are_exact():
 
 
 def _sampled_calibration(secrets=(A, B)) -> bp.Calibration:
-    from bayespriv.calibration import calibration_from_samples
+    from bayespriv.calibration import DrawReport, calibration_from_samples
 
     rng = np.random.default_rng(0)
     samples = rng.normal(size=(len(secrets), 200, 1)) + np.arange(len(secrets))[:, None, None]
+    report = DrawReport(diagnostics={"mcmc": {"s": {"route": "forward", "variables": ["z"]}}})
     cal = calibration_from_samples(samples, secrets, (bp.SecretPair(*secrets),), None, confidence=0.95, n_records=20,
-                                   theta={"mu": 1.0}, diagnostics={"mcmc": {"s": {"route": "forward", "variables": ["z"]}}})
+                                   theta={"mu": 1.0}, report=report)
     return cal
 
 

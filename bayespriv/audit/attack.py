@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._deprecation import option_value
 from .._validation import check_covariance, check_finite_array, check_positive_int, described, fail
 from ..datamodels.base import DataModel
 from .._display import NO_CLAIM, frame_html
@@ -36,7 +37,7 @@ from ..queries import Query
 from ..random import RNGLike, as_seed_sequence
 from ..secrets import SecretPair
 
-__all__ = ["AttackResult", "property_inference_attack", "noise_sampler", "default_classifier"]
+__all__ = ["AttackResult", "ShadowTraining", "property_inference_attack", "noise_sampler", "default_classifier"]
 
 NoiseSampler = Callable[[int, np.random.Generator], np.ndarray]
 
@@ -152,6 +153,86 @@ def _fresh_classifier(template: Any, seed: np.random.SeedSequence) -> Any:
             states = seed.generate_state(len(unset))
             clf.set_params(**{name: int(s) for name, s in zip(unset, states)})
     return clf
+
+
+# -- the attacker's training ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShadowTraining:
+    """How the attacker of :func:`property_inference_attack` trains its meta-classifier and is scored
+    (``property_inference_attack(..., shadow=...)``), checked once.
+
+    Keyword-only and frozen; the default, ``ShadowTraining()``, is the paper's setting (Chen & Ohrimenko
+    2023, §5.3): 200 shadow datasets to train on and 200 test datasets to score on, per repetition, 50
+    repetitions, standardized logistic regression trained on noisy shadow releases. A wrong type is a
+    :class:`~bayespriv.errors.ParameterTypeError` and a value out of range a
+    :class:`~bayespriv.errors.ValidationError`, each naming the field.
+
+    Attributes
+    ----------
+    n_train, n_test : int, default 200
+        Shadow datasets the classifier is trained on and test datasets it is scored on, per repetition, at
+        least 2 each, split ``n // 2`` under ``pair.a`` and the rest under ``pair.b``.
+    repetitions : int, default 50
+        Independent repetitions (fresh data, noise and classifier each), at least 1; the reported accuracy
+        is their mean.
+    classifier : scikit-learn estimator, optional
+        Anything with ``fit`` and ``predict``, cloned (``sklearn.base.clone``) for every repetition; its
+        unset ``random_state`` parameters are seeded from the attack's ``rng``. Default:
+        :func:`default_classifier` (standardized logistic regression).
+    noisy_shadow : bool, default True
+        Add the mechanism's noise to the shadow datasets' F too: the attacker knows the mechanism
+        (Kerckhoffs) and trains on what it will see. The paper's text (§5.3: "the query F as training
+        features") is ambiguous; the authors' notebook (github.com/mgcsls/mechanisms-global-properties,
+        ``exp_adult.ipynb``) trains on the exact F and adds noise only to the test releases, a weaker
+        attack: ``noisy_shadow=False`` reproduces it (and the lower accuracies of their Table 3).
+
+    Examples
+    --------
+    >>> from bayespriv.audit import ShadowTraining
+    >>> ShadowTraining(repetitions=5, noisy_shadow=False)
+    ShadowTraining(n_train=200, n_test=200, repetitions=5, classifier=None, noisy_shadow=False)
+    >>> ShadowTraining(n_train=1)
+    Traceback (most recent call last):
+        ...
+    bayespriv.errors.ValidationError: n_train must be an integer >= 2; got 1
+    """
+
+    n_train: int = 200
+    n_test: int = 200
+    repetitions: int = 50
+    classifier: Any = None
+    noisy_shadow: bool = True
+
+    def __post_init__(self) -> None:
+        checked = {
+            "n_train": check_positive_int(self.n_train, "n_train", minimum=2),
+            "n_test": check_positive_int(self.n_test, "n_test", minimum=2),
+            "repetitions": check_positive_int(self.repetitions, "repetitions"),
+        }
+        fits = hasattr(self.classifier, "fit") and hasattr(self.classifier, "predict")
+        if self.classifier is not None and not fits:
+            raise ParameterTypeError("classifier must be None or a scikit-learn estimator with fit and predict; got "
+                                     f"{type(self.classifier).__name__}")
+        if not isinstance(self.noisy_shadow, (bool, np.bool_)):
+            raise ParameterTypeError(f"noisy_shadow must be True or False; got {self.noisy_shadow!r:.80} of type "
+                                     f"{type(self.noisy_shadow).__name__}")
+        checked["noisy_shadow"] = bool(self.noisy_shadow)
+        for name, value in checked.items():  # plain int / bool, as the checks return them
+            object.__setattr__(self, name, value)
+
+
+#: How the attacker trains when a call passes no ``shadow=``: the paper's setting.
+_DEFAULT_SHADOW = ShadowTraining()
+
+
+def _shadow_training(owner: str, shadow: Any, old: Mapping[str, Any]) -> ShadowTraining:
+    """The ``shadow=`` of a call of ``owner``: checked (None: the defaults), with the deprecated keywords of
+    ``old`` (the settings' fields, once keywords of their own) folded in, warning. An old keyword given with
+    ``shadow=`` is a :class:`~bayespriv.errors.ValidationError`; a keyword that was never accepted, a
+    ``TypeError`` (as Python's)."""
+    return option_value(owner, "shadow", ShadowTraining, shadow, old, _DEFAULT_SHADOW)
 
 
 # -- result --------------------------------------------------------------------------------------
@@ -285,16 +366,13 @@ def _split(n: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class _AttackSetup:
-    """Validated inputs of one attack: models, pair, query, sizes, level and classifier template."""
+    """Validated inputs of one attack: models, pair, query, the attacker's training, level and classifier template."""
 
     train_model: DataModel
     test_model: DataModel
     pair: SecretPair
     query: Query
-    n_train: int
-    n_test: int
-    repetitions: int
-    noisy_shadow: bool
+    shadow: ShadowTraining
     confidence: float
     template: Any
 
@@ -332,46 +410,38 @@ def _check_models_fit(models: tuple[tuple[DataModel, str], ...], pair: SecretPai
 
 
 def _validate_attack(mechanism: Any, train_model: Any, test_model: Any, pair: Any, *, query: Query | None,
-                     n_train: Any, n_test: Any, repetitions: Any, classifier: Any, noisy_shadow: Any,
-                     confidence: Any) -> _AttackSetup:
-    """Check every argument of the attack, in order, and gather them."""
+                     shadow: ShadowTraining, confidence: Any) -> _AttackSetup:
+    """Check every argument of the attack, in order, and gather them (``shadow`` is checked already)."""
     train_model = _check_model(train_model, "train_model")
     test_model = _check_model(test_model, "test_model")
     if not isinstance(pair, SecretPair):
         raise ParameterTypeError(f"pair must be a bayespriv SecretPair; got {type(pair).__name__}")
     query = _resolve_query(mechanism, query)
-    n_train = check_positive_int(n_train, "n_train", minimum=2)
-    n_test = check_positive_int(n_test, "n_test", minimum=2)
-    repetitions = check_positive_int(repetitions, "repetitions")
-    if not isinstance(noisy_shadow, (bool, np.bool_)):
-        raise ParameterTypeError(f"noisy_shadow must be a bool; got {noisy_shadow!r} of type {type(noisy_shadow).__name__}")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
         raise fail("confidence", "in the open interval (0, 1)", confidence)
     _check_models_fit(((train_model, "train_model"), (test_model, "test_model")), pair, query)
-    template = default_classifier() if classifier is None else classifier
-    if not (hasattr(template, "fit") and hasattr(template, "predict")):
-        raise ParameterTypeError(f"classifier must be a scikit-learn estimator with fit and predict; got {type(template).__name__}")
-    return _AttackSetup(train_model=train_model, test_model=test_model, pair=pair, query=query, n_train=n_train,
-                        n_test=n_test, repetitions=repetitions, noisy_shadow=noisy_shadow, confidence=confidence,
-                        template=template)
+    template = default_classifier() if shadow.classifier is None else shadow.classifier
+    return _AttackSetup(train_model=train_model, test_model=test_model, pair=pair, query=query, shadow=shadow,
+                        confidence=confidence, template=template)
 
 
 def _attack_confusion(mechanism: Any, setup: _AttackSetup, rng: RNGLike) -> np.ndarray:
     """Confusion matrix ``(repetitions, 2, 2)`` of the meta-classifier, one repetition per child seed."""
-    train_counts, test_counts = _split(setup.n_train), _split(setup.n_test)
-    confusion = np.zeros((setup.repetitions, 2, 2), dtype=np.int64)
+    shadow = setup.shadow
+    train_counts, test_counts = _split(shadow.n_train), _split(shadow.n_test)
+    confusion = np.zeros((shadow.repetitions, 2, 2), dtype=np.int64)
     sampler: NoiseSampler | None = None
-    for r, rep_seed in enumerate(as_seed_sequence(rng).spawn(setup.repetitions)):  # loop over repetitions, not draws
+    for r, rep_seed in enumerate(as_seed_sequence(rng).spawn(shadow.repetitions)):  # loop over repetitions, not draws
         s_train_a, s_train_b, s_test_a, s_test_b, s_noise, s_clf = rep_seed.spawn(6)
         X_train, y_train = _draw(setup.train_model, setup.pair, train_counts, [s_train_a, s_train_b], setup.query)
         X_test, y_test = _draw(setup.test_model, setup.pair, test_counts, [s_test_a, s_test_b], setup.query)
         if sampler is None:
             sampler = noise_sampler(mechanism, X_train.shape[1])
         noise_gen = np.random.default_rng(s_noise)
-        train_noise = sampler(setup.n_train, noise_gen)  # drawn either way: same test noise for both settings
-        if setup.noisy_shadow:
+        train_noise = sampler(shadow.n_train, noise_gen)  # drawn either way: same test noise for both settings
+        if shadow.noisy_shadow:
             X_train = X_train + train_noise
-        X_test = X_test + sampler(setup.n_test, noise_gen)
+        X_test = X_test + sampler(shadow.n_test, noise_gen)
         pred = _fit_predict(setup.template, s_clf, (X_train, y_train), X_test)
         np.add.at(confusion[r], (y_test, pred), 1)
     return confusion
@@ -410,29 +480,27 @@ def property_inference_attack(
     pair: SecretPair,
     *,
     query: Query | None = None,
-    n_train: int = 200,
-    n_test: int = 200,
-    repetitions: int = 50,
+    shadow: ShadowTraining | None = None,
     rng: RNGLike = None,
-    classifier: Any = None,
-    noisy_shadow: bool = True,
     confidence: float = 0.95,
+    **deprecated: Any,
 ) -> AttackResult:
     """Meta-classifier property-inference attack (Chen & Ohrimenko 2023, §5.3).
 
     Each repetition:
 
-    1. draws ``n_train`` shadow datasets from ``train_model`` (the attacker's
-       auxiliary data), half under ``pair.a`` and half under ``pair.b``, and
-       computes F on them with ``train_model.sample_query`` (vectorized);
+    1. draws ``shadow.n_train`` shadow datasets from ``train_model`` (the
+       attacker's auxiliary data), half under ``pair.a`` and half under
+       ``pair.b``, and computes F on them with ``train_model.sample_query``
+       (vectorized);
     2. adds the mechanism's noise to all of them at once (see
        :func:`noise_sampler`; ``release`` is never called, so no ledger budget
        is spent and seeds stay under the caller's control);
-    3. fits a fresh copy of ``classifier`` (default
+    3. fits a fresh copy of ``shadow.classifier`` (default
        :func:`default_classifier`: standardized logistic regression) with the
        noisy F as features and the secret as label;
-    4. draws ``n_test`` datasets from ``test_model`` (held-out data), half
-       under each secret, releases F plus fresh noise and records the
+    4. draws ``shadow.n_test`` datasets from ``test_model`` (held-out data),
+       half under each secret, releases F plus fresh noise and records the
        classifier's confusion matrix.
 
     The reported accuracy is the mean over repetitions.
@@ -450,27 +518,18 @@ def property_inference_attack(
         The secrets to tell apart; label 0 is ``pair.a``, label 1 ``pair.b``.
     query : Query, optional
         The released statistic F. Default: the mechanism's calibration query.
-    n_train, n_test : int, default 200
-        Shadow / test datasets per repetition, at least 2 each, split
-        ``n // 2`` under ``pair.a`` and the rest under ``pair.b``.
-    repetitions : int, default 50
+    shadow : ShadowTraining, optional
+        How the attacker trains and is scored: datasets per repetition,
+        repetitions, classifier, noisy or exact shadow releases
+        (:class:`ShadowTraining`; default: the paper's setting).
+        ``n_train=``, ``n_test=``, ``repetitions=``, ``classifier=`` and
+        ``noisy_shadow=`` are its deprecated spelling, kept for one release.
     rng : None, int, SeedSequence or Generator
         One child seed per repetition (``spawn``); inside a repetition the
         training data, test data, noise and classifier have their own streams,
         so attacks with the same seed on different mechanisms see the *same*
         datasets (common random numbers) and repetition r does not depend on
         how many repetitions are run.
-    classifier : scikit-learn estimator, optional
-        Cloned (``sklearn.base.clone``) for every repetition; its unset
-        ``random_state`` parameters are seeded from ``rng``.
-    noisy_shadow : bool, default True
-        Add the mechanism's noise to the shadow datasets' F too: the attacker
-        knows the mechanism (Kerckhoffs) and trains on what it will see. The
-        paper's text (§5.3: "the query F as training features") is ambiguous;
-        the authors' notebook (github.com/mgcsls/mechanisms-global-properties,
-        ``exp_adult.ipynb``) trains on the exact F and adds noise only to the
-        test releases, a weaker attack: ``noisy_shadow=False`` reproduces it
-        (and the lower accuracies of their Table 3).
     confidence : float in (0, 1), default 0.95
         Level of the reported confidence interval.
 
@@ -481,22 +540,24 @@ def property_inference_attack(
     Examples
     --------
     >>> import numpy as np, bayespriv as bp
-    >>> from bayespriv.audit import property_inference_attack
+    >>> from bayespriv.audit import ShadowTraining, property_inference_attack
     >>> def draw(secret, n_draws, rng):
     ...     return {"x": rng.normal(secret.value, 1.0, (n_draws, 1))}
     >>> model = bp.FunctionDataModel(draw, columns=["x"], n_records=1)
     >>> pair = bp.SecretPair(bp.DistributionSecret("mu", -1.0), bp.DistributionSecret("mu", 1.0))
-    >>> res = property_inference_attack(None, model, model, pair, query=bp.mean("x"), repetitions=5, rng=0)
+    >>> res = property_inference_attack(None, model, model, pair, query=bp.mean("x"),
+    ...                                 shadow=ShadowTraining(repetitions=5), rng=0)
     >>> 0.75 < res.accuracy < 0.93  # Bayes-optimal: Φ(1) = 0.841
     True
     """
-    setup = _validate_attack(mechanism, train_model, test_model, pair, query=query, n_train=n_train, n_test=n_test,
-                             repetitions=repetitions, classifier=classifier, noisy_shadow=noisy_shadow,
+    shadow = _shadow_training("property_inference_attack", shadow, deprecated)
+    setup = _validate_attack(mechanism, train_model, test_model, pair, query=query, shadow=shadow,
                              confidence=confidence)
     confusion = _attack_confusion(mechanism, setup, rng)
-    summary = _summarise_accuracy(confusion, setup.n_test, setup.confidence)
+    summary = _summarise_accuracy(confusion, shadow.n_test, setup.confidence)
     eps, dlt = _claimed(mechanism)
-    clf_name = ("StandardScaler + LogisticRegression" if classifier is None else type(classifier).__name__)
+    clf_name = ("StandardScaler + LogisticRegression" if shadow.classifier is None
+                else type(shadow.classifier).__name__)
     return AttackResult(
         accuracy=summary.accuracy,
         accuracies=_readonly(summary.accuracies),
@@ -504,14 +565,14 @@ def property_inference_attack(
         ci=summary.ci,
         confidence=float(setup.confidence),
         confusion=_readonly(confusion, np.int64),
-        n_train=setup.n_train,
-        n_test=setup.n_test,
-        repetitions=setup.repetitions,
+        n_train=shadow.n_train,
+        n_test=shadow.n_test,
+        repetitions=shadow.repetitions,
         mechanism=_mechanism_name(mechanism),
         pair=setup.pair,
         query=setup.query.name,
         claimed_epsilon=eps,
         claimed_delta=dlt,
         classifier=clf_name,
-        noisy_shadow=bool(setup.noisy_shadow),
+        noisy_shadow=shadow.noisy_shadow,
     )

@@ -17,15 +17,15 @@ law as an interval ``(lo, hi)`` (quadrature and truncation error included); a ca
 when ``lo`` exceeds the request, so a failure is never an artefact of the oracle.
 
 :func:`measure_coverage` returns the counts (:func:`coverage_by_noise` for a mechanism and its twins on the same
-calibrations); :func:`failure_threshold` the largest number of failures that
-``runs`` calibrations may show when the true failure rate is at most ``1 − confidence``, at a
+calibrations, :class:`CalibrationRuns` how many and from which seed); :func:`failure_threshold` the largest number
+of failures that ``runs`` calibrations may show when the true failure rate is at most ``1 − confidence``, at a
 stated false-alarm probability (a one-sided binomial test).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,11 +33,12 @@ import numpy as np
 from scipy import stats
 from scipy.special import log_ndtr
 
+from .._deprecation import option_value
 from .._validation import check_delta, check_epsilon, check_positive_int, fail
 
-__all__ = ["CoverageLaw", "CoverageResult", "measure_coverage", "coverage_by_noise", "failure_threshold",
-           "gaussian_mean_law", "binomial_law", "hypergeometric_law", "rare_far_law", "student_t_law", "gaussian_2d_law",
-           "rare_far_2d_law", "mixture_delta_1d", "gaussian_pair_delta"]
+__all__ = ["CoverageLaw", "CoverageResult", "CalibrationRuns", "measure_coverage", "coverage_by_noise",
+           "failure_threshold", "gaussian_mean_law", "binomial_law", "hypergeometric_law", "rare_far_law",
+           "student_t_law", "gaussian_2d_law", "rare_far_2d_law", "mixture_delta_1d", "gaussian_pair_delta"]
 
 Interval = tuple[float, float]
 
@@ -335,6 +336,54 @@ def failure_threshold(runs: int, confidence: float, false_alarm: float) -> int:
     return c
 
 
+@dataclass(frozen=True, kw_only=True)
+class CalibrationRuns:
+    """The independent calibrations a coverage measurement draws (``measure_coverage(..., calibrations=...)``,
+    ``coverage_by_noise(..., calibrations=...)``): how many, and the root of their seeds; checked once.
+
+    Keyword-only and frozen; the default, ``CalibrationRuns()``, is 100 calibrations seeded from 0. The same
+    value gives the same calibrations (and the same mechanisms built on them) to every call, so a mechanism
+    and its twins, or two harnesses, are judged on identical draws. A wrong type is a
+    :class:`~bayespriv.errors.ParameterTypeError` and a value out of range a
+    :class:`~bayespriv.errors.ValidationError`, each naming the field.
+
+    Attributes
+    ----------
+    runs : int, default 100
+        Calibrations, at least 1; :func:`failure_threshold` says how many failures ``runs`` may show.
+    seed : int, default 0
+        Root of the independent seeds, at least 0: calibration i uses the i-th child of
+        ``numpy.random.SeedSequence(seed)`` (``spawn``), so the first calibrations do not depend on ``runs``.
+
+    Examples
+    --------
+    >>> from bayespriv.audit import CalibrationRuns
+    >>> CalibrationRuns(runs=20, seed=5)
+    CalibrationRuns(runs=20, seed=5)
+    >>> CalibrationRuns(runs=0)
+    Traceback (most recent call last):
+        ...
+    bayespriv.errors.ValidationError: runs must be an integer >= 1; got 0
+    """
+
+    runs: int = 100
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "runs", check_positive_int(self.runs, "runs"))
+        object.__setattr__(self, "seed", check_positive_int(self.seed, "seed", minimum=0))
+
+
+
+
+def _calibration_runs(owner: str, calibrations: Any, old: Mapping[str, Any]) -> CalibrationRuns:
+    """The ``calibrations=`` of a call of ``owner``: checked (None: the defaults), with the deprecated ``runs=``
+    and ``seed=`` of ``old`` folded in, warning. An old keyword given with ``calibrations=`` is a
+    :class:`~bayespriv.errors.ValidationError`; a keyword that was never accepted, a ``TypeError`` (as
+    Python's)."""
+    return option_value(owner, "calibrations", CalibrationRuns, calibrations, old)
+
+
 def _model(law: CoverageLaw) -> tuple[Any, Any, Any]:
     from ..datamodels import FunctionDataModel
     from ..queries import mean, stack
@@ -352,10 +401,10 @@ def _model(law: CoverageLaw) -> tuple[Any, Any, Any]:
     return model, pair, query
 
 
-def measure_coverage(law: CoverageLaw, *, n_draws: int, epsilon: float = 1.0, delta: float = 1e-3, runs: int = 100,
-                     seed: int = 0, build: Callable[..., Any] | None = None, noise_factor: float = 1.0,
-                     confidence: float = 0.95) -> CoverageResult:
-    """Calibrate ``runs`` times with independent seeds, build the mechanism, and count the failures.
+def measure_coverage(law: CoverageLaw, *, n_draws: int, epsilon: float = 1.0, delta: float = 1e-3,
+                     calibrations: CalibrationRuns | None = None, build: Callable[..., Any] | None = None,
+                     noise_factor: float = 1.0, confidence: float = 0.95, **deprecated: Any) -> CoverageResult:
+    """Calibrate ``calibrations.runs`` times with independent seeds, build the mechanism, and count the failures.
 
     Parameters
     ----------
@@ -364,9 +413,9 @@ def measure_coverage(law: CoverageLaw, *, n_draws: int, epsilon: float = 1.0, de
         Draws per secret of each calibration (``bp.calibrate`` on a FunctionDataModel drawing ``law``).
     epsilon, delta : float
         The request.
-    runs : int
-    seed : int
-        Root of the independent seeds (calibration i uses the i-th spawned child).
+    calibrations : CalibrationRuns, optional
+        How many calibrations, seeded from which root (:class:`CalibrationRuns`; default: 100 from seed 0).
+        ``runs=`` and ``seed=`` are its deprecated spelling, kept for one release.
     build : callable ``(calibration, epsilon, delta) -> mechanism``, optional
         Default: APGM with its default accountant. A ValidationError is a refusal.
     noise_factor : float
@@ -384,7 +433,8 @@ def measure_coverage(law: CoverageLaw, *, n_draws: int, epsilon: float = 1.0, de
     coverage_by_noise : the mechanism and its twins judged on the same calibrations (one calibration and one
         construction per run for all of them).
     """
-    results = coverage_by_noise(law, n_draws=n_draws, epsilon=epsilon, delta=delta, runs=runs, seed=seed,
+    calibrations = _calibration_runs("measure_coverage", calibrations, deprecated)
+    results = coverage_by_noise(law, n_draws=n_draws, epsilon=epsilon, delta=delta, calibrations=calibrations,
                                 build=build, noise_factors=(noise_factor,), confidence=confidence)
     return results[0]
 
@@ -399,33 +449,37 @@ class _Tally:
 
 
 def coverage_by_noise(law: CoverageLaw, *, n_draws: int, epsilon: float = 1.0, delta: float = 1e-3,
-                      runs: int = 100, seed: int = 0, build: Callable[..., Any] | None = None,
-                      noise_factors: Sequence[float] = (1.0, 0.5), confidence: float = 0.95
+                      calibrations: CalibrationRuns | None = None, build: Callable[..., Any] | None = None,
+                      noise_factors: Sequence[float] = (1.0, 0.5), confidence: float = 0.95, **deprecated: Any
                       ) -> tuple[CoverageResult, ...]:
     """:func:`measure_coverage` for several noise factors at once, on the same calibrations and mechanisms.
 
     Each calibration is drawn and its mechanism built once; the true δ of the built noise is then computed
     with its variance multiplied by each factor (1.0: the mechanism itself; 0.5: its half-noise twin). The
-    results are exactly those of separate :func:`measure_coverage` calls with the same ``seed`` (the same
-    calibrations and mechanisms), at the cost of one.
+    results are exactly those of separate :func:`measure_coverage` calls with the same ``calibrations`` (the
+    same calibrations and mechanisms), at the cost of one. ``calibrations`` is a :class:`CalibrationRuns`
+    (default: 100 from seed 0); ``runs=`` and ``seed=`` are its deprecated spelling, kept for one release.
+    The other parameters are :func:`measure_coverage`'s.
 
     Returns
     -------
     tuple of CoverageResult
         One per factor, in the order given.
     """
-    from ..calibration import calibrate
+    from ..calibration import ExecutionOptions, calibrate
     from ..errors import ValidationError
     from ..mechanisms import APGM
 
+    calibrations = _calibration_runs("coverage_by_noise", calibrations, deprecated)
     eps, target = check_epsilon(epsilon), check_delta(delta)
     factors = tuple(_check_factor(f) for f in noise_factors)
     build = build or (lambda cal, e, d: APGM(cal, epsilon=e, delta=d))
     model, pair, query = _model(law)
     tallies = [_Tally() for _ in factors]
     refused, asked, reasons = 0, [], {}
-    for child in np.random.SeedSequence(seed).spawn(check_positive_int(runs, "runs")):
-        cal = calibrate(model, pair, query, n_draws=n_draws, rng=child, confidence=confidence, progress=False)
+    quiet = ExecutionOptions(progress=False)
+    for child in np.random.SeedSequence(calibrations.seed).spawn(calibrations.runs):
+        cal = calibrate(model, pair, query, n_draws=n_draws, rng=child, confidence=confidence, execution=quiet)
         try:
             mech = build(cal, eps, target)
         except ValidationError as exc:
@@ -441,8 +495,8 @@ def coverage_by_noise(law: CoverageLaw, *, n_draws: int, epsilon: float = 1.0, d
             tally.established += 1
             tally.failures += lo > target
             tally.worst = max(tally.worst, hi / target)
-    return tuple(CoverageResult(law.name, n_draws, target, runs, t.established, refused, t.failures, t.worst,
-                                tuple(asked), tuple(reasons.values())) for t in tallies)
+    return tuple(CoverageResult(law.name, n_draws, target, calibrations.runs, t.established, refused, t.failures,
+                                t.worst, tuple(asked), tuple(reasons.values())) for t in tallies)
 
 
 def _check_factor(factor: Any) -> float:

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._deprecation import option_value
 from .._display import NO_CLAIM, frame_html
 from .._validation import check_finite_array, check_positive_int, check_real, described, fail
 from ..calibration.engine import CHUNK_BYTES
@@ -66,14 +67,68 @@ from .densities import _Noise, _scores
 from .empirical_epsilon import EmpiricalEpsilon, clopper_pearson, epsilon_lower_bound
 
 __all__ = [
+    "AttackTrials",
     "LikelihoodRatioResult",
     "likelihood_ratio_attack",
 ]
 
-# -- bounds and n_leaked -------------------------------------------------------------------------
+# -- the trials ------------------------------------------------------------------------------------
 
 
-# -- densities of the released laws --------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class AttackTrials:
+    """What the likelihood-ratio attack is run on (``likelihood_ratio_attack(..., trials=...)``,
+    ``calibration_rows(..., trials=...)``): how many fresh datasets it guesses on, and the draws behind the
+    densities it guesses with; checked once.
+
+    Keyword-only and frozen; the default, ``AttackTrials()``, draws 2000 datasets per secret and takes the
+    densities from the attacked mechanism's own calibration. A wrong type is a
+    :class:`~bayespriv.errors.ParameterTypeError` and a value out of range a
+    :class:`~bayespriv.errors.ValidationError`, each naming the field; the shapes of given draws are checked
+    by the attack, which knows the query.
+
+    Attributes
+    ----------
+    n_trials : int, default 2000
+        Fresh datasets drawn from the model per secret, at least 1: the attack guesses the secret of each
+        from its released value. The accuracy's confidence interval narrows as 1/√n_trials.
+    reference_draws : None, Calibration or mapping, optional
+        Draws of F(X) | secret behind the estimated densities p̂: the mechanism's calibration (None, the
+        default), a separate calibration of the same query (held out: independent of the draws the noise
+        was calibrated on), or a mapping secret -> array (n, k). For a family calibration, the member whose
+        θ is the attacked model's. Any draws give a valid attack; held-out ones an unbiased one.
+
+    Examples
+    --------
+    >>> from bayespriv.audit import AttackTrials
+    >>> AttackTrials(n_trials=500)
+    AttackTrials(n_trials=500, reference_draws=None)
+    >>> AttackTrials(n_trials=0)
+    Traceback (most recent call last):
+        ...
+    bayespriv.errors.ValidationError: n_trials must be an integer >= 1; got 0
+    """
+
+    n_trials: int = 2000
+    reference_draws: Calibration | Mapping[Secret, Any] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_trials", check_positive_int(self.n_trials, "n_trials"))
+        if not (self.reference_draws is None or isinstance(self.reference_draws, (Calibration, Mapping))):
+            raise ParameterTypeError("reference_draws must be None, a Calibration, or a mapping secret -> array "
+                                     f"(n, k); got {type(self.reference_draws).__name__}")
+
+
+#: What the attack runs on when a call passes no ``trials=``.
+_DEFAULT_TRIALS = AttackTrials()
+
+
+def _attack_trials(owner: str, trials: Any, old: Mapping[str, Any]) -> AttackTrials:
+    """The ``trials=`` of a call of ``owner``: checked (None: the defaults), with the deprecated keywords of
+    ``old`` (the fields, once keywords of their own) folded in, warning. An old keyword given with ``trials=``
+    is a :class:`~bayespriv.errors.ValidationError`; a keyword that was never accepted, a ``TypeError`` (as
+    Python's)."""
+    return option_value(owner, "trials", AttackTrials, trials, old, _DEFAULT_TRIALS)
 
 
 # -- result ----------------------------------------------------------------------------------------
@@ -344,16 +399,16 @@ def likelihood_ratio_attack(
     model: DataModel,
     pair: SecretPair | None = None,
     *,
-    n_trials: int = 2000,
-    reference_draws: Any = None,
+    trials: AttackTrials | None = None,
     rng: RNGLike = None,
     threshold: float = 0.0,
     audit_thresholds: Any = None,
     alpha: float = 0.05,
+    **deprecated: Any,
 ) -> LikelihoodRatioResult:
     """Bayes-optimal attack on a mechanism: the likelihood ratio of the two released laws.
 
-    For each secret of ``pair``, draws ``n_trials`` fresh datasets from ``model``,
+    For each secret of ``pair``, draws ``trials.n_trials`` fresh datasets from ``model``,
     computes the calibration's query F on them, adds the mechanism's noise (a
     vectorised float sampler of its law, :func:`~bayespriv.audit.noise_sampler`;
     ``release`` is never called, no budget is spent), and guesses b when
@@ -374,13 +429,11 @@ def likelihood_ratio_attack(
         it when it is the model the mechanism was calibrated on.
     pair : SecretPair, optional
         Default: the calibration's ``worst_pair``.
-    n_trials : int, default 2000
-        Datasets per secret.
-    reference_draws : None, Calibration or mapping, optional
-        Draws of F(X) | secret behind p̂: the mechanism's calibration (default), a
-        separate calibration of the same query (held out: independent of the draws
-        the noise was calibrated on), or a mapping secret -> array (n, k). For a
-        family calibration, the member whose θ is ``model.theta``.
+    trials : AttackTrials, optional
+        Fresh datasets per secret and the draws behind p̂ (:class:`AttackTrials`;
+        default: 2000 per secret, densities from the mechanism's calibration).
+        ``n_trials=`` and ``reference_draws=`` are its deprecated spelling, kept
+        for one release.
     rng : None, int, SeedSequence or Generator
         Datasets, noise and tie-breaking coins have their own streams, so two
         mechanisms attacked with the same seed see the same datasets and the same
@@ -412,7 +465,7 @@ def likelihood_ratio_attack(
     ``model.prepare`` is called first, as :func:`~bayespriv.calibrate` does (a PyMC
     model runs its per-secret inference there), with a seed of its own.
 
-    Cost: the densities take 2·``n_trials`` × (n_a + n_b) kernel evaluations of
+    Cost: the densities take 2·``trials.n_trials`` × (n_a + n_b) kernel evaluations of
     dimension k, in blocks of at most 64 MB (float32); datasets are drawn in chunks
     of bounded memory too. On the census (k = 5, 2000 draws per secret) 2 × 80 000
     trials take about 4 s on one core.
@@ -420,21 +473,23 @@ def likelihood_ratio_attack(
     Examples
     --------
     >>> import bayespriv as bp
-    >>> from bayespriv.audit import likelihood_ratio_attack
+    >>> from bayespriv.audit import AttackTrials, likelihood_ratio_attack
     >>> from bayespriv.mechanisms import APGM
     >>> model = bp.GaussianDataModel([0.0, 0.0], [[1.0, 0.8], [0.8, 1.0]], ["x", "y"], n_records=50)
     >>> pair = bp.SecretPair(bp.DatasetSecret.mean("x", 0.0), bp.DatasetSecret.mean("x", 0.2))
     >>> cal = bp.calibrate(model, [pair], bp.mean("y"), n_draws=20_000, rng=0)
-    >>> res = likelihood_ratio_attack(APGM(cal, epsilon=1.0, delta=1e-3), model, n_trials=500, rng=1)
+    >>> res = likelihood_ratio_attack(APGM(cal, epsilon=1.0, delta=1e-3), model, trials=AttackTrials(n_trials=500),
+    ...                               rng=1)
     >>> res.accuracy <= res.accuracy_bound  # (e + 0.001)/(1 + e) = 0.731
     True
     >>> res.contradicts_claim
     False
     """
+    trials = _attack_trials("likelihood_ratio_attack", trials, deprecated)
     cal, query, model, pair = _check_inputs(mechanism, model, pair, alpha, threshold)
-    n = check_positive_int(n_trials, "n_trials")
+    n = trials.n_trials
     k = cal.k
-    ref_a, ref_b, where = _reference(mechanism, model, pair, reference_draws, k)
+    ref_a, ref_b, where = _reference(mechanism, model, pair, trials.reference_draws, k)
     noise = _Noise.of(mechanism, k)
     eps, dlt = _claimed(mechanism)
     thresholds = _thresholds(audit_thresholds, float(threshold), eps)

@@ -14,7 +14,7 @@ from ..datamodels.base import DataModel
 from ..errors import ValidationError
 from ..random import RNGLike, as_seed_sequence
 from ..secrets import SecretPair
-from .likelihood import LikelihoodRatioResult, likelihood_ratio_attack
+from .likelihood import AttackTrials, LikelihoodRatioResult, likelihood_ratio_attack
 
 
 __all__ = ["sequence_attack"]
@@ -93,4 +93,4 @@ def sequence_attack(
     joint = calibrate(model, pair, stack(*[m.calibration.query for m in mechs]), n_draws=n_draws, rng=s_cal)
     eps, dlt = (check_real("claimed", claimed[0]), check_real("claimed", claimed[1]))
     seq = _ReleaseSequence(joint, block, _Claim(eps, dlt))
-    return likelihood_ratio_attack(seq, model, pair, n_trials=n_trials, rng=s_attack, alpha=alpha)
+    return likelihood_ratio_attack(seq, model, pair, trials=AttackTrials(n_trials=n_trials), rng=s_attack, alpha=alpha)

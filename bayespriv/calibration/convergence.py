@@ -113,13 +113,14 @@ def _prefix_sizes(cal: Calibration, n_points: int) -> np.ndarray:
 
 def _prefix_point(cal: Calibration, n: int, ord_: float | str) -> tuple[float, float, float, float]:
     """Sensitivity estimate and bound, smallest variance and its bound, on the first ``n`` draws."""
+    from .draw_report import DrawReport
     from .engine import _events, calibration_from_samples
 
-    n_events = len(cal.members) * _events(len(cal.secrets), cal.k)
+    report = DrawReport(n_events=len(cal.members) * _events(len(cal.secrets), cal.k))
     sens, bound, var, var_bound = -math.inf, -math.inf, math.inf, math.inf
     for m in cal.members:
         part = calibration_from_samples(m.sample_array[:, :n, :], m.secrets, m.pairs, None,
-                                        confidence=m.confidence, n_events=n_events)
+                                        confidence=m.confidence, report=report)
         sens = max(sens, part.sensitivity(ord_))
         bound = max(bound, part.sensitivity(ord_, bound=True))
         var = min(var, float(np.min(part.variance())))

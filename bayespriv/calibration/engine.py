@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import special, stats
 
-from .._validation import fail
+from .._deprecation import option_value
+from .._validation import described, fail
 from .._progress import ProgressBar
 from .._progress import progress as progress_bar
-from .._validation import check_confidence, check_memory, check_optional_positive_int, check_positive_int
+from .._validation import check_confidence, check_memory, check_positive_int
 from ..datamodels import posterior_cache
 from ..datamodels.base import DataModel
 from ..datamodels.family import DataModelFamily
@@ -30,6 +31,8 @@ from ..queries import Query
 from ..random import RNGLike, as_seed_sequence
 from ..secrets import Secret, SecretPair, as_pairs
 from .moments import bonferroni_z, sample_moments
+from .draw_report import DrawReport
+from .execution import ExecutionOptions, _is_dask_client
 from .laws import FiniteLaw
 from .result import Calibration
 from bayespriv.calibration.provenance import UNVERIFIED
@@ -133,7 +136,8 @@ def _pickled_tasks(tasks: list[tuple]) -> list[tuple]:
                 raise ParameterTypeError(
                     f"{name} must be picklable (by cloudpickle) to run on a process executor; got "
                     f"{type(obj).__name__} {getattr(obj, 'name', '')!s:.60}, which raised {exc!r}. "
-                    "Use executor=None or a ThreadPoolExecutor, or make it picklable") from exc
+                    "Run serially (ExecutionOptions(executor=None)) or on a ThreadPoolExecutor, or make it "
+                    "picklable") from exc
         return blobs[id(obj)]
 
     return [(blob(m, "model"), s, blob(q, "query"), n, seed) for m, s, q, n, seed in tasks]
@@ -144,12 +148,8 @@ def _chunk_sizes(n_draws: int, chunk_size: int) -> list[int]:
     return [chunk_size] * full + ([rest] if rest else [])
 
 
-def _is_dask_client(executor: Executor | Client | None) -> bool:
-    return type(executor).__module__.startswith("distributed") and hasattr(executor, "get_executor")
-
-
 def _map(tasks: list[tuple], executor: Executor | Client | None, bar: ProgressBar) -> list[np.ndarray]:
-    """Run ``_run(*task)`` for every task, in order, on the executor."""
+    """Run ``_run(*task)`` for every task, in order, on the executor (checked by :class:`ExecutionOptions`)."""
     if executor is None:
         out = []
         for t in tasks:
@@ -158,11 +158,6 @@ def _map(tasks: list[tuple], executor: Executor | Client | None, bar: ProgressBa
         return out
     if _is_dask_client(executor):
         return _dask_map(tasks, executor, bar)
-    if not isinstance(executor, Executor):
-        raise ParameterTypeError(
-            "executor must be None, a concurrent.futures.Executor or a dask.distributed Client; "
-            f"got {type(executor).__name__}"
-        )
     run = _run
     if not isinstance(executor, ThreadPoolExecutor) and not _is_dask_executor(executor):
         # Another process: ship the model and query with cloudpickle (lambdas included).
@@ -269,6 +264,24 @@ def _prepare_seed(root: np.random.SeedSequence) -> np.random.SeedSequence:
     return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 0x5EED_0F))
 
 
+#: The keywords of their own that :class:`ExecutionOptions`' fields were (deprecated spellings, kept for one release).
+_EXECUTION_FIELDS = ("executor", "chunk_size", "progress", "reuse")
+#: How the draws run when a call passes no ``execution=``: serially, default chunks, the automatic progress bar.
+_DEFAULT_EXECUTION = ExecutionOptions()
+
+
+def _execution_options(owner: str, execution: Any, old: Mapping[str, Any],
+                       fields: Sequence[str] = _EXECUTION_FIELDS) -> ExecutionOptions:
+    """The ``execution=`` of a call of ``owner``: checked (None: the defaults), with the deprecated keywords of
+    ``old`` (the options' ``fields``, once keywords of their own) folded in, warning. An old keyword given with
+    ``execution=`` is a :class:`~bayespriv.errors.ValidationError`; a keyword that was never accepted, a
+    ``TypeError`` (as Python's)."""
+    unknown = [name for name in old if name not in fields]
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    return option_value(owner, "execution", ExecutionOptions, execution, old, _DEFAULT_EXECUTION)
+
+
 def draw_query_samples(
     model: DataModel,
     secrets: Sequence[Secret],
@@ -276,21 +289,28 @@ def draw_query_samples(
     *,
     n_draws: int,
     rng: RNGLike = None,
-    executor: Executor | Client | None = None,
-    chunk_size: int | None = None,
-    progress: bool | None = None,
+    execution: ExecutionOptions | None = None,
+    **deprecated: Any,
 ) -> np.ndarray:
     """Samples of F(X) | secret, array ``(len(secrets), n_draws, k)``.
 
     Seeds are spawned per secret and per chunk from ``rng``; the chunking
-    depends only on ``n_draws`` and ``chunk_size``, so the numbers are the same
-    whichever executor runs the tasks. ``model`` must already be prepared
-    (:meth:`DataModel.prepare`).
+    depends only on ``n_draws`` and ``execution.chunk_size``, so the numbers are
+    the same whichever executor runs the tasks. ``model`` must already be
+    prepared (:meth:`DataModel.prepare`).
+
+    ``execution`` is how the draws run (:class:`~bayespriv.calibration.ExecutionOptions`; default: serially);
+    its ``reuse`` must be None, as the model is already prepared. ``executor=``, ``chunk_size=`` and
+    ``progress=`` are its deprecated spelling, kept for one release.
     """
+    execution = _execution_options("draw_query_samples", execution, deprecated, _EXECUTION_FIELDS[:3])
+    if execution.reuse is not None:
+        raise fail("execution.reuse", "None for draw_query_samples (the model is already prepared: reuse applies "
+                                      "to calibrate)", described(f"a {type(execution.reuse).__name__}"))
     root = as_seed_sequence(rng)
-    tasks, per_secret = _plan([model], secrets, query, n_draws, [root], chunk_size)
-    with progress_bar(len(tasks), "calibrating", progress) as bar:
-        results = _map(tasks, executor, bar)
+    tasks, per_secret = _plan([model], secrets, query, n_draws, [root], execution.chunk_size)
+    with progress_bar(len(tasks), "calibrating", execution.progress) as bar:
+        results = _map(tasks, execution.executor, bar)
     return _assemble(results, 1, len(secrets), per_secret, query)[0]
 
 
@@ -302,11 +322,9 @@ def calibrate(
     n_draws: int,
     rng: RNGLike = None,
     confidence: float | None = 0.95,
-    executor: Executor | Client | None = None,
-    chunk_size: int | None = None,
-    progress: bool | None = None,
-    reuse: Calibration | None = None,
     exact_laws: bool | str = "auto",
+    execution: ExecutionOptions | None = None,
+    **deprecated: Any,
 ) -> Calibration:
     """Estimate what the mechanisms need by sampling F(X) | secret (and take the exact laws where the model knows them).
 
@@ -334,38 +352,6 @@ def calibrate(
         CLT normal interval (recorded as the assumption ``monte_carlo_clt``).
         ``None`` gives a plug-in calibration whose bounds are the estimates,
         as the papers use; guarantees on it carry ``estimated_moments``.
-    executor : concurrent.futures.Executor or dask.distributed.Client, optional
-        Runs the (θ, secret, chunk) tasks. ``None`` runs serially; a
-        ``ThreadPoolExecutor`` shares the objects; any other executor (e.g.
-        ``ProcessPoolExecutor``) gets the model and query serialised with
-        cloudpickle, once each per calibration, so lambdas and locally
-        defined functions travel (a worker unpickles each once and keeps
-        it). Seeds are fixed per task before any runs, so every executor
-        gives the same numbers; process workers run BLAS on one thread per
-        task. A dask client gets each model and query scattered once per call
-        under fresh keys (so one Client serves any number of calls) and tasks
-        submitted with ``pure=False``.
-    chunk_size : int, optional
-        Draws per task; bounds memory to ``chunk_size × n_records ×
-        model.bytes_per_record()``. Default: :func:`default_chunk_size`
-        (about 64 MiB of drawn records per task, counting every column the
-        model draws).
-    progress : bool, optional
-        Show a progress bar over the sampling tasks (tqdm: a widget in notebooks, text on
-        stderr in terminals; :func:`bayespriv._progress.progress`). True: always; False:
-        never; None (default): in a Jupyter kernel or when stderr is a terminal, unless the
-        ``CI`` environment variable is set, and only once the work has lasted 0.5 s.
-    reuse : Calibration, optional
-        A calibration whose MCMC posteriors (:attr:`Calibration.posteriors`,
-        e.g. of one loaded with :func:`~bayespriv.load_calibration`) this call
-        may reuse instead of running :func:`pymc.sample` again. A posterior is
-        taken only where its saved key equals the key the model computes for
-        the run it needs — the model's graph and builder, ``n_records``, the
-        secret and its evidence, the MCMC settings, the seed derived from
-        ``rng`` and the library versions — so the result is what a fresh run
-        gives, bit for bit. Offered to this call only: nothing is added to the
-        process's posterior cache. A calibration loaded with
-        ``trust="unverified"`` from a file that did not verify is refused.
     exact_laws : {"auto", True, False}, default "auto"
         Whether the calibration holds the exact law of F under each secret
         when the data model can tabulate it (:meth:`DataModel.exact_law`:
@@ -388,6 +374,11 @@ def calibrate(
         included). ``True``: require them (ValidationError naming the secret
         and model that cannot). ``False``: never (the sampled calibration,
         e.g. to reproduce a paper's estimates).
+    execution : ExecutionOptions, optional
+        How the draws run — executor, draws per task, progress bar, MCMC posteriors to reuse — never what
+        they give: :class:`~bayespriv.calibration.ExecutionOptions` (default: serially, in this process).
+        ``executor=``, ``chunk_size=``, ``progress=`` and ``reuse=`` are its deprecated spelling, kept for
+        one release.
 
     Returns
     -------
@@ -396,7 +387,7 @@ def calibrate(
     Raises
     ------
     UnverifiedCalibrationError
-        ``reuse`` comes from a file that did not verify.
+        ``execution.reuse`` comes from a file that did not verify.
     ValidationError
         ``exact_laws=True`` and the model cannot tabulate some law.
 
@@ -419,15 +410,16 @@ def calibrate(
     >>> plug_in.sensitivity(bound=True) == plug_in.sensitivity(), plug_in.confidence
     (True, None)
     """
-    request = _validated_request(model, pairs, query, n_draws, confidence, chunk_size, progress, exact_laws)
+    execution = _execution_options("calibrate", execution, deprecated)
+    request = _validated_request(model, pairs, query, n_draws, confidence, exact_laws)
     root = as_seed_sequence(rng)
     # Seeds: a single model keeps root -> secret -> chunk; a family adds a θ level first.
     seeds = root.spawn(len(request.members)) if request.family else [root]
-    with posterior_cache.offered(_offered_posteriors(reuse)):
+    with posterior_cache.offered(_offered_posteriors(execution.reuse)):
         prepared = [m.prepare(request.secrets, np.random.default_rng(_prepare_seed(seed)))
                     for m, seed in zip(request.members, seeds)]
     laws, why_sampled = _tabulated_laws(prepared, request.secrets, query, exact_laws)
-    samples = _draw_samples(request, prepared, seeds, executor, progress)
+    samples = _draw_samples(request, prepared, seeds, execution)
     result = _summarised(request, prepared, samples, laws, why_sampled)
     result = _family_result(result, model.covers) if request.family else result[0]
     _MODELS[result] = model
@@ -445,12 +437,12 @@ class _Request:
     query: Query
     n_draws: int
     confidence: float | None
-    chunk_size: int | None
 
 
-def _validated_request(model: Any, pairs: Any, query: Any, n_draws: Any, confidence: Any, chunk_size: Any,
-                       progress: Any, exact_laws: Any) -> _Request:
-    """Check every argument of :func:`calibrate` (types, ranges, memory, columns, secrets) before any draw."""
+def _validated_request(model: Any, pairs: Any, query: Any, n_draws: Any, confidence: Any,
+                       exact_laws: Any) -> _Request:
+    """Check the arguments of :func:`calibrate` (types, ranges, memory, columns, secrets) before any draw; its
+    ``execution`` is checked by :class:`ExecutionOptions`."""
     if not isinstance(model, (DataModel, DataModelFamily)):
         raise ParameterTypeError(f"model must be a bayespriv DataModel or DataModelFamily; got {type(model).__name__}")
     if not isinstance(query, Query):
@@ -458,9 +450,6 @@ def _validated_request(model: Any, pairs: Any, query: Any, n_draws: Any, confide
     pairs = as_pairs(pairs)
     n_draws = check_positive_int(n_draws, "n_draws", minimum=2)
     confidence = check_confidence(confidence)
-    chunk_size = check_optional_positive_int(chunk_size, "chunk_size")
-    if progress is not None and not isinstance(progress, (bool, np.bool_)):
-        raise ParameterTypeError(f"progress must be None, True or False; got {progress!r}")
     if not (exact_laws == "auto" or isinstance(exact_laws, (bool, np.bool_))):
         raise fail("exact_laws", "'auto', True or False", exact_laws)
     family = isinstance(model, DataModelFamily)
@@ -476,16 +465,16 @@ def _validated_request(model: Any, pairs: Any, query: Any, n_draws: Any, confide
     for m in members:
         for s in secrets:
             m.check_secret(s)
-    return _Request(members, family, tuple(pairs), secrets, query, n_draws, confidence, chunk_size)
+    return _Request(members, family, tuple(pairs), secrets, query, n_draws, confidence)
 
 
-def _draw_samples(request: _Request, prepared: list, seeds: list, executor: Executor | Client | None,
-                  progress: bool | None) -> np.ndarray:
+def _draw_samples(request: _Request, prepared: list, seeds: list, execution: ExecutionOptions) -> np.ndarray:
     """F(X) | secret for every prepared model, secret and draw: (members, secrets, n_draws, k)."""
-    tasks, per_secret = _plan(prepared, request.secrets, request.query, request.n_draws, seeds, request.chunk_size)
+    tasks, per_secret = _plan(prepared, request.secrets, request.query, request.n_draws, seeds,
+                              execution.chunk_size)
     label = f"calibrating {len(request.members)} models" if request.family else "calibrating"
-    with progress_bar(len(tasks), label, progress) as bar:
-        results = _map(tasks, executor, bar)
+    with progress_bar(len(tasks), label, execution.progress) as bar:
+        results = _map(tasks, execution.executor, bar)
     return _assemble(results, len(prepared), len(request.secrets), per_secret, request.query)
 
 
@@ -501,8 +490,9 @@ def _summarised(request: _Request, prepared: list, samples: np.ndarray, laws: An
     return [
         calibration_from_samples(samples[i], request.secrets, request.pairs, request.query,
                                  confidence=request.confidence, n_records=m.n_records, theta=m.theta or None,
-                                 n_events=n_events, diagnostics={**m.diagnostics, **extra}, posteriors=m.posteriors,
-                                 finite_laws=None if laws is None else laws[i])
+                                 report=DrawReport(n_events=n_events, diagnostics={**m.diagnostics, **extra},
+                                                   posteriors=m.posteriors,
+                                                   finite_laws=None if laws is None else laws[i]))
         for i, m in enumerate(prepared)
     ]
 
@@ -556,12 +546,11 @@ def _tabulated_laws(models: Sequence[DataModel], secrets: Sequence[Secret], quer
     return out, None
 
 
-def _offered_posteriors(reuse: Any) -> dict[str, Any]:
-    """Saved key -> MCMC run of every posterior of ``reuse`` (and of its family members)."""
+def _offered_posteriors(reuse: Calibration | None) -> dict[str, Any]:
+    """Saved key -> MCMC run of every posterior of ``reuse`` (and of its family members); a calibration loaded
+    unverified is refused (its type was checked by :class:`ExecutionOptions`)."""
     if reuse is None:
         return {}
-    if not isinstance(reuse, Calibration):
-        raise ParameterTypeError(f"reuse must be None or a bayespriv Calibration; got {type(reuse).__name__}")
     if UNVERIFIED in reuse.assumptions:
         where = reuse.provenance.path if reuse.provenance is not None else "a file"
         raise UnverifiedCalibrationError(
@@ -672,6 +661,32 @@ def _events(n_secrets: int, k: int) -> int:
     return n_secrets * k + n_secrets * k * (k + 1) // 2
 
 
+
+
+def _draw_report(report: Any, old: Mapping[str, Any]) -> DrawReport:
+    """The ``report=`` of :func:`calibration_from_samples`: checked (None: an empty report), with the deprecated
+    keywords of ``old`` (the report's fields) folded in, warning; an unknown keyword is a ``TypeError``."""
+    return option_value("calibration_from_samples", "report", DrawReport, report, old)
+
+
+def _from_laws(samples: np.ndarray, secrets: Sequence[Secret], pairs: Sequence[SecretPair], query: Query | None,
+               names: tuple[str, ...], n_records: int | None, theta: Any, report: DrawReport) -> Calibration:
+    """The calibration of :func:`calibration_from_samples` whose moments are those of the report's exact laws."""
+    missing = [s.label for s in secrets if s.label not in report.finite_laws]
+    if missing:
+        raise fail("report.finite_laws", "one law per secret, keyed by its label",
+                   described(f"no law for {missing!r}"))
+    laws = [report.finite_laws[s.label] for s in secrets]
+    S, n, k = samples.shape
+    return Calibration(
+        secrets=tuple(secrets), pairs=tuple(pairs), mean_array=np.stack([law.mean for law in laws]),
+        cov_array=np.stack([law.cov for law in laws]), mean_se=np.zeros((S, k)), cov_se=np.zeros((S, k, k)),
+        cov_se_white=np.zeros((S, k, k)), confidence=1.0, z=0.0, query=query, n_draws=n, n_records=n_records,
+        sample_array=samples, component_names=names, theta=theta, diagnostics=dict(report.diagnostics or {}),
+        posteriors=dict(report.posteriors or {}), finite_laws=dict(report.finite_laws),
+    )
+
+
 def calibration_from_samples(
     samples: np.ndarray,
     secrets: Sequence[Secret],
@@ -681,34 +696,26 @@ def calibration_from_samples(
     confidence: float | None,
     n_records: int | None = None,
     theta: Any = None,
-    n_events: int | None = None,
-    diagnostics: Mapping[str, Any] | None = None,
-    posteriors: Mapping[str, Any] | None = None,
-    finite_laws: Mapping[str, FiniteLaw] | None = None,
+    report: DrawReport | None = None,
+    **deprecated: Any,
 ) -> Calibration:
     """Summarise samples ``(S, n_draws, k)`` into a :class:`Calibration`.
 
-    ``n_events`` is the number of intervals the Bonferroni split covers
-    (default: this calibration's; a family passes the total over members).
-    ``posteriors`` are the data model's MCMC runs (``DataModel.posteriors``),
-    kept on the result. With ``finite_laws`` (the exact law per secret label)
-    the moments are the laws' own, exact (``confidence`` 1.0), and the
-    samples are kept as draws for diagnostics.
+    ``report`` is what the sampler reported alongside the draws
+    (:class:`~bayespriv.calibration.DrawReport`: the Bonferroni count, the
+    data model's diagnostics and MCMC runs, the exact laws; default: none of
+    them). With its ``finite_laws`` the moments are the laws' own, exact
+    (``confidence`` 1.0), and the samples are kept as draws for diagnostics.
+    ``n_events=``, ``diagnostics=``, ``posteriors=`` and ``finite_laws=`` are
+    its deprecated spelling, kept for one release.
     """
+    report = _draw_report(report, deprecated)
     S, n, k = samples.shape
     names = query.component_names(k) if query is not None else tuple(f"F[{i}]" for i in range(k))
-    if finite_laws:
-        laws = [finite_laws[s.label] for s in secrets]
-        return Calibration(
-            secrets=tuple(secrets), pairs=tuple(pairs), mean_array=np.stack([law.mean for law in laws]),
-            cov_array=np.stack([law.cov for law in laws]), mean_se=np.zeros((S, k)), cov_se=np.zeros((S, k, k)),
-            cov_se_white=np.zeros((S, k, k)), confidence=1.0, z=0.0, query=query, n_draws=n, n_records=n_records,
-            sample_array=samples, component_names=names, theta=theta, diagnostics=dict(diagnostics or {}),
-            posteriors=dict(posteriors or {}), finite_laws=dict(finite_laws),
-        )
+    if report.finite_laws:
+        return _from_laws(samples, secrets, pairs, query, names, n_records, theta, report)
     means, covs, mean_se, cov_se, cov_se_white = sample_moments(samples)
-    if n_events is None:
-        n_events = _events(S, k)
+    n_events = _events(S, k) if report.n_events is None else report.n_events
     return Calibration(
         secrets=tuple(secrets),
         pairs=tuple(pairs),
@@ -725,6 +732,6 @@ def calibration_from_samples(
         sample_array=samples,
         component_names=names,
         theta=theta,
-        diagnostics=dict(diagnostics or {}),
-        posteriors=dict(posteriors or {}),
+        diagnostics=dict(report.diagnostics or {}),
+        posteriors=dict(report.posteriors or {}),
     )

@@ -17,7 +17,7 @@ model after it ran MCMC or built a table itself. Loading a calibration file
 never puts anything here (a file's contents, keys included, would otherwise
 decide what every later, unrelated calibration of the same model computes).
 Posteriors saved in a file are reused only when the caller passes the loaded
-calibration explicitly (``calibrate(..., reuse=loaded)``): they are offered for
+calibration explicitly (``calibrate(..., execution=ExecutionOptions(reuse=loaded))``): they are offered for
 that call alone (:func:`offered`), and a model takes one only under the key it
 computes itself. Every lookup names the type it expects (:func:`get`): an
 entry of another type is a miss, never handed out.
@@ -68,7 +68,8 @@ def _evict() -> None:
         total -= size
 
 
-#: Posteriors offered to the current call of ``calibrate(..., reuse=...)`` only (key -> value).
+#: Posteriors offered to the current call of ``calibrate(..., execution=ExecutionOptions(reuse=...))`` only
+#: (key -> value).
 _offered: "contextvars.ContextVar[Mapping[str, Any]]" = contextvars.ContextVar(
     "bayespriv_offered_posteriors", default=MappingProxyType({}))
 
@@ -153,8 +154,8 @@ def clear_posterior_cache() -> int:
     :func:`~bayespriv.calibrate` with the same seed reuses them and gives the
     same numbers bit for bit. Only runs of this process are kept:
     :func:`~bayespriv.load_calibration` puts nothing here (pass a loaded
-    calibration to ``calibrate(..., reuse=...)`` to reuse its saved
-    posteriors in that call). Clear it to force
+    calibration to ``calibrate(..., execution=ExecutionOptions(reuse=...))``
+    to reuse its saved posteriors in that call). Clear it to force
     new MCMC runs (e.g. after changing something the key cannot see, such as
     a global PyTensor flag) or to free memory; the cache is bounded anyway
     (64 runs, 512 MiB of posterior arrays, least recently used dropped first).

@@ -371,7 +371,7 @@ class PyMCDataModel(DataModel):
     wrong type is a miss. The key travels in the saved posteriors
     (``Calibration.to_netcdf``), but :func:`~bayespriv.load_calibration`
     does not put them in the cache: a new process reuses them only when told
-    to, ``calibrate(..., reuse=loaded)`` (a verified file), and then only a
+    to, ``calibrate(..., execution=ExecutionOptions(reuse=loaded))`` (a verified file), and then only a
     run whose key is the one this model computes. Convergence is checked on
     every use. :func:`~bayespriv.clear_posterior_cache` empties it.
 

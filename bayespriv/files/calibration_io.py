@@ -316,7 +316,7 @@ def _read_posteriors(nodes: dict[str, xr.Dataset], base: str, labels: list[str],
             if parent == where:
                 groups[group] = ds.rename({d: str(d)[len(_MCMC_DIM):] for d in ds.dims if str(d).startswith(_MCMC_DIM)})
         out[label] = make_inference_data(groups)
-    return out  # never put in the process's posterior cache: pass the calibration to calibrate(reuse=...) instead
+    return out  # never put in the process's posterior cache: calibrate(execution=ExecutionOptions(reuse=...)) offers it
 
 
 def _checked_seed(seed: Any) -> Any:
@@ -574,8 +574,8 @@ def load_calibration(path: str | os.PathLike, *, query: Query | None = None, tru
     :mod:`bayespriv.files.consistency`), and a file that contradicts
     itself is refused even under a valid MAC. Loading changes no state of the
     process: saved MCMC posteriors are *not* put in the posterior cache (pass
-    the calibration to :func:`~bayespriv.calibrate` as ``reuse=`` to reuse
-    them).
+    the calibration to :func:`~bayespriv.calibrate` as
+    ``execution=ExecutionOptions(reuse=...)`` to reuse them).
 
     Parameters
     ----------

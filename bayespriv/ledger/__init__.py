@@ -5,7 +5,7 @@
 * :class:`Session` — one protected dataset, one account: releases computed on the session's copy of the
   table and accounted together on the ledger (what "the same data" means: :mod:`.session`).
 * :func:`subset_count_table` — counts ε-private on a protected variable with exact public margins
-  (Tan, *Privacy on a subset of dataset variables*, Algorithm 1).
+  (Tan, *Privacy on a subset of dataset variables*, Algorithm 1), laid out as a :class:`TableLayout` says.
 * :func:`epsilon_on`, :func:`epsilon_table` — ε on each subset of variables (Propositions 3.3–3.5).
 * :class:`JointGaussian` — several Gaussian releases accounted as one Gaussian mechanism on the
   stacked query (exact joint (ε, δ), charged once instead of the sum).
@@ -29,6 +29,7 @@ from .plan import ReleasePlan, plan_releases
 from .session import Session
 from .subset import (
     SubsetCountMechanism,
+    TableLayout,
     cell_variance,
     nonnegative_rows,
     pair_matrix,
@@ -59,6 +60,7 @@ __all__ = [
     "subset_count_table",
     "subset_count_array",
     "SubsetCountMechanism",
+    "TableLayout",
     "cell_variance",
     "nonnegative_rows",
     "pair_matrix",

@@ -4,10 +4,11 @@ Releasing q₁, …, q_m on the same data one at a time, each at (ε/m, δ/m), s
 wastes noise twice over: the sum over-charges releases whose laws overlap, and each query's noise is
 sized for its own worst case. Planned together, the queries are one query F = (q₁, …, q_m), calibrated
 once (draws of all of them on the same datasets, so their dependence is known), and one mechanism adds
-noise to F with the joint guarantee (ε, δ) — by default :class:`~bayespriv.mechanisms.OptimalGaussian`,
+noise to F with the joint guarantee (ε, δ) — :class:`~bayespriv.mechanisms.OptimalGaussian`,
 the least total noise among Gaussian noises of its shape family, scaled by the accountant of the
-released law. :class:`ReleasePlan` shows the saving: the expected error of each query planned together
-against released separately at (ε/m, δ/m) each.
+released law (:meth:`ReleasePlan.with_mechanism` builds another class on the same calibrations).
+:class:`ReleasePlan` shows the saving: the expected error of each query planned together against
+released separately at (ε/m, δ/m) each.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bayespriv._validation import check_delta, check_epsilon, fail
-from bayespriv.errors import ParameterTypeError, ValidationError
+from bayespriv.errors import BayesPrivDeprecationWarning, ParameterTypeError, ValidationError, warn
 from bayespriv.random import as_seed_sequence
 
 if TYPE_CHECKING:
@@ -79,11 +80,72 @@ class ReleasePlan:
         :meth:`Mechanism.release <bayespriv.mechanisms.Mechanism.release>`."""
         return self.mechanism.release(dataset, **kwargs)
 
+    def with_mechanism(self, mechanism: type[Mechanism]) -> ReleasePlan:
+        """The same plan with its noise chosen by another mechanism class, on the same calibrations.
+
+        Nothing is drawn again: ``mechanism`` is built on the stacked query's calibration at the plan's
+        (ε, δ) and on each query's own calibration at (ε/m, δ/m), as :func:`plan_releases` builds its
+        default, :class:`~bayespriv.mechanisms.OptimalGaussian`. Compare the summaries to choose.
+
+        Parameters
+        ----------
+        mechanism : mechanism class
+            E.g. ``bp.mechanisms.APGM``; built as ``mechanism(calibration, epsilon=..., delta=...)``.
+
+        Returns
+        -------
+        ReleasePlan
+        """
+        cls = _mechanism_class(mechanism)
+        calibrations = tuple(sep.calibration for sep in self.separate)
+        return _plan(cls, self.queries, self.calibration, calibrations, self.mechanism.epsilon, self.mechanism.delta)
+
+
+def _mechanism_class(mechanism: Any) -> type[Mechanism]:
+    """``mechanism``, which must be a :class:`~bayespriv.mechanisms.Mechanism` class."""
+    from bayespriv.mechanisms import Mechanism
+
+    if not (isinstance(mechanism, type) and issubclass(mechanism, Mechanism)):
+        raise ParameterTypeError(f"mechanism must be a Mechanism class; got {mechanism!r}")
+    return mechanism
+
+
+def _plan(cls: type[Mechanism], queries: tuple[Any, ...], joint_calibration: Any, calibrations: tuple[Any, ...],
+          epsilon: float, delta: float) -> ReleasePlan:
+    """``cls`` on the stacked query's calibration at (ε, δ) and on each query's at (ε/m, δ/m)."""
+    m = len(queries)
+    try:
+        joint = cls(joint_calibration, epsilon=epsilon, delta=delta)
+        separate = tuple(cls(cal, epsilon=epsilon / m, delta=delta / m) for cal in calibrations)
+    except ValidationError as exc:
+        raise ValidationError(f"plan_releases could not build {cls.__name__} for the plan: {exc}") from exc
+    return ReleasePlan(queries, joint_calibration, joint, separate)
+
+
+def _planned_mechanism(deprecated: dict[str, Any]) -> type[Mechanism]:
+    """The mechanism class of :func:`plan_releases`: ``OptimalGaussian``, or the deprecated ``mechanism=`` (warns);
+    any other keyword is a ``TypeError``, as Python's."""
+    from bayespriv.mechanisms import OptimalGaussian
+
+    unknown = [name for name in deprecated if name != "mechanism"]
+    if unknown:
+        raise TypeError(f"plan_releases() got an unexpected keyword argument {unknown[0]!r}")
+    if not deprecated:
+        return OptimalGaussian
+    warn("plan_releases(mechanism=...) is deprecated and will be removed in the next release: use "
+         "plan_releases(...).with_mechanism(...)", BayesPrivDeprecationWarning)
+    mechanism = deprecated["mechanism"]
+    return OptimalGaussian if mechanism is None else _mechanism_class(mechanism)
+
 
 def plan_releases(model: DataModel | DataModelFamily, pairs: SecretPair | Sequence[SecretPair], queries: Sequence[Any],
                   *, epsilon: float, delta: float, n_draws: int, rng: RNGLike = None, confidence: float | None = 0.95,
-                  mechanism: type[Mechanism] | None = None) -> ReleasePlan:
+                  **deprecated: Any) -> ReleasePlan:
     """Calibrate several queries together and choose their noise jointly under one (ε, δ).
+
+    The noise is :class:`~bayespriv.mechanisms.OptimalGaussian`'s (the least total noise among Gaussian
+    noises of its shape family); :meth:`ReleasePlan.with_mechanism` builds another mechanism class on the
+    same calibrations.
 
     Parameters
     ----------
@@ -94,15 +156,20 @@ def plan_releases(model: DataModel | DataModelFamily, pairs: SecretPair | Sequen
     epsilon, delta : float
         The joint guarantee.
     n_draws : int
-        Draws per secret of the stacked query.
+        Draws per secret of the stacked query (and of each query alone), as :func:`~bayespriv.calibrate`.
     rng : None, int, SeedSequence or Generator
+        As :func:`~bayespriv.calibrate`: the stacked query and each query alone draw with a child of it.
     confidence : float or None
-    mechanism : mechanism class, optional
-        Default :class:`~bayespriv.mechanisms.OptimalGaussian`.
+        As :func:`~bayespriv.calibrate`.
 
     Returns
     -------
     ReleasePlan
+
+    Notes
+    -----
+    ``mechanism=`` (a mechanism class) is the deprecated spelling of
+    ``plan_releases(...).with_mechanism(mechanism)``, kept for one release.
 
     Examples
     --------
@@ -115,24 +182,19 @@ def plan_releases(model: DataModel | DataModelFamily, pairs: SecretPair | Sequen
     (1.0, 0.001)
     >>> bool(plan.summary().loc["total E‖noise‖²", "variance ratio"] < 1)  # less noise than separate releases
     True
+    >>> plan.with_mechanism(bp.mechanisms.APGM).mechanism.calibration is plan.calibration  # nothing drawn again
+    True
     """
     from bayespriv.calibration import calibrate
-    from bayespriv.mechanisms import Mechanism, OptimalGaussian
     from bayespriv.queries import Query, stack
 
+    cls = _planned_mechanism(deprecated)
     eps, dlt = check_epsilon(epsilon), check_delta(delta)
     qs = tuple(queries)
     if len(qs) < 2 or not all(isinstance(q, Query) for q in qs):
         raise fail("queries", "a sequence of at least two Query objects", qs)
-    cls = OptimalGaussian if mechanism is None else mechanism
-    if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
-        raise ParameterTypeError(f"mechanism must be a Mechanism class; got {cls!r}")
     seeds = as_seed_sequence(rng).spawn(len(qs) + 1)
     joint_cal = calibrate(model, pairs, stack(*qs), n_draws=n_draws, rng=seeds[0], confidence=confidence)
-    try:
-        joint = cls(joint_cal, epsilon=eps, delta=dlt)
-        separate = tuple(cls(calibrate(model, pairs, q, n_draws=n_draws, rng=s, confidence=confidence),
-                             epsilon=eps / len(qs), delta=dlt / len(qs)) for q, s in zip(qs, seeds[1:]))
-    except ValidationError as exc:
-        raise ValidationError(f"plan_releases could not build {cls.__name__} for the plan: {exc}") from exc
-    return ReleasePlan(qs, joint_cal, joint, separate)
+    calibrations = tuple(calibrate(model, pairs, q, n_draws=n_draws, rng=s, confidence=confidence)
+                         for q, s in zip(qs, seeds[1:]))
+    return _plan(cls, qs, joint_cal, calibrations, eps, dlt)

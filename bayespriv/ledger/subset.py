@@ -6,8 +6,8 @@ Definition 2.2 and §5.2, Algorithm 1 / Proposition 5.1.
 The mechanism itself (:class:`~bayespriv.mechanisms.subset_count.SubsetCountMechanism`: its
 guarantee, its exact noise and its release, a table), the checks of a count request and the
 non-negative post-processing are in :mod:`bayespriv.mechanisms.subset_count`; this module holds the
-theory below, :func:`subset_count_table` (the table, charged to a ledger) and the vectorized
-simulations (:func:`subset_count_array`, :func:`two_sided_geometric`).
+theory below, :func:`subset_count_table` (the table; an accounted table is released through the
+mechanism) and the vectorized simulations (:func:`subset_count_array`, :func:`two_sided_geometric`).
 
 A table of counts by a *protected* variable U₁ (e.g. income band) and a *public* variable V₁
 (e.g. degree programme) is released so that
@@ -130,15 +130,16 @@ invariance, Remark 4.2.1) it keeps the guarantee. It makes the cells biased (sma
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bayespriv._validation import check_epsilon, check_finite_array, check_memory, fail
+from bayespriv.errors import BayesPrivDeprecationWarning, warn
 from bayespriv.mechanisms.mechanism import LedgerLike
 from bayespriv.mechanisms.release_path import check_dataset_name
+from bayespriv.mechanisms.table_layout import TableLayout, split_layout_keywords, table_layout
 from bayespriv.mechanisms.subset_count import (
     CALIBRATIONS,
     MAX_COUNT,
@@ -165,6 +166,7 @@ __all__ = [
     "subset_count_table",
     "subset_count_array",
     "SubsetCountMechanism",
+    "TableLayout",
     "two_sided_geometric",
     "two_sided_geometric_pmf",
     "pair_matrix",
@@ -264,6 +266,28 @@ def _charge_ledger(ledger: LedgerLike, mech: SubsetCountMechanism, *, seeded: bo
     return ledger.charge(mech)
 
 
+#: The keywords of an accounted table (deprecated: an accounted table is released through the mechanism).
+_ACCOUNTING = ("ledger", "dataset_name", "independent")
+
+
+def _table_keywords(layout: Any, deprecated: dict[str, Any]) -> tuple[TableLayout, dict[str, Any]]:
+    """``(layout, accounting)`` of :func:`subset_count_table`: the layout with its fields, once keywords of their
+    own, folded in, and the deprecated accounting keywords (:data:`_ACCOUNTING`), each spelling warning. A keyword
+    that was never accepted is a ``TypeError``, as Python's."""
+    old_layout, accounting = split_layout_keywords(deprecated)
+    unknown = [name for name in accounting if name not in _ACCOUNTING]
+    if unknown:
+        raise TypeError(f"subset_count_table() got an unexpected keyword argument {unknown[0]!r}")
+    layout = table_layout("subset_count_table", layout, old_layout)
+    if accounting:
+        spelled = ", ".join(f"{name}=..." for name in accounting)
+        warn(f"subset_count_table({spelled}) is deprecated and will be removed in the next release: use "
+             "SubsetCountMechanism(protected=..., public=..., epsilon=...).release(table, ledger=..., "
+             "dataset_name=..., options=ReleaseOptions(independent=True)), whose .value is the table",
+             BayesPrivDeprecationWarning)
+    return layout, accounting
+
+
 def subset_count_table(
     table: pd.DataFrame,
     *,
@@ -271,54 +295,41 @@ def subset_count_table(
     public: str,
     epsilon: float,
     rng: RNGLike = None,
+    layout: TableLayout | None = None,
     nonnegative: bool = False,
-    protected_values: Sequence | Mapping[Any, Sequence] | None = None,
-    public_values: Sequence | None = None,
-    count: str | None = None,
-    ledger: LedgerLike | None = None,
     geometric_calibration: str = "tight",
-    dataset_name: str | None = None,
-    independent: bool = False,
+    **deprecated: Any,
 ) -> pd.DataFrame:
     """Counts by ``public`` × ``protected``, ε-private on {protected}, with exact public margins.
 
     Algorithm 1 of Tan, *Privacy on a subset of dataset variables* (§5.2), with the corrected
     two-sided geometric law (see the module docstring for the construction, the privacy proof and
-    the variance (n_i − 1)·2α/(1 − α)², α = e^{−ε} by default).
+    the variance (n_i − 1)·2α/(1 − α)², α = e^{−ε} by default). The table is not accounted: to charge
+    it to a ledger, release it through its mechanism,
+    ``SubsetCountMechanism(protected=..., public=..., epsilon=...).release(table, ledger=..., layout=...)``
+    (:meth:`SubsetCountMechanism.release <bayespriv.mechanisms.SubsetCountMechanism.release>`), like every
+    other accounted release.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        One row per record (or per group of identical records, with ``count``).
+        One row per record (or per group of identical records, with ``layout.count``).
     protected, public : str
         Columns of ``table``: U₁ (whose values are protected) and V₁ (whose margins are public and
         released exactly).
     epsilon : float >= MIN_EPSILON (1e-9)
     rng : None | int | SeedSequence | Generator
         Release noise; ``None`` (the default) draws fresh OS entropy. A seeded release is for tests.
+    layout : TableLayout, optional
+        How the counts are read and laid out (the possible protected values, the rows, the multiplicity
+        column): :class:`~bayespriv.ledger.TableLayout`. Without ``protected_values`` (and a column that is
+        not Categorical) the categories are read off the data, with a
+        :class:`~bayespriv.PrivacyAssumptionWarning` and the assumption ``"domain_from_data"``.
+        ``protected_values=``, ``public_values=`` and ``count=`` are its deprecated spelling, kept for one
+        release.
     nonnegative : bool
         Post-process each row to the L1-nearest non-negative integer row with the same total
         (keeps the guarantee; biases small cells upwards).
-    protected_values : sequence, or mapping public value → sequence, optional
-        The possible protected values (the paper's U_{1,i}, possibly per public value). Must not be
-        read off the data: if a category is absent from the data its column (or its absence) would
-        reveal it. Default: the categories of a ``Categorical`` column; otherwise the values in
-        the data, with a :class:`~bayespriv.PrivacyAssumptionWarning` and the assumption
-        ``"domain_from_data"`` in the guarantee.
-    public_values : sequence, optional
-        Rows of the result (default: Categorical categories or the values present; public anyway).
-    count : str, optional
-        Column of non-negative integer record multiplicities, to pass a table of counts.
-    ledger : Ledger, optional
-        Charged (budget ``protected``) before any noise is drawn, on the ledger's default account: a
-        count table and a Pufferfish release there have no composition theorem between them and the
-        second is refused (:func:`~bayespriv.ledger.joint.composes_with`).
-    dataset_name : str, optional
-        Declare that the table reads other data than the ledger's other accounts (recorded as
-        ``declared_separate_data``; see :meth:`Mechanism.release <bayespriv.mechanisms.Mechanism.release>`).
-    independent : bool
-        Declare the table independent of the account's other releases (recorded as
-        ``declared_independent``). Either declaration, if false, leaves the joint ε unbounded.
     geometric_calibration : {"tight", "paper"}
         ``"tight"`` (default): α = e^{−ε}, whose privacy loss is exactly ε (proof in the module
         docstring). ``"paper"``: the paper's α = e^{−ε/2} (calibrated to L1 sensitivity 2), whose
@@ -340,6 +351,13 @@ def subset_count_table(
     closed form; tight for ``geometric_calibration="tight"``: attained by a row of two categories);
     0-private on every other variable except ``public``, whose margins are exact.
 
+    Notes
+    -----
+    ``ledger=``, ``dataset_name=`` and ``independent=`` are the deprecated spelling of an accounted table,
+    kept for one release: an accounted table is released through its mechanism,
+    ``SubsetCountMechanism(protected=..., public=..., epsilon=...).release(table, ledger=...,
+    dataset_name=..., options=ReleaseOptions(independent=True))``.
+
     Examples
     --------
     >>> import pandas as pd
@@ -347,22 +365,25 @@ def subset_count_table(
     >>> people = pd.DataFrame({"age": ["young"] * 6 + ["old"] * 4,
     ...                        "sex": ["F", "M", "F", "F", "M", "M", "F", "M", "M", "F"]})
     >>> table = bp.subset_count_table(people, protected="sex", public="age", epsilon=1.0,
-    ...                               protected_values=["F", "M"])
+    ...                               layout=bp.ledger.TableLayout(protected_values=["F", "M"]))
     >>> table.sum(axis=1).to_dict()          # the public margins are exact
     {'old': 4, 'young': 6}
     >>> table.attrs["guarantee"].epsilon, table.attrs["guarantee"].delta
     (1.0, 0.0)
     """
+    layout, accounting = _table_keywords(layout, deprecated)
+    ledger, dataset_name = accounting.get("ledger"), accounting.get("dataset_name")
     check_dataset_name(dataset_name)
     inputs = validate_count_request(table, protected=protected, public=public, epsilon=epsilon,
-                                    nonnegative=nonnegative, count=count, ledger=ledger,
+                                    nonnegative=nonnegative, count=layout.count, ledger=ledger,
                                     geometric_calibration=geometric_calibration)
-    domain = count_domain(inputs, protected_values=protected_values, public_values=public_values)
+    domain = count_domain(inputs, layout)
     f = exact_counts(inputs, domain)
     mech = SubsetCountMechanism(protected=inputs.protected, public=inputs.public, epsilon=inputs.epsilon,
                                 assumptions=domain.assumptions, geometric_calibration=inputs.calibration)
     charge = None if ledger is None else (lambda: _charge_ledger(ledger, mech, seeded=rng is not None,
-                                                                 dataset=dataset_name, independent=independent))
+                                                                 dataset=dataset_name,
+                                                                 independent=accounting.get("independent", False)))
     release = mech._release_counts(f, domain.mask, domain.rows, domain.cols, rng=rng, nonnegative=nonnegative,
                                    ledger=ledger, charge=charge)
     out = release.value

@@ -4,7 +4,8 @@ A guarantee resting on draws needs enough of them: below about ln(1/α)/δ per s
 certify δ (:func:`~bayespriv.privacy.accountant.check_draws`), and the mechanism refuses with a
 :class:`~bayespriv.errors.DrawsNeededError` naming how many would do. :func:`build_on_demand`
 starts from that number, and while a refusal asks for more it calibrates again with more (at
-least twice as many), up to ``max_draws``.
+least twice as many), up to a ceiling; :class:`DrawSchedule` sets the first round, the ceiling and the
+procedure's confidence.
 
 Why the confidence still holds. Each round is a fresh calibration with independent draws, at
 confidence ``1 − (1 − confidence)/2^k`` for round k = 1, 2, …; the probability that *some* round
@@ -18,11 +19,14 @@ alone; :class:`OnDemand` records the rounds and the procedure's level, the one t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._deprecation import keywords_into_option
 from .._validation import check_confidence, check_positive_int, fail
 from ..errors import DrawsNeededError, ParameterTypeError
+from .draw_schedule import DrawSchedule
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -32,7 +36,7 @@ if TYPE_CHECKING:
     from bayespriv.secrets import SecretPair
     from .mechanism import Mechanism
 
-__all__ = ["build_on_demand", "round_confidence", "OnDemand", "draws_for_delta"]
+__all__ = ["build_on_demand", "DrawSchedule", "round_confidence", "OnDemand", "draws_for_delta"]
 
 
 @dataclass(frozen=True)
@@ -59,10 +63,28 @@ def round_confidence(confidence: float, round_index: int) -> float:
     return 1.0 - (1.0 - confidence) / 2.0 ** int(round_index)
 
 
+#: The keywords of their own that :class:`DrawSchedule`'s fields were (deprecated spellings, kept for one release);
+#: :func:`build_on_demand` picks them out of the mechanism's options by name.
+_SCHEDULE_FIELDS = ("start", "max_draws", "confidence", "progress")
+
+
+def _schedule(schedule: Any, options: Mapping[str, Any]) -> tuple[DrawSchedule, dict[str, Any]]:
+    """``(schedule, the mechanism's options)``: the deprecated schedule keywords picked out of ``options`` and
+    folded into ``schedule``, warning (both spellings given: a ValidationError); None gives the defaults."""
+    old = {name: value for name, value in options.items() if name in _SCHEDULE_FIELDS}
+    rest = {name: value for name, value in options.items() if name not in _SCHEDULE_FIELDS}
+    schedule = keywords_into_option("build_on_demand", "schedule", DrawSchedule, old, schedule)
+    if schedule is None:
+        return DrawSchedule(), rest
+    if not isinstance(schedule, DrawSchedule):
+        raise ParameterTypeError(f"schedule must be None or a bayespriv DrawSchedule; got {schedule!r:.80} of type "
+                                 f"{type(schedule).__name__}")
+    return schedule, rest
+
+
 def build_on_demand(mechanism: type[Mechanism], model: DataModel | DataModelFamily,
                     pairs: SecretPair | Sequence[SecretPair], query: Query, *, epsilon: float, delta: float,
-                    max_draws: int = 2_000_000, start: int | None = None, confidence: float = 0.95, rng: RNGLike = None,
-                    progress: bool | None = None, **options: Any) -> Any:
+                    rng: RNGLike = None, schedule: DrawSchedule | None = None, **options: Any) -> OnDemand:
     """Calibrate ``model`` and build ``mechanism`` on it, drawing more until the guarantee is established.
 
     Parameters
@@ -73,17 +95,13 @@ def build_on_demand(mechanism: type[Mechanism], model: DataModel | DataModelFami
         As :func:`~bayespriv.calibrate`.
     epsilon, delta : float
         The request.
-    max_draws : int
-        Ceiling of draws per secret.
-    start : int, optional
-        Draws per secret of the first round. Default: the number a refusal asks for at this δ
-        (:func:`~bayespriv.privacy.accountant.check_draws`).
-    confidence : float in (0, 1)
-        Level of the whole procedure (module docstring).
     rng : None, int, SeedSequence or Generator
         Round k draws with the k-th child of this seed.
-    progress : bool, optional
-        Passed to :func:`~bayespriv.calibrate`.
+    schedule : DrawSchedule, optional
+        The rounds' draws — first round, ceiling, the procedure's confidence, progress bar:
+        :class:`~bayespriv.mechanisms.on_demand.DrawSchedule` (default: from the draws a refusal asks for up
+        to 2,000,000 per secret, at confidence 0.95). ``start=``, ``max_draws=``, ``confidence=`` and
+        ``progress=`` are its deprecated spelling, kept for one release.
     **options
         Other arguments of the mechanism.
 
@@ -95,28 +113,27 @@ def build_on_demand(mechanism: type[Mechanism], model: DataModel | DataModelFami
     Raises
     ------
     DrawsNeededError
-        When even ``max_draws`` per secret do not do (naming what the last refusal asked for).
+        When even ``schedule.max_draws`` per secret do not do (naming what the last refusal asked for).
     ValidationError
         Any other refusal of the mechanism (not a matter of draws) is raised as it is.
     """
-    from ..calibration import calibrate
+    from ..calibration import ExecutionOptions, calibrate
     from ..random import as_seed_sequence
 
     if not callable(mechanism):
         raise ParameterTypeError(f"mechanism must be a mechanism class; got {type(mechanism).__name__}")
-    conf = check_confidence(confidence)
-    if conf is None:
-        raise fail("confidence", "a number in (0, 1) (draws on demand need a confidence to spend)", confidence)
-    ceiling = check_positive_int(max_draws, "max_draws", minimum=2)
-    n = min(ceiling, check_positive_int(start, "start", minimum=2) if start is not None
+    schedule, options = _schedule(schedule, options)
+    conf, ceiling = schedule.confidence, schedule.max_draws
+    n = min(ceiling, schedule.start if schedule.start is not None
             else draws_for_delta(pairs, delta, confidence=round_confidence(conf, 1)))
+    execution = ExecutionOptions(progress=schedule.progress)
     seeds = as_seed_sequence(rng)
     rounds: list[int] = []
     while True:
         k = len(rounds) + 1
         rounds.append(n)
         cal = calibrate(model, pairs, query, n_draws=n, rng=seeds.spawn(1)[0], confidence=round_confidence(conf, k),
-                        progress=progress)
+                        execution=execution)
         try:
             return OnDemand(mechanism(cal, epsilon=epsilon, delta=delta, **options), tuple(rounds), conf)
         except DrawsNeededError as exc:

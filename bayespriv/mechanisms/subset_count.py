@@ -4,7 +4,8 @@
 :class:`SubsetCountMechanism` implements the :class:`~bayespriv.mechanisms.mechanism.Mechanism`
 contract for a table: its guarantee (ε on the protected variable, exact), its noise plan (one
 exact two-sided geometric draw per pair of protected categories in a row) and ``release``, which
-returns a :class:`TableRelease` whose value is the noisy table. It also holds the checks of a
+returns a :class:`TableRelease` whose value is the noisy table (laid out as a
+:class:`~bayespriv.mechanisms.table_layout.TableLayout` says). It also holds the checks of a
 count request, the noise law's helpers and the non-negative post-processing. The construction,
 the privacy proof and the variance are in the docstring of :mod:`bayespriv.ledger.subset`,
 whose :func:`~bayespriv.ledger.subset_count_table` releases a table through this mechanism.
@@ -29,7 +30,6 @@ from .._validation import (
     check_frame,
     check_memory,
     check_positive_int,
-    check_sequence,
     described,
     fail,
 )
@@ -38,12 +38,14 @@ from ..random import RNGLike
 from .mechanism import LedgerLike, Mechanism, _Fixed, _void
 from bayespriv.noise import BitSource
 from .release_path import DEFAULT_OPTIONS, check_dataset_name, release_options
+from .table_layout import TableLayout, column_name, split_layout_keywords, table_layout
 from bayespriv._deprecation import positional_arguments, renamed_keyword
 from bayespriv.privacy.guarantee import Guarantee, Release, ReleaseOptions
 
 __all__ = [
     "SubsetCountMechanism",
     "TableRelease",
+    "TableLayout",
     "pair_matrix",
     "cell_variance",
     "nonnegative_rows",
@@ -253,35 +255,14 @@ def nonnegative_rows(table: Any) -> np.ndarray:
 # -- a count request: its columns, domain and exact counts -----------------------------------------
 
 
-def _name(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ParameterTypeError(f"{name} must be a column name (non-empty string); got {value!r}")
-    return value
-
-
-def _categories(series: pd.Series, given: Any, name: str) -> tuple[list, bool]:
-    """Domain of a column: given, or the categories of a Categorical, or (last resort) the data."""
+def _categories(series: pd.Series, given: tuple | None) -> tuple[list, bool]:
+    """Domain of a column: given (checked by :class:`TableLayout`), or the categories of a Categorical, or (last
+    resort) the data."""
     if given is not None:
-        values = _hashable(list(check_sequence(given, name)), name, given)
-        if len(set(values)) != len(values):
-            raise fail(name, "distinct values", given)
-        if not values:
-            raise fail(name, "non-empty", given)
-        return values, False
+        return list(given), False
     if isinstance(series.dtype, pd.CategoricalDtype):
         return list(series.cat.categories), False
     return sorted(series.dropna().unique().tolist(), key=lambda v: (str(type(v)), v)), True
-
-
-def _hashable(values: list, name: str, given: Any) -> list:
-    """``values``, each of which must be hashable (categories are looked up by hash)."""
-    for v in values:
-        try:
-            hash(v)
-        except TypeError:
-            raise fail(name, "hashable values (categories such as strings or numbers)",
-                       described(f"{type(v).__name__} {v!r:.40} in {given!r:.60}")) from None
-    return values
 
 
 def _check_cells(series: pd.Series, column: str) -> None:
@@ -322,12 +303,12 @@ class _CountDomain:
     assumptions: tuple[str, ...]
 
 
-def validate_count_request(table: Any, *, protected: Any, public: Any, epsilon: Any, nonnegative: Any, count: Any,
-                           ledger: Any, geometric_calibration: Any) -> _CountInputs:
+def validate_count_request(table: Any, *, protected: Any, public: Any, epsilon: Any, nonnegative: Any,
+                           count: str | None, ledger: Any, geometric_calibration: Any) -> _CountInputs:
     """Check the table and the scalar arguments, in order, and keep the columns the table needs."""
     check_frame(table, "table")
-    protected = _name(protected, "protected")
-    public = _name(public, "public")
+    protected = column_name(protected, "protected")
+    public = column_name(public, "public")
     if protected == public:
         raise fail("protected", f"a different column from public ({public!r})", protected)
     eps = check_noise_epsilon(epsilon)
@@ -336,7 +317,7 @@ def validate_count_request(table: Any, *, protected: Any, public: Any, epsilon: 
         raise ParameterTypeError(f"nonnegative must be True or False; got {nonnegative!r}")
     if ledger is not None and not callable(getattr(ledger, "charge", None)):
         raise ParameterTypeError(f"ledger must be None or a bayespriv Ledger; got {type(ledger).__name__}")
-    needed = [protected, public] + ([_name(count, "count")] if count is not None else [])
+    needed = [protected, public] + ([count] if count is not None else [])
     check_columns_present(needed, table.columns, "protected, public and count")
     data = table[needed]
     if data[[protected, public]].isna().any().any():
@@ -360,27 +341,27 @@ def _record_weights(data: pd.DataFrame, count: str | None) -> np.ndarray:
     return w.astype(np.int64)
 
 
-def count_domain(inputs: _CountInputs, *, protected_values: Any, public_values: Any) -> _CountDomain:
+def count_domain(inputs: _CountInputs, layout: TableLayout) -> _CountDomain:
     """Rows and columns of the table and which cells may hold records; warns when read off the data."""
     data, protected = inputs.data, inputs.protected
-    rows, _ = _categories(data[inputs.public], public_values, "public_values")
+    rows, _ = _categories(data[inputs.public], layout.public_values)
     assumptions: tuple[str, ...] = ()
-    if isinstance(protected_values, Mapping):
-        per_row = {k: _hashable(list(check_sequence(v, f"protected_values[{k!r}]")), f"protected_values[{k!r}]", v)
-                   for k, v in protected_values.items()}
+    if isinstance(layout.protected_values, Mapping):
+        per_row = layout.protected_values
         missing = [r for r in rows if r not in per_row]
         if missing:
             raise ValidationError(f"protected_values must give the possible values for every public value; missing {missing!r}")
         cols = list(dict.fromkeys(v for r in rows for v in per_row[r]))
         mask = np.array([[c in set(per_row[r]) for c in cols] for r in rows], dtype=bool)
     else:
-        cols, from_data = _categories(data[protected], protected_values, "protected_values")
+        cols, from_data = _categories(data[protected], layout.protected_values)
         mask = np.ones((len(rows), len(cols)), dtype=bool)
         if from_data:
             assumptions = ("domain_from_data",)
             warn(f"protected_values not given and {protected!r} is not Categorical: the protected categories are "
-                 "read off the data, which reveals which of them occur. Pass protected_values= (the possible "
-                 "values, decided without looking at the data) for the stated guarantee.", PrivacyAssumptionWarning)
+                 "read off the data, which reveals which of them occur. Pass layout=TableLayout(protected_values=...) "
+                 "(the possible values, decided without looking at the data) for the stated guarantee.",
+                 PrivacyAssumptionWarning)
     return _CountDomain(rows=rows, cols=cols, mask=mask, assumptions=assumptions)
 
 
@@ -455,8 +436,9 @@ class SubsetCountMechanism(Mechanism):
 
     ``protected`` is the budget it charges (the protected variable), ``variables`` the columns the
     table depends on. Build it by hand to ask the cost first (:meth:`cell_variance`) and release
-    with :meth:`release` (a dataset) or :meth:`release_value` (an array of counts), or through
-    :func:`~bayespriv.ledger.subset_count_table`, which returns the table itself.
+    with :meth:`release` (a dataset, read and laid out as a :class:`~bayespriv.ledger.TableLayout` says) or
+    :meth:`release_value` (an array of counts), with a ledger to account the table; or through
+    :func:`~bayespriv.ledger.subset_count_table`, which returns the table itself, not accounted.
 
     ``geometric_calibration`` is ``"tight"`` (α = e^{−ε}, the default) or ``"paper"``
     (α = e^{−ε/2}); the guarantee is ε for both (exact for the tight calibration, twice the true
@@ -494,8 +476,8 @@ class SubsetCountMechanism(Mechanism):
             protected, public, epsilon, assumptions, geometric_calibration = _constructor_arguments(
                 args, renamed, protected=protected, public=public, epsilon=epsilon, assumptions=assumptions,
                 geometric_calibration=geometric_calibration)
-        self.protected_variable = _name(protected, "protected")
-        self.public_variable = _name(public, "public")
+        self.protected_variable = column_name(protected, "protected")
+        self.public_variable = column_name(public, "public")
         super().__init__(None, epsilon=epsilon)
         self.geometric_calibration = check_geometric_calibration(geometric_calibration)
         guarantee = Guarantee(self.epsilon, 0.0, 1.0, assumptions, _THEOREMS[self.geometric_calibration])
@@ -587,33 +569,71 @@ class SubsetCountMechanism(Mechanism):
 
     # -- release -------------------------------------------------------------------------------------
     def release(self, dataset: pd.DataFrame, *, rng: RNGLike = None, ledger: LedgerLike | None = None,
-                nonnegative: bool = False, protected_values: Any = None, public_values: Any = None,
-                count: str | None = None, dataset_name: str | None = None,
+                layout: TableLayout | None = None, nonnegative: bool = False, dataset_name: str | None = None,
                 options: ReleaseOptions | None = None, **deprecated: Any) -> TableRelease:
         """The noisy table of counts by the public × protected variable of ``dataset``.
 
-        Parameters as :func:`~bayespriv.ledger.subset_count_table` (whose table is this
-        release's ``value``). A domain read off the data (``protected_values`` not given and the
-        column not Categorical) is refused unless the mechanism was built with the assumption
-        ``"domain_from_data"``. With a ledger, the budget is charged before any noise is drawn, on the
-        ledger's default account unless ``dataset_name`` declares other data;
-        ``options=ReleaseOptions(independent=True)`` declares the table independent of the account's
-        other releases (both recorded, as in :meth:`Mechanism.release
-        <bayespriv.mechanisms.Mechanism.release>`). ``options.clip`` must be False (``nonnegative=True``
-        post-processes a table); the two opt-ins change nothing here (the guarantee is exact and rests on
-        no calibration). ``independent=`` is the deprecated spelling, kept for one release.
+        Parameters
+        ----------
+        dataset : pandas.DataFrame
+            One row per record (or per group of identical records, with ``layout.count``).
+        rng : None | int | SeedSequence | Generator
+            Release noise; ``None`` (the default) draws fresh OS entropy. A seeded release is for tests.
+        ledger : Ledger, optional
+            Charged (budget ``protected``) before any noise is drawn, on the ledger's default account unless
+            ``dataset_name`` declares other data: a count table and a Pufferfish release on the same account
+            have no composition theorem between them and the second is refused
+            (:func:`~bayespriv.ledger.joint.composes_with`).
+        layout : TableLayout, optional
+            How the counts are read and laid out (the possible protected values, the rows, the multiplicity
+            column): :class:`~bayespriv.ledger.TableLayout`. A domain read off the data (no
+            ``protected_values`` and the column not Categorical) is refused unless the mechanism was built
+            with the assumption ``"domain_from_data"``. ``protected_values=``, ``public_values=`` and
+            ``count=`` are its deprecated spelling, kept for one release.
+        nonnegative : bool
+            Post-process each row to the L1-nearest non-negative integer row with the same total (keeps the
+            guarantee; biases small cells upwards).
+        dataset_name : str, optional
+            Declare that the table reads other data than the ledger's other accounts (recorded as
+            ``declared_separate_data``; see :meth:`Mechanism.release <bayespriv.mechanisms.Mechanism.release>`).
+        options : ReleaseOptions, optional
+            ``ReleaseOptions(independent=True)`` declares the table independent of the account's other
+            releases (recorded as ``declared_independent``); either declaration, if false, leaves the joint ε
+            unbounded. ``options.clip`` must be False (``nonnegative=True`` post-processes a table); the two
+            opt-ins change nothing here (the guarantee is exact and rests on no calibration).
+            ``independent=`` is its deprecated spelling, kept for one release.
+
+        Returns
+        -------
+        TableRelease
+            Its ``value`` is the table: int64 counts indexed by the public values, one column per protected
+            value, whose rows add up to the exact public margins.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import bayespriv as bp
+        >>> people = pd.DataFrame({"age": ["young"] * 6 + ["old"] * 4, "sex": list("FMFFMMFMMF")})
+        >>> mechanism = bp.SubsetCountMechanism(protected="sex", public="age", epsilon=1.0)
+        >>> release = mechanism.release(people, layout=bp.ledger.TableLayout(protected_values=["F", "M"]))
+        >>> release.value.sum(axis=1).to_dict()          # the public margins are exact
+        {'old': 4, 'young': 6}
         """
-        dataset_name, options = _table_options(f"{type(self).__name__}.release", options, deprecated, dataset_name)
+        owner = f"{type(self).__name__}.release"
+        old_layout, rest = split_layout_keywords(deprecated)
+        dataset_name, options = _table_options(owner, options, rest, dataset_name)
+        layout = table_layout(owner, layout, old_layout)
         check_dataset_name(dataset_name)
         protected, public, epsilon, calibration = self._subset
         inputs = validate_count_request(dataset, protected=protected, public=public, epsilon=epsilon,
-                                        nonnegative=nonnegative, count=count, ledger=ledger,
+                                        nonnegative=nonnegative, count=layout.count, ledger=ledger,
                                         geometric_calibration=calibration)
-        domain = count_domain(inputs, protected_values=protected_values, public_values=public_values)
+        domain = count_domain(inputs, layout)
         missing = [a for a in domain.assumptions if a not in self.accounting_record.assumptions]
         if missing:
-            raise ValidationError(f"protected_values must be given (or {protected!r} Categorical) for a mechanism whose "
-                                  f"guarantee does not assume {missing}; got a domain read off the data")
+            raise ValidationError(f"protected_values must be given (layout=TableLayout(protected_values=...), or "
+                                  f"{protected!r} Categorical) for a mechanism whose guarantee does not assume "
+                                  f"{missing}; got a domain read off the data")
         f = exact_counts(inputs, domain)
         charge = None if ledger is None else (lambda: ledger.charge(self, seeded=rng is not None, dataset=dataset_name,
                                                                     independent=options.independent))

@@ -5,9 +5,9 @@ The second pipeline of the data flow: a network over the distribution parameters
 calibration an APMQM or MQM mechanism takes.
 
 * :func:`max_influence`, :class:`MaxInfluence`, :class:`ParameterNetwork` (:mod:`.influence`).
-* :func:`markov_quilts`, :func:`calibrate_quilts`, :class:`QuiltCalibration`, :class:`Quilt`,
-  :class:`QuiltScore` (:mod:`.quilts`, the candidate search in :mod:`.quilt_search`, exact
-  elimination in :mod:`.elimination`).
+* :func:`markov_quilts`, :func:`calibrate_quilts` (its search settings: :class:`QuiltSearch`),
+  :class:`QuiltCalibration`, :class:`Quilt`, :class:`QuiltScore` (:mod:`.quilts`, the candidate
+  search in :mod:`.quilt_search`, exact elimination in :mod:`.elimination`).
 * :func:`calibrate_chain`, :class:`ChainCalibration`, :class:`MarkovChain` (:mod:`.quilts.chains`).
 """
 
@@ -18,6 +18,7 @@ from .quilts import (
     Quilt,
     QuiltCalibration,
     QuiltScore,
+    QuiltSearch,
     calibrate_chain,
     calibrate_quilts,
     markov_quilts,
@@ -32,6 +33,7 @@ __all__ = [
     "Quilt",
     "QuiltCalibration",
     "QuiltScore",
+    "QuiltSearch",
     "calibrate_chain",
     "calibrate_quilts",
     "markov_quilts",

@@ -14,7 +14,8 @@ release and for the noise scale that meets a request.
 * :func:`account`, :func:`scale_to_delta` — the accountant: δ(ε) of the law actually released (sampled
   draws of F plus the noise), with confidence bounds that cover what the draws cannot show
   (:mod:`.accountant`; the estimators in :mod:`.mixture_1d`, :mod:`.mixture_mc`, :mod:`.finite_exact`,
-  :mod:`.kernel_sums`, :mod:`.draw_bounds`, :mod:`.certified`).
+  :mod:`.kernel_sums`, :mod:`.draw_bounds`, :mod:`.certified`); :class:`WeightedAtoms` — a finite law
+  as weighted atoms, checked once, as the Monte-Carlo estimator takes it (:mod:`.mixture_mc`).
 """
 
 from . import privacy_loss
@@ -27,6 +28,7 @@ from .analytic_gaussian import (
     gaussian_sigma,
 )
 from .guarantee import Guarantee, Release, ReleaseOptions
+from .mixture_mc import WeightedAtoms
 from .privacy_loss import gaussian_delta, gaussian_privacy_curve
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "privacy_loss",
     "gaussian_delta",
     "gaussian_privacy_curve",
+    "WeightedAtoms",
     "PrivacyAccount",
     "account",
     "scale_to_delta",

@@ -68,7 +68,7 @@ from .finite_exact import finite_hockey
 from .mixture_1d import atoms_of, grid_hockey, grid_hockey_both
 from .certified import BLOCK_SIZES, certified_bound, coupling_plan, noise_transform, usable_block_sizes
 from .draw_bounds import draws_for_floor, mean_lower, mean_upper, upper_floor
-from .mixture_mc import mixture_hockey
+from .mixture_mc import WeightedAtoms, mixture_hockey
 from .privacy_loss import one_direction_delta
 
 if TYPE_CHECKING:
@@ -239,8 +239,22 @@ class PrivacyAccount:
 # ------------------------------------------------------------------------------------- one row
 def _atoms(law: FiniteLaw | SampledLaw) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(law, SampledLaw):
-        return law.draws, np.full(law.n, 1.0 / law.n)
+        weights = np.full(law.n, 1.0 / law.n)
+        weights.setflags(write=False)  # a private array: WeightedAtoms keeps it without a copy
+        return law.draws, weights
     return law.points, law.weights
+
+
+#: Laws as :class:`~bayespriv.privacy.mixture_mc.WeightedAtoms`, built (and checked) once per law object.
+_WEIGHTED: "weakref.WeakKeyDictionary[Any, WeightedAtoms]" = weakref.WeakKeyDictionary()
+
+
+def _weighted_atoms(law: FiniteLaw | SampledLaw) -> WeightedAtoms:
+    """The law as the Monte-Carlo estimator takes it (cached per law object; laws are immutable)."""
+    cached = _WEIGHTED.get(law)
+    if cached is None:
+        cached = _WEIGHTED[law] = WeightedAtoms(*_atoms(law))
+    return cached
 
 
 #: One-dimensional laws' distinct atoms, computed once per law object (a scale search accounts the same
@@ -358,14 +372,13 @@ def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward:
     """One direction of a condition known through draws or atoms: by quadrature in one dimension (or
     ``est``, already computed so), else by Monte Carlo over the released mixture."""
     a, b = (cond.law_a, cond.law_b) if forward else (cond.law_b, cond.law_a)
-    (xa, wa), (xb, wb) = _atoms(a), _atoms(b)
     sampled = (isinstance(a, SampledLaw), isinstance(b, SampledLaw))
     if est is None and cond.k == 1:
         est = grid_hockey(_atoms_1d(a), None, _atoms_1d(b), None, noise, eps, sampled=sampled, halves=halves)
     quadrature = est is not None
     if est is None:
         points = POINTS_GAUSSIAN if noise.kind == "gaussian" else POINTS_LAPLACE
-        est = mixture_hockey(xa, wa, xb, wb, noise, eps, n_points=points,
+        est = mixture_hockey(_weighted_atoms(a), _weighted_atoms(b), noise, eps, n_points=points,
                              seed=[ACCOUNTANT_SEED, index, int(forward)], sampled=sampled, halves=halves)
     method = ("sampled" if any(sampled) else "finite") + ("_quadrature" if quadrature else "_mixture")
     if levels is None:

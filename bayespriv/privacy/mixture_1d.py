@@ -206,8 +206,21 @@ def grid_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, nois
                 sampled: bool = True, halves: bool = True) -> MixtureEstimate | None:
     """H_ε(P_a‖P_b) of two one-dimensional released mixtures, by quadrature (module docstring).
 
-    Parameters as :func:`~bayespriv.privacy.mixture_mc.mixture_hockey` (atoms of shape (n, 1) or (n,)).
-    Returns None when the grid would be too fine for the spread of the atoms.
+    Parameters
+    ----------
+    atoms_a, atoms_b : array (n, 1) or (n,), or Atoms
+        The atoms of each law (draws or support points), or the law's :class:`Atoms` from :func:`atoms_of`
+        (built once and reused across noise scales; its weights argument is then ignored).
+    weights_a, weights_b : array (n,) or None
+        Their weights (1/n for draws), summing to 1: the arrays of a
+        :class:`~bayespriv.privacy.mixture_mc.WeightedAtoms`.
+    noise, epsilon, sampled, halves :
+        As :func:`~bayespriv.privacy.mixture_mc.mixture_hockey`.
+
+    Returns
+    -------
+    MixtureEstimate or None
+        None when the grid would be too fine for the spread of the atoms.
     """
     drawn = sampled_pair(sampled)
     g = _grid(atoms_a, weights_a, atoms_b, weights_b, noise, halves and any(drawn))

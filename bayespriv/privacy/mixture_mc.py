@@ -65,17 +65,82 @@ from typing import Any
 
 import numpy as np
 
-from bayespriv._validation import fail
-from bayespriv.errors import ValidationError
+from bayespriv._validation import check_finite_array, described, fail, seal_fields, sealed
+from bayespriv.errors import BayesPrivDeprecationWarning, ParameterTypeError, ValidationError, warn
 from .loss_reduction import RANK_RTOL
 
-__all__ = ["MixtureEstimate", "DrawContributions", "mixture_hockey", "atom_counts", "DEFENSIVE_WEIGHT", "KERNEL_BYTES",
-           "FAR_SHARE", "sampled_pair"]
+__all__ = ["WeightedAtoms", "MixtureEstimate", "DrawContributions", "mixture_hockey", "atom_counts",
+           "DEFENSIVE_WEIGHT", "KERNEL_BYTES", "FAR_SHARE", "WEIGHTS_SUM_TOL", "sampled_pair"]
 
 #: Share of the proposal drawn from the released mixture itself (bounds every weight by 1/w).
 DEFENSIVE_WEIGHT = 0.3
 #: Memory of one block of the kernel matrix (float32), which bounds the chunk of points.
 KERNEL_BYTES = 64 * 2**20
+#: How far from 1 the weights of a :class:`WeightedAtoms` may sum (the tolerance of the calibration's finite laws).
+WEIGHTS_SUM_TOL = 1e-9
+
+
+def _unwritable(arr: np.ndarray) -> np.ndarray:
+    """``arr`` itself when it is already read-only float64 in C order (nothing to copy); else a
+    :func:`~bayespriv._validation.sealed` copy, so that no holder of the input can change the value."""
+    if arr.dtype == np.float64 and arr.flags.c_contiguous and not arr.flags.writeable:
+        return arr
+    return sealed(arr, float)
+
+
+@seal_fields
+@dataclass(frozen=True, eq=False)
+class WeightedAtoms:
+    """A finite law given as weighted atoms: ``Σ_i w_i δ_{x_i}`` (the draws of F, each of weight 1/n, or
+    the support points of a finite law), checked once.
+
+    Both arrays are read-only float64: an input that already is (in C order) is kept without a copy, any
+    other is copied into sealed memory (:func:`~bayespriv._validation.sealed`). A wrong type raises
+    :class:`~bayespriv.errors.ParameterTypeError`, a broken rule :class:`~bayespriv.errors.ValidationError`.
+
+    Attributes
+    ----------
+    atoms : array (n, k)
+        The atoms x_i: finite numbers, n ≥ 1 rows of k ≥ 1 coordinates; a vector ``(n,)`` is taken as
+        ``(n, 1)``.
+    weights : array (n,)
+        Their weights w_i: finite, non-negative, one per atom, summing to 1 within
+        :data:`WEIGHTS_SUM_TOL`.
+
+    Examples
+    --------
+    >>> from bayespriv.privacy import WeightedAtoms
+    >>> law = WeightedAtoms([0.0, 1.0, 2.0], [0.25, 0.5, 0.25])
+    >>> law.atoms.shape, law.weights.flags.writeable
+    ((3, 1), False)
+    >>> WeightedAtoms([0.0, 1.0], [0.5, 0.6])
+    Traceback (most recent call last):
+        ...
+    bayespriv.errors.ValidationError: weights must be numbers summing to 1 (within 1e-09); got sum 1.1
+    """
+
+    atoms: np.ndarray
+    weights: np.ndarray
+
+    def __post_init__(self) -> None:
+        atoms = check_finite_array(self.atoms, "atoms")
+        if atoms.ndim not in (1, 2) or 0 in atoms.shape:
+            raise fail("atoms", "an array (n, k) or (n,) with n >= 1 and k >= 1", described(f"shape {atoms.shape}"))
+        atoms = _unwritable(atoms)
+        atoms = atoms.reshape(-1, 1) if atoms.ndim == 1 else atoms
+        weights = check_finite_array(self.weights, "weights", ndim=1)
+        if weights.shape[0] != atoms.shape[0]:
+            raise fail("weights", f"one per atom ({atoms.shape[0]})", described(f"shape {weights.shape}"))
+        if float(weights.min()) < 0.0:
+            raise fail("weights", "non-negative", described(f"minimum {float(weights.min())!r}"))
+        total = float(weights.sum())
+        if not abs(total - 1.0) <= WEIGHTS_SUM_TOL:
+            raise fail("weights", f"numbers summing to 1 (within {WEIGHTS_SUM_TOL:g})", described(f"sum {total!r}"))
+        object.__setattr__(self, "atoms", atoms)
+        object.__setattr__(self, "weights", _unwritable(weights))
+
+    def __setstate__(self, state: dict) -> None:  # unpickled arrays own writable memory: seal them again
+        self.__dict__.update({key: sealed(value, float) for key, value in state.items()})
 
 
 @dataclass(frozen=True)
@@ -488,16 +553,47 @@ def sampled_pair(sampled: Any) -> tuple[bool, bool]:
     return (bool(sampled[0]), bool(sampled[1])) if isinstance(sampled, tuple) else (bool(sampled), bool(sampled))
 
 
-def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, epsilon: float, *,
+#: The deprecated spelling of :func:`mixture_hockey`'s arguments, all by position.
+_OLD_SPELLING = ("atoms_a", "weights_a", "atoms_b", "weights_b", "noise", "epsilon")
+
+
+def _old_spelling(args: tuple[Any, ...]) -> tuple[WeightedAtoms, WeightedAtoms, Any, Any]:
+    """``(law_a, law_b, noise, epsilon)`` from the deprecated call ``mixture_hockey(atoms_a, weights_a,
+    atoms_b, weights_b, noise, epsilon)``; warns with :class:`~bayespriv.errors.BayesPrivDeprecationWarning`, in
+    the words of :mod:`bayespriv._deprecation` (whose helpers word keyword spellings, not arrays by position)."""
+    if len(args) != len(_OLD_SPELLING):
+        raise TypeError(f"mixture_hockey() takes {len(_OLD_SPELLING)} positional arguments in its deprecated "
+                        f"spelling ({', '.join(_OLD_SPELLING)}) but {len(args)} were given")
+    atoms_a, weights_a, atoms_b, weights_b, noise, epsilon = args
+    warn(f"mixture_hockey({', '.join(_OLD_SPELLING)}) is deprecated and will be removed in the next release: use "
+         "mixture_hockey(WeightedAtoms(atoms_a, weights_a), WeightedAtoms(atoms_b, weights_b), noise, epsilon)",
+         BayesPrivDeprecationWarning)
+    return WeightedAtoms(atoms_a, weights_a), WeightedAtoms(atoms_b, weights_b), noise, epsilon
+
+
+def _checked_laws(law_a: Any, law_b: Any, noise: Any, epsilon: Any,
+                  extra: tuple[Any, ...]) -> tuple[WeightedAtoms, WeightedAtoms, Any, Any]:
+    """The arguments of :func:`mixture_hockey` in its spelling, from either spelling."""
+    if not isinstance(law_a, WeightedAtoms):
+        return _old_spelling((law_a, law_b, noise, epsilon, *extra))
+    if extra:
+        raise TypeError(f"mixture_hockey() takes 4 positional arguments but {4 + len(extra)} were given")
+    if not isinstance(law_b, WeightedAtoms):
+        raise ParameterTypeError(f"law_b must be a bayespriv WeightedAtoms; got {law_b!r:.80} of type "
+                                 f"{type(law_b).__name__}")
+    return law_a, law_b, noise, epsilon
+
+
+def mixture_hockey(law_a: WeightedAtoms, law_b: WeightedAtoms, noise: Any, epsilon: float, *deprecated: Any,
                    n_points: int = 512, seed: Any = 0, sampled: Any = True, halves: bool = True) -> MixtureEstimate:
     """Estimate H_ε(P_a‖P_b) for P_s = (Σ_i w_i δ_{x_i}) ∗ Z (module docstring).
 
     Parameters
     ----------
-    atoms_a, atoms_b : array (n, k)
-        Draws (or support points) of F under each secret.
-    weights_a, weights_b : array (n,)
-        Their weights (1/n for draws); each sums to 1.
+    law_a, law_b : WeightedAtoms
+        The law of F under each secret: draws (weights 1/n) or support points (:class:`WeightedAtoms`).
+        The four arrays by position, ``mixture_hockey(atoms_a, weights_a, atoms_b, weights_b, noise, epsilon)``,
+        are the deprecated spelling, kept for one release (they warn and give the identical estimate).
     noise : object
         With ``kind`` ``"gaussian"`` and ``cov (k, k)`` (full rank), or
         ``"laplace"`` and ``scale (k,)``, ``basis (k, k)`` (invertible).
@@ -516,11 +612,12 @@ def mixture_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, n
     -------
     MixtureEstimate
     """
+    law_a, law_b, noise, epsilon = _checked_laws(law_a, law_b, noise, epsilon, deprecated)
     if not epsilon > 0:
         raise fail("epsilon", "a finite number > 0", epsilon)
     drawn = sampled_pair(sampled)
-    wa, wb = np.asarray(weights_a, float), np.asarray(weights_b, float)
-    full = _frame(np.asarray(atoms_a, float), wa, np.asarray(atoms_b, float), wb, noise)
+    wa, wb = law_a.weights, law_b.weights
+    full = _frame(law_a.atoms, wa, law_b.atoms, wb, noise)
     split = _split_far(full, epsilon, full.a.shape[0])
     fr, log_mass = split.frame, math.log(split.mass)
     noise_var = 2.0 if fr.laplace else 1.0

@@ -26,8 +26,9 @@ import pytest
 from scipy import integrate, special, stats
 
 import bayespriv as bp
-from bayespriv.audit.attack import AttackResult, noise_sampler, property_inference_attack
+from bayespriv.audit.attack import AttackResult, ShadowTraining, noise_sampler, property_inference_attack
 from bayespriv.audit.empirical_epsilon import clopper_pearson, empirical_epsilon, epsilon_lower_bound
+from bayespriv.errors import BayesPrivDeprecationWarning
 from bayespriv.mechanisms.expected_value import ExpM
 
 ALPHA = 1e-3
@@ -145,7 +146,8 @@ def test_laplace_mechanism_and_no_ledger_budget(monkeypatch):
 
     monkeypatch.setattr(type(mech), "release_value", forbidden)  # mechanisms are immutable: patch the class
     monkeypatch.setattr(type(mech), "release", forbidden)
-    res = property_inference_attack(mech, MODEL, MODEL, PAIR, rng=103, repetitions=20)  # query from the calibration
+    # the query from the calibration
+    res = property_inference_attack(mech, MODEL, MODEL, PAIR, rng=103, shadow=ShadowTraining(repetitions=20))
     tol = 0.5 * D / (2 * mech.noise_scale[0]) + hoeffding(20 * 200, ALPHA)
     assert abs(res.accuracy - 0.5) <= tol, (res.accuracy, tol)
     assert res.mechanism.startswith("ExpM(epsilon=0.01") and res.claimed_epsilon == 0.01 and res.claimed_delta == 0.0
@@ -192,19 +194,20 @@ def test_noise_sampler_laplace_basis():
 
 def test_seeding_per_repetition_and_common_random_numbers():
     """Repetition r does not depend on how many are run; same seed, same datasets for every mechanism."""
-    a = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, repetitions=3, rng=5)
-    b = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, repetitions=5, rng=5)
+    a = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, shadow=ShadowTraining(repetitions=3), rng=5)
+    b = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, shadow=ShadowTraining(repetitions=5), rng=5)
     np.testing.assert_array_equal(a.accuracies, b.accuracies[:3])
-    c = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, repetitions=5, rng=6)
+    c = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, shadow=ShadowTraining(repetitions=5), rng=6)
     assert not np.array_equal(b.accuracies, c.accuracies)
     # zero noise through a mechanism object = no mechanism, draw for draw
     z = property_inference_attack(types.SimpleNamespace(noise_cov=np.zeros((1, 1))), MODEL, MODEL, PAIR,
-                                  query=QUERY, repetitions=5, rng=5)
+                                  query=QUERY, shadow=ShadowTraining(repetitions=5), rng=5)
     np.testing.assert_array_equal(z.confusion, b.confusion)
 
 
 def test_result_is_frozen_and_consistent():
-    res = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, n_train=50, n_test=31, repetitions=4, rng=9)
+    res = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY,
+                                    shadow=ShadowTraining(n_train=50, n_test=31, repetitions=4), rng=9)
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.accuracy = 1.0
     with pytest.raises(ValueError):
@@ -223,7 +226,7 @@ def test_result_is_frozen_and_consistent():
     assert "95% CI low" in table.columns
     html = res._repr_html_()
     assert "Property-inference attack" in html and "accuracy" in html
-    one = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, repetitions=1, rng=9)
+    one = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, shadow=ShadowTraining(repetitions=1), rng=9)
     assert math.isnan(one.standard_error) and math.isnan(one.ci[0])
 
 
@@ -232,16 +235,15 @@ def test_custom_classifier_is_cloned_and_seeded():
     from sklearn.tree import DecisionTreeClassifier
 
     tree = DecisionTreeClassifier(max_depth=2, max_features=1)
-    a = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, repetitions=4, rng=11, classifier=tree)
-    b = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, repetitions=4, rng=11, classifier=tree)
+    shadow = ShadowTraining(repetitions=4, classifier=tree)
+    a = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, shadow=shadow, rng=11)
+    b = property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, shadow=shadow, rng=11)
     np.testing.assert_array_equal(a.confusion, b.confusion)
     assert a.classifier == "DecisionTreeClassifier"
     assert not hasattr(tree, "tree_") and tree.random_state is None  # the user's object is untouched
 
 
 def test_validation_messages():
-    with pytest.raises(bp.ValidationError, match=r"n_train must be an integer >= 2; got 1"):
-        property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, n_train=1)
     with pytest.raises(bp.ValidationError, match=r"query must be given"):
         property_inference_attack(None, MODEL, MODEL, PAIR)
     with pytest.raises(bp.ParameterTypeError, match=r"mechanism must be None or expose its noise"):
@@ -257,6 +259,58 @@ def test_validation_messages():
     with pytest.raises(bp.ValidationError, match=r"query columns must be columns of train_model"):
         property_inference_attack(None, MODEL, MODEL, PAIR, query=LEAKY_QUERY)
 
+
+
+# -- the attacker's training: ShadowTraining ------------------------------------------------------------------
+
+SHADOW_FIELD_CASES = [
+    ("n_train", 1.5, bp.ParameterTypeError, r"n_train must be an integer >= 2; got 1.5"),
+    ("n_train", 1, bp.ValidationError, r"n_train must be an integer >= 2; got 1"),
+    ("n_test", "200", bp.ParameterTypeError, r"n_test must be an integer >= 2; got '200'"),
+    ("n_test", 0, bp.ValidationError, r"n_test must be an integer >= 2; got 0"),
+    ("repetitions", True, bp.ParameterTypeError, r"repetitions must be an integer >= 1; got True"),
+    ("repetitions", 0, bp.ValidationError, r"repetitions must be an integer >= 1; got 0"),
+    ("classifier", "logistic", bp.ParameterTypeError, r"classifier must be None or a scikit-learn estimator"),
+    ("noisy_shadow", "yes", bp.ParameterTypeError, r"noisy_shadow must be True or False; got 'yes'"),
+]
+
+
+def test_shadow_training_defaults_are_the_papers_setting():
+    shadow = ShadowTraining()
+    assert (shadow.n_train, shadow.n_test, shadow.repetitions) == (200, 200, 50)
+    assert shadow.classifier is None and shadow.noisy_shadow is True
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shadow.n_train = 10
+    with pytest.raises(TypeError):
+        ShadowTraining(100)  # keyword-only
+
+
+@pytest.mark.parametrize("field, value, error, message", SHADOW_FIELD_CASES,
+                         ids=[f"{c[0]}={c[1]!r}" for c in SHADOW_FIELD_CASES])
+def test_shadow_training_checks_each_field(field, value, error, message):
+    with pytest.raises(error, match=message):
+        ShadowTraining(**{field: value})
+
+
+def test_old_training_keywords_warn_and_give_the_same_attack():
+    shadow = ShadowTraining(n_train=20, n_test=10, repetitions=2, noisy_shadow=False)
+    noise = types.SimpleNamespace(noise_cov=np.array([[0.5]]))
+    new = property_inference_attack(noise, MODEL, MODEL, PAIR, query=QUERY, shadow=shadow, rng=13)
+    with pytest.warns(BayesPrivDeprecationWarning, match=r"property_inference_attack\(n_train=\.\.\., n_test=.*"
+                                                           r"use property_inference_attack\(shadow=ShadowTraining\("):
+        old = property_inference_attack(noise, MODEL, MODEL, PAIR, query=QUERY, n_train=20, n_test=10, repetitions=2,
+                                        noisy_shadow=False, rng=13)
+    np.testing.assert_array_equal(old.confusion, new.confusion)
+    assert (old.n_train, old.n_test, old.repetitions, old.noisy_shadow) == (20, 10, 2, False)
+
+
+def test_old_training_keyword_with_shadow_or_unknown_keyword_is_refused():
+    with pytest.raises(bp.ValidationError, match=r"pass shadow= only \(repetitions=\.\.\. is its deprecated spelling\)"):
+        property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, shadow=ShadowTraining(), repetitions=2)
+    with pytest.raises(TypeError, match=r"^property_inference_attack\(\) got an unexpected keyword argument 'n_shadow'$"):
+        property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, n_shadow=2)
+    with pytest.raises(bp.ParameterTypeError, match=r"shadow must be None or a bayespriv ShadowTraining; got 5"):
+        property_inference_attack(None, MODEL, MODEL, PAIR, query=QUERY, shadow=5)
 
 # -- empirical ε -------------------------------------------------------------------------------------------
 
@@ -405,14 +459,15 @@ def test_census_expm_gaussian_eps_01(census):
 def test_census_table3_with_exact_shadow_releases(census):
     """Table 3, ExpM(G), ε = 5, δ = 1e-3: 0.539. The authors' notebook trains on exact shadow F.
 
-    ``noisy_shadow=False`` reproduces it: |Ā − 0.539| ≤ z_{α/2}·√2·se (both figures are means
+    ``ShadowTraining(noisy_shadow=False)`` reproduces it: |Ā − 0.539| ≤ z_{α/2}·√2·se (both figures are means
     of 50 repetitions of the same design, CLT; α = 1e-3). Twin: the stronger attack that
     trains on noisy shadow releases (the default) is far above the paper's figure.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", bp.PrivacyAssumptionWarning)  # classic at ε ≥ 1: the paper's setting
         mech = ExpM(census.cal, epsilon=5.0, delta=1e-3, gaussian_calibration="classic")
-    weak = property_inference_attack(mech, census.aux, census.test, census.pair, rng=303, noisy_shadow=False)
+    weak = property_inference_attack(mech, census.aux, census.test, census.pair, rng=303,
+                                     shadow=ShadowTraining(noisy_shadow=False))
     tol = stats.norm.ppf(1 - ALPHA / 2) * math.sqrt(2) * weak.standard_error
     assert abs(weak.accuracy - 0.539) <= tol, (weak, tol)
     assert not weak.noisy_shadow

@@ -34,7 +34,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+import bayespriv as bp
 from bayespriv.audit.coverage import (
+    CalibrationRuns,
     binomial_law,
     coverage_by_noise,
     measure_coverage,
@@ -116,8 +118,8 @@ def _check(law, n_draws, delta, runs, seed, twin=0.5):
     calibrations and mechanisms."""
     limit = failure_threshold(runs, CONFIDENCE, FALSE_ALARM)
     factors = (1.0,) if twin is None else (1.0, twin)
-    result, *broken = coverage_by_noise(law, n_draws=n_draws, delta=delta, runs=runs, seed=seed,
-                                        noise_factors=factors)
+    result, *broken = coverage_by_noise(law, n_draws=n_draws, delta=delta,
+                                        calibrations=CalibrationRuns(runs=runs, seed=seed), noise_factors=factors)
     assert result.failures <= limit, result
     for twin_result in broken:
         assert twin_result.failures > limit, twin_result
@@ -127,12 +129,63 @@ def _check(law, n_draws, delta, runs, seed, twin=0.5):
 def test_twins_judged_together_are_the_separate_measurements():
     """One pass over the calibrations for the mechanism and its twin gives what two separate passes give."""
     law = gaussian_mean_law()
-    together = coverage_by_noise(law, n_draws=20_000, delta=1e-3, runs=3, seed=8, noise_factors=(1.0, 0.5))
-    apart = tuple(measure_coverage(law, n_draws=20_000, delta=1e-3, runs=3, seed=8, noise_factor=f)
+    three = CalibrationRuns(runs=3, seed=8)
+    together = coverage_by_noise(law, n_draws=20_000, delta=1e-3, calibrations=three, noise_factors=(1.0, 0.5))
+    apart = tuple(measure_coverage(law, n_draws=20_000, delta=1e-3, calibrations=three, noise_factor=f)
                   for f in (1.0, 0.5))
     assert together == apart
     assert together[1].failures > together[0].failures  # the twin's δ is above the request where the mechanism's is not
 
+
+
+# ------------------------------------------------------------------------------ CalibrationRuns
+RUNS_FIELD_CASES = [
+    ("runs", 2.0, bp.ParameterTypeError, r"runs must be an integer >= 1; got 2.0"),
+    ("runs", 0, bp.ValidationError, r"runs must be an integer >= 1; got 0"),
+    ("seed", "0", bp.ParameterTypeError, r"seed must be an integer >= 0; got '0'"),
+    ("seed", -1, bp.ValidationError, r"seed must be an integer >= 0; got -1"),
+]
+
+
+def test_calibration_runs_defaults():
+    runs = CalibrationRuns()
+    assert (runs.runs, runs.seed) == (100, 0)
+    with pytest.raises(TypeError):
+        CalibrationRuns(20)  # keyword-only
+    with pytest.raises(AttributeError):  # frozen
+        runs.runs = 5
+
+
+@pytest.mark.parametrize("field, value, error, message", RUNS_FIELD_CASES,
+                         ids=[f"{c[0]}={c[1]!r}" for c in RUNS_FIELD_CASES])
+def test_calibration_runs_checks_each_field(field, value, error, message):
+    with pytest.raises(error, match=message):
+        CalibrationRuns(**{field: value})
+
+
+@pytest.mark.parametrize("harness, factor", [(measure_coverage, {"noise_factor": 0.5}),
+                                             (coverage_by_noise, {"noise_factors": (1.0, 0.5)})])
+def test_old_runs_and_seed_warn_and_give_the_same_measurement(harness, factor):
+    from bayespriv.errors import BayesPrivDeprecationWarning
+
+    law = gaussian_mean_law()
+    new = harness(law, n_draws=2000, delta=1e-2, calibrations=CalibrationRuns(runs=2, seed=9), **factor)
+    name = harness.__name__
+    with pytest.warns(BayesPrivDeprecationWarning, match=rf"{name}\(runs=\.\.\., seed=\.\.\.\) is deprecated .*use "
+                                                         rf"{name}\(calibrations=CalibrationRuns\("):
+        old = harness(law, n_draws=2000, delta=1e-2, runs=2, seed=9, **factor)
+    assert old == new
+
+
+@pytest.mark.parametrize("harness", [measure_coverage, coverage_by_noise])
+def test_old_runs_with_calibrations_or_unknown_keyword_is_refused(harness):
+    law, name = gaussian_mean_law(), harness.__name__
+    with pytest.raises(bp.ValidationError, match=r"pass calibrations= only \(seed=\.\.\. is its deprecated spelling\)"):
+        harness(law, n_draws=2000, calibrations=CalibrationRuns(runs=1), seed=3)
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'repeats'$"):
+        harness(law, n_draws=2000, repeats=3)
+    with pytest.raises(bp.ParameterTypeError, match=r"calibrations must be None or a bayespriv CalibrationRuns; got 3"):
+        harness(law, n_draws=2000, calibrations=3)
 
 SHORT = [
     (gaussian_mean_law(), 20_000, 1e-3),
@@ -153,11 +206,11 @@ def test_a_request_the_draws_cannot_show_is_refused_naming_the_draws():
     """p = 2e-3 at 31 from 500 draws (the far region is missed by all of them with probability 37 %): every
     calibration refuses δ = 1e-3 and names the same number of draws, at which the law is established."""
     law = rare_far_law(2e-3, 31.0)
-    refused = measure_coverage(law, n_draws=500, delta=1e-3, runs=10, seed=3)
+    refused = measure_coverage(law, n_draws=500, delta=1e-3, calibrations=CalibrationRuns(runs=10, seed=3))
     assert refused.refused == 10 and refused.failures == 0 and len(set(refused.draws_asked)) == 1
     asked = refused.draws_asked[0]
     assert asked > 500 and "n_draws=" in refused.reasons[0]
-    enough = measure_coverage(law, n_draws=asked, delta=1e-3, runs=5, seed=4)
+    enough = measure_coverage(law, n_draws=asked, delta=1e-3, calibrations=CalibrationRuns(runs=5, seed=4))
     assert enough.established == 5 and enough.failures == 0
 
 

@@ -29,6 +29,7 @@ from scipy import special, stats
 
 import bayespriv as bp
 from bayespriv.audit import (
+    AttackTrials,
     LikelihoodRatioResult,
     accuracy_bound,
     direct_accuracy,
@@ -143,7 +144,7 @@ def test_gaussian_model_reaches_the_exact_bayes_accuracy(gauss_cal, noise):
     assert 0 < shortfall < 2e-3  # the tolerance is not vacuous
     assert fixed <= bayes + 1e-7, (fixed, bayes)  # no test beats Bayes
     assert bayes - fixed <= shortfall, (bayes, fixed, shortfall)
-    res = likelihood_ratio_attack(mech, GAUSS, n_trials=n, rng=12)
+    res = likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=n), rng=12)
     t_h = hoeffding(2 * n, ALPHA)
     assert abs(res.accuracy - fixed) <= t_h, (res.accuracy, fixed, t_h)
     assert abs(res.accuracy - bayes) <= t_h + shortfall, (res.accuracy, bayes, t_h + shortfall)
@@ -171,8 +172,8 @@ def test_half_noise_twin_exceeds_the_accuracy_a_large_delta_allows(gauss_cal):
     n = 4000
     mech = APGM(gauss_cal, epsilon=0.5, delta=0.1)
     bound = accuracy_bound(0.5, 0.1)
-    res = likelihood_ratio_attack(mech, GAUSS, n_trials=n, rng=21)
-    broken = likelihood_ratio_attack(twin(mech), GAUSS, n_trials=n, rng=21)
+    res = likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=n), rng=21)
+    broken = likelihood_ratio_attack(twin(mech), GAUSS, trials=AttackTrials(n_trials=n), rng=21)
     assert res.accuracy_bound == pytest.approx(bound) and broken.accuracy_bound == pytest.approx(bound)
     assert not res.exceeds_bound, res
     twin_bayes = float(stats.norm.cdf(_gaussian_radius(mech, 0.25) / 2))
@@ -196,8 +197,8 @@ def test_half_noise_twin_is_caught_by_the_empirical_epsilon(gauss_cal):
     """
     n = 30_000
     mech = APGM(gauss_cal, epsilon=1.0, delta=1e-3)
-    res = likelihood_ratio_attack(mech, GAUSS, n_trials=n, rng=22, alpha=ALPHA)
-    broken = likelihood_ratio_attack(twin(mech), GAUSS, n_trials=n, rng=22, alpha=ALPHA)
+    res = likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=n), rng=22, alpha=ALPHA)
+    broken = likelihood_ratio_attack(twin(mech), GAUSS, trials=AttackTrials(n_trials=n), rng=22, alpha=ALPHA)
     assert res.audit_thresholds == (0.0, 1.0, -1.0) and res.empirical.delta == 1e-3
     assert not res.contradicts_claim, res.empirical
     assert broken.contradicts_claim, broken.empirical
@@ -304,7 +305,7 @@ def test_noiseless_release_uses_the_empirical_pmf(table_cal):
     p_b = np.where(scores > 0, 1.0, np.where(scores < 0, 0.0, 0.5))
     fixed = 0.5 * float((pmf_a * (1 - p_b)).sum() + (pmf_b * p_b).sum())
     assert fixed <= bayes + 1e-12
-    res = likelihood_ratio_attack(none, TABLE_MODEL, n_trials=n, rng=32)
+    res = likelihood_ratio_attack(none, TABLE_MODEL, trials=AttackTrials(n_trials=n), rng=32)
     assert res.noise == "none"
     assert abs(res.accuracy - fixed) <= hoeffding(2 * n, ALPHA), (res.accuracy, fixed)
     assert bayes - fixed < 0.01 and bayes > 0.78
@@ -329,10 +330,12 @@ def test_proportion_pair_with_noise_and_held_out_reference(table_cal):
     """APGM on the count; held-out reference draws (another calibration) give a valid test too."""
     mech = APGM(table_cal, epsilon=1.0, delta=1e-3)
     held_out = bp.calibrate(TABLE_MODEL, [TABLE_PAIR], TABLE_QUERY, n_draws=1500, rng=33)
-    res = likelihood_ratio_attack(mech, TABLE_MODEL, n_trials=2000, rng=34)
-    other = likelihood_ratio_attack(mech, TABLE_MODEL, n_trials=2000, rng=34, reference_draws=held_out)
-    given = likelihood_ratio_attack(mech, TABLE_MODEL, n_trials=2000, rng=34, reference_draws={
-        s: held_out.sample_array[held_out.index(s)] for s in TABLE_PAIR.secrets})
+    res = likelihood_ratio_attack(mech, TABLE_MODEL, trials=AttackTrials(n_trials=2000), rng=34)
+    other = likelihood_ratio_attack(mech, TABLE_MODEL, trials=AttackTrials(n_trials=2000, reference_draws=held_out),
+                                    rng=34)
+    draws = {s: held_out.sample_array[held_out.index(s)] for s in TABLE_PAIR.secrets}
+    given = likelihood_ratio_attack(mech, TABLE_MODEL, trials=AttackTrials(n_trials=2000, reference_draws=draws),
+                                    rng=34)
     assert "calibration (20000" in res.reference and "separate calibration (1500" in other.reference
     assert other.n_reference == (1500, 1500) and given.reference.startswith("given draws")
     np.testing.assert_array_equal(other.scores, given.scores)
@@ -343,7 +346,8 @@ def test_proportion_pair_with_noise_and_held_out_reference(table_cal):
 
 
 def test_mean_pairs_have_no_n_leaked(gauss_cal):
-    res = likelihood_ratio_attack(APGM(gauss_cal, epsilon=1.0, delta=1e-3), GAUSS, n_trials=200, rng=41)
+    res = likelihood_ratio_attack(APGM(gauss_cal, epsilon=1.0, delta=1e-3), GAUSS, trials=AttackTrials(n_trials=200),
+                                  rng=41)
     assert res.n_leaked is None and res.n_leaked_interval is None
     assert "fixes a mean" in res.n_leaked_note
 
@@ -353,8 +357,8 @@ def test_mean_pairs_have_no_n_leaked(gauss_cal):
 
 def test_result_reproducible_frozen_and_presented(gauss_cal):
     mech = APGM(gauss_cal, epsilon=1.0, delta=1e-3)
-    res = likelihood_ratio_attack(mech, GAUSS, n_trials=300, rng=51)
-    again = likelihood_ratio_attack(mech, GAUSS, n_trials=300, rng=51)
+    res = likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=300), rng=51)
+    again = likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=300), rng=51)
     np.testing.assert_array_equal(res.scores, again.scores)
     assert res.accuracy == again.accuracy and res.confusion.sum() == 600 and res.scores.shape == (2, 300)
     assert res.confusion[1, 1] == round(res.tpr * 300) and res.confusion[0, 1] == round(res.fpr * 300)
@@ -369,7 +373,8 @@ def test_result_reproducible_frozen_and_presented(gauss_cal):
     assert "LikelihoodRatioResult(mechanism='APGM" in repr(res) and "bound=0.7313" in repr(res)
     assert "Likelihood-ratio attack on &#x27;mean(y)&#x27;" in res._repr_html_()
     assert isinstance(res, LikelihoodRatioResult) and res.pair == GAUSS_PAIR and res.query == "mean(y)"
-    custom = likelihood_ratio_attack(mech, GAUSS, n_trials=300, rng=51, threshold=0.5, audit_thresholds=[0.5, 2.0])
+    custom = likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=300), rng=51, threshold=0.5,
+                                     audit_thresholds=[0.5, 2.0])
     np.testing.assert_array_equal(custom.scores, res.scores)
     assert custom.audit_thresholds == (0.5, 2.0) and custom.tpr <= res.tpr and custom.fpr <= res.fpr
 
@@ -381,15 +386,15 @@ def test_family_calibration_uses_the_member_of_the_model():
     cal = bp.calibrate(family, [GAUSS_PAIR], GAUSS_QUERY, n_draws=20_000, rng=61)
     mech = APGM(cal, epsilon=1.0, delta=1e-3)
     member = family.members[0]
-    res = likelihood_ratio_attack(mech, member, n_trials=200, rng=62)
+    res = likelihood_ratio_attack(mech, member, trials=AttackTrials(n_trials=200), rng=62)
     draws = cal.members[0].sample_array
     assert res.n_reference == (draws.shape[1], draws.shape[1])
     with pytest.raises(bp.ParameterTypeError, match="family.members"):
-        likelihood_ratio_attack(mech, family, n_trials=10)
+        likelihood_ratio_attack(mech, family, trials=AttackTrials(n_trials=10))
     stranger = bp.GaussianDataModel([0.0, 0.0], [[1.0, 0.3], [0.3, 1.0]], ["x", "y"], n_records=N_RECORDS,
                                     theta={"rho": 0.3})
     with pytest.raises(bp.ValidationError, match="no member has the model's θ"):
-        likelihood_ratio_attack(mech, stranger, n_trials=10)
+        likelihood_ratio_attack(mech, stranger, trials=AttackTrials(n_trials=10))
 
 
 def test_validation_messages(gauss_cal):
@@ -399,7 +404,8 @@ def test_validation_messages(gauss_cal):
         likelihood_ratio_attack(types.SimpleNamespace(noise_cov=np.eye(1)), GAUSS)
     with pytest.raises(bp.ValidationError, match="noise 'gaussian\\+laplace'"):
         likelihood_ratio_attack(types.SimpleNamespace(calibration=gauss_cal, noise="gaussian+laplace",
-                                                      noise_cov=np.eye(1), **noise), GAUSS, n_trials=10)
+                                                      noise_cov=np.eye(1), **noise), GAUSS,
+                                trials=AttackTrials(n_trials=10))
     with pytest.raises(bp.ValidationError, match="full rank"):
         log_likelihood_ratio([[0.0, 0.0]], np.zeros((3, 2)), np.ones((3, 2)),
                              types.SimpleNamespace(noise_cov=np.diag([1.0, 0.0]), **noise))
@@ -410,27 +416,77 @@ def test_validation_messages(gauss_cal):
     with pytest.raises(bp.ValidationError, match="values must be of shape"):
         log_likelihood_ratio([[0.0]], np.zeros((3, 2)), np.ones((3, 2)), types.SimpleNamespace(noise_cov=np.eye(2), **noise))
     with pytest.raises(bp.ValidationError, match="missing"):
-        likelihood_ratio_attack(mech, GAUSS, n_trials=10, reference_draws={GAUSS_PAIR.a: np.zeros((5, 1))})
+        likelihood_ratio_attack(mech, GAUSS,
+                                trials=AttackTrials(n_trials=10, reference_draws={GAUSS_PAIR.a: np.zeros((5, 1))}))
     with pytest.raises(bp.ValidationError, match="shape \\(n, 1\\)"):
-        likelihood_ratio_attack(mech, GAUSS, n_trials=10,
-                                reference_draws={s: np.zeros((5, 2)) for s in GAUSS_PAIR.secrets})
+        likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(
+            n_trials=10, reference_draws={s: np.zeros((5, 2)) for s in GAUSS_PAIR.secrets}))
     other_query = bp.calibrate(GAUSS, [GAUSS_PAIR], bp.mean("x"), n_draws=100, rng=1)
     with pytest.raises(bp.ValidationError, match="calibration of the mechanism's query 'mean\\(y\\)'"):
-        likelihood_ratio_attack(mech, GAUSS, n_trials=10, reference_draws=other_query)
+        likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=10, reference_draws=other_query))
     with pytest.raises(bp.ParameterTypeError, match="reference_draws must be None"):
-        likelihood_ratio_attack(mech, GAUSS, n_trials=10, reference_draws=[1, 2])
+        AttackTrials(n_trials=10, reference_draws=[1, 2])
     with pytest.raises(bp.ValidationError, match="alpha must be in"):
-        likelihood_ratio_attack(mech, GAUSS, n_trials=10, alpha=1.5)
+        likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=10), alpha=1.5)
     with pytest.raises(bp.ValidationError, match="threshold must be a finite"):
-        likelihood_ratio_attack(mech, GAUSS, n_trials=10, threshold=math.inf)
+        likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=10), threshold=math.inf)
     with pytest.raises(bp.ParameterTypeError, match="n_trials must be an integer"):
-        likelihood_ratio_attack(mech, GAUSS, n_trials=10.0)
+        AttackTrials(n_trials=10.0)
     moments = bp.Calibration.from_moments({s: gauss_cal.means[s] for s in GAUSS_PAIR.secrets},
                                           {s: gauss_cal.covs[s] for s in GAUSS_PAIR.secrets}, [GAUSS_PAIR],
                                           query=GAUSS_QUERY)
     with pytest.raises(bp.ValidationError, match="holds no draws"):
-        likelihood_ratio_attack(APGM(moments, epsilon=1.0, delta=1e-3), GAUSS, n_trials=10)
+        likelihood_ratio_attack(APGM(moments, epsilon=1.0, delta=1e-3), GAUSS, trials=AttackTrials(n_trials=10))
 
+
+
+# -- what the attack runs on: AttackTrials ---------------------------------------------------------------------
+
+TRIALS_FIELD_CASES = [
+    ("n_trials", 10.0, bp.ParameterTypeError, r"n_trials must be an integer >= 1; got 10.0"),
+    ("n_trials", 0, bp.ValidationError, r"n_trials must be an integer >= 1; got 0"),
+    ("reference_draws", [1, 2], bp.ParameterTypeError, r"reference_draws must be None, a Calibration, or a mapping"),
+]
+
+
+def test_attack_trials_defaults():
+    trials = AttackTrials()
+    assert trials.n_trials == 2000 and trials.reference_draws is None
+    with pytest.raises(TypeError):
+        AttackTrials(100)  # keyword-only
+    with pytest.raises(AttributeError):  # frozen
+        trials.n_trials = 10
+
+
+@pytest.mark.parametrize("field, value, error, message", TRIALS_FIELD_CASES,
+                         ids=[f"{c[0]}={c[1]!r}" for c in TRIALS_FIELD_CASES])
+def test_attack_trials_checks_each_field(field, value, error, message):
+    with pytest.raises(error, match=message):
+        AttackTrials(**{field: value})
+
+
+def test_old_trial_keywords_warn_and_give_the_same_attack(gauss_cal):
+    from bayespriv.errors import BayesPrivDeprecationWarning
+
+    mech = APGM(gauss_cal, epsilon=1.0, delta=1e-3)
+    draws = {s: gauss_cal.sample_array[gauss_cal.index(s)][:200] for s in GAUSS_PAIR.secrets}
+    new = likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=50, reference_draws=draws), rng=5)
+    with pytest.warns(BayesPrivDeprecationWarning, match=r"likelihood_ratio_attack\(n_trials=\.\.\., "
+                                                         r"reference_draws=\.\.\.\) is deprecated .*use "
+                                                         r"likelihood_ratio_attack\(trials=AttackTrials\("):
+        old = likelihood_ratio_attack(mech, GAUSS, n_trials=50, reference_draws=draws, rng=5)
+    np.testing.assert_array_equal(old.scores, new.scores)
+    assert old.accuracy == new.accuracy and old.n_trials == 50 and old.n_reference == (200, 200)
+
+
+def test_old_trial_keyword_with_trials_or_unknown_keyword_is_refused(gauss_cal):
+    mech = APGM(gauss_cal, epsilon=1.0, delta=1e-3)
+    with pytest.raises(bp.ValidationError, match=r"pass trials= only \(n_trials=\.\.\. is its deprecated spelling\)"):
+        likelihood_ratio_attack(mech, GAUSS, trials=AttackTrials(n_trials=10), n_trials=10)
+    with pytest.raises(TypeError, match=r"^likelihood_ratio_attack\(\) got an unexpected keyword argument 'trial'$"):
+        likelihood_ratio_attack(mech, GAUSS, trial=10)
+    with pytest.raises(bp.ParameterTypeError, match=r"trials must be None or a bayespriv AttackTrials; got 10"):
+        likelihood_ratio_attack(mech, GAUSS, trials=10)
 
 # -- census (UCI Adult): the mechanisms at ε = 1, δ = 1e-3 ------------------------------------------------------
 
@@ -467,7 +523,7 @@ def test_census_mechanisms_stay_within_their_claim(census, name):
                         f"cannot hide the rest of the difference): {exc}")
         raise
     n = 2000
-    res = likelihood_ratio_attack(mech, census.model, n_trials=n, rng=72, alpha=ALPHA)
+    res = likelihood_ratio_attack(mech, census.model, trials=AttackTrials(n_trials=n), rng=72, alpha=ALPHA)
     assert res.accuracy_bound == pytest.approx(accuracy_bound(1.0, 1e-3))
     assert res.accuracy <= res.accuracy_bound + hoeffding(2 * n, ALPHA), res
     assert not res.contradicts_claim, res.empirical
@@ -487,6 +543,6 @@ def test_census_half_noise_apgm_is_caught(census):
     catch (r ≈ 0.61: ≈ 1e-11). Accuracy alone (≈ 0.61 < 0.731) cannot see it.
     """
     mech = CENSUS_MECHANISMS["APGM"](census.cal)
-    broken = likelihood_ratio_attack(twin(mech), census.model, n_trials=80_000, rng=73)
+    broken = likelihood_ratio_attack(twin(mech), census.model, trials=AttackTrials(n_trials=80_000), rng=73)
     assert broken.contradicts_claim, broken.empirical
     assert broken.accuracy < broken.accuracy_bound

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import bayespriv as bp
-from bayespriv.calibration import engine
+from bayespriv.calibration import ExecutionOptions, engine
 from bayespriv.calibration.engine import CHUNK_BYTES, CHUNK_ELEMENTS, default_chunk_size, draw_query_samples
 
 V = np.array([[1.0, 0.5], [0.5, 2.0]])
@@ -60,10 +60,11 @@ def test_ten_consecutive_calibrations_on_one_client_give_the_seed_determined_num
     makes the next fail with ``FutureCancelledError: lost dependencies``; the same model and query are reused on purpose, alternating
     with a lambda model and query, every call compared with the serial run bit for bit."""
     cases = [(*_gauss(), 300, 50), (*_lambdas(), 200, 40)]
-    serial = [bp.calibrate(m, p, q, n_draws=n, rng=3, chunk_size=c).sample_array for m, p, q, n, c in cases]
+    serial = [bp.calibrate(m, p, q, n_draws=n, rng=3, execution=ExecutionOptions(chunk_size=c)).sample_array
+              for m, p, q, n, c in cases]
     for i in range(10):
         m, p, q, n, c = cases[i % 2]
-        cal = bp.calibrate(m, p, q, n_draws=n, rng=3, chunk_size=c, executor=client)
+        cal = bp.calibrate(m, p, q, n_draws=n, rng=3, execution=ExecutionOptions(chunk_size=c, executor=client))
         np.testing.assert_array_equal(cal.sample_array, serial[i % 2], err_msg=f"call {i + 1} of 10")
     assert _settles_to(client, 0) == 0  # nothing of the ten calls is left on the cluster
 
@@ -88,12 +89,13 @@ def test_a_failing_task_cancels_the_rest_and_leaves_the_client_usable(client):
     bad = bp.FunctionDataModel(draw, columns=["x"], n_records=4)
     pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 1.0))
     with pytest.raises(RuntimeError, match="boom in a worker"):
-        bp.calibrate(bad, pair, bp.mean("x"), n_draws=400, rng=0, chunk_size=20, executor=client)
+        bp.calibrate(bad, pair, bp.mean("x"), n_draws=400, rng=0,
+                     execution=ExecutionOptions(chunk_size=20, executor=client))
     assert _settles_to(client, 0) == 0
     model, pairs, q = _gauss()
-    ok = bp.calibrate(model, pairs, q, n_draws=100, rng=1, chunk_size=30, executor=client)
+    ok = bp.calibrate(model, pairs, q, n_draws=100, rng=1, execution=ExecutionOptions(chunk_size=30, executor=client))
     np.testing.assert_array_equal(ok.sample_array, bp.calibrate(model, pairs, q, n_draws=100, rng=1,
-                                                                chunk_size=30).sample_array)
+                                                                execution=ExecutionOptions(chunk_size=30)).sample_array)
 
 
 # -- chunk sizing counts the model's columns ---------------------------------------------------------
@@ -156,7 +158,7 @@ def _thread_model():
 def _threads_seen(executor) -> set[float]:
     secrets = [bp.DistributionSecret("mu", 0.0)]
     return set(np.unique(draw_query_samples(_thread_model(), secrets, bp.mean("x"), n_draws=40, rng=0,
-                                            chunk_size=10, executor=executor)))
+                                            execution=ExecutionOptions(chunk_size=10, executor=executor))))
 
 
 @pytest.mark.subprocess

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import bayespriv as bp
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.calibration.engine import minimum_draws
 
 V = np.array([[1.0, 0.5], [0.5, 2.0]])
@@ -31,16 +32,17 @@ def test_same_seed_same_calibration_and_different_seed_differs():
 
 def test_executor_gives_identical_numbers():
     model, pairs, q = _setup()
-    serial = bp.calibrate(model, pairs, q, n_draws=900, rng=3, chunk_size=100)
+    serial = bp.calibrate(model, pairs, q, n_draws=900, rng=3, execution=ExecutionOptions(chunk_size=100))
     with ThreadPoolExecutor(2) as pool:
-        threaded = bp.calibrate(model, pairs, q, n_draws=900, rng=3, chunk_size=100, executor=pool)
+        threaded = bp.calibrate(model, pairs, q, n_draws=900, rng=3,
+                                execution=ExecutionOptions(chunk_size=100, executor=pool))
     np.testing.assert_array_equal(serial.samples.values, threaded.samples.values)
     np.testing.assert_array_equal(serial.mean_array, threaded.mean_array)
 
 
 def test_samples_layout_and_summaries():
     model, pairs, q = _setup()
-    cal = bp.calibrate(model, pairs, q, n_draws=250, chunk_size=60, rng=1)
+    cal = bp.calibrate(model, pairs, q, n_draws=250, execution=ExecutionOptions(chunk_size=60), rng=1)
     assert cal.samples.dims == ("secret", "draw", "component")
     assert cal.samples.shape == (3, 250, 2)
     assert list(cal.samples.component.values) == ["mean(y)", "mean(s)"]
@@ -100,7 +102,7 @@ def test_chunking_bounds_the_batch_size():
 
     model = bp.FunctionDataModel(draw, columns=["x"], n_records=5)
     pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 1.0))
-    cal = bp.calibrate(model, pair, bp.mean("x"), n_draws=1000, chunk_size=300, rng=0)
+    cal = bp.calibrate(model, pair, bp.mean("x"), n_draws=1000, execution=ExecutionOptions(chunk_size=300), rng=0)
     assert max(seen) == 300 and sum(seen) == 2000
     assert cal.n_draws == 1000
 
@@ -117,9 +119,10 @@ def test_process_pool_gives_identical_numbers():
     from concurrent.futures import ProcessPoolExecutor
 
     model, pairs, q = _setup()
-    serial = bp.calibrate(model, pairs, q, n_draws=600, rng=11, chunk_size=150)
+    serial = bp.calibrate(model, pairs, q, n_draws=600, rng=11, execution=ExecutionOptions(chunk_size=150))
     with ProcessPoolExecutor(2) as pool:
-        parallel = bp.calibrate(model, pairs, q, n_draws=600, rng=11, chunk_size=150, executor=pool)
+        parallel = bp.calibrate(model, pairs, q, n_draws=600, rng=11,
+                                execution=ExecutionOptions(chunk_size=150, executor=pool))
     np.testing.assert_array_equal(serial.samples.values, parallel.samples.values)
 
 
@@ -139,9 +142,10 @@ def test_lambda_query_and_model_through_a_process_pool_save_and_load(tmp_path):
     model, pair, query = _lambda_setup()
     with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
         pickle.dumps(query)  # twin: what the executor got before cloudpickle
-    serial = bp.calibrate(model, pair, query, n_draws=400, rng=5, chunk_size=100)
+    serial = bp.calibrate(model, pair, query, n_draws=400, rng=5, execution=ExecutionOptions(chunk_size=100))
     with ProcessPoolExecutor(2) as pool:
-        parallel = bp.calibrate(model, pair, query, n_draws=400, rng=5, chunk_size=100, executor=pool)
+        parallel = bp.calibrate(model, pair, query, n_draws=400, rng=5,
+                                execution=ExecutionOptions(chunk_size=100, executor=pool))
     np.testing.assert_array_equal(serial.samples.values, parallel.samples.values)
     np.testing.assert_array_equal(serial.cov_array, parallel.cov_array)
     path = parallel.to_netcdf(tmp_path / "lambda.nc", seed=5)
@@ -164,7 +168,7 @@ def test_unpicklable_model_on_a_process_pool_names_the_model():
     pair = bp.SecretPair(bp.DistributionSecret("mu", 0.0), bp.DistributionSecret("mu", 1.0))
     with ProcessPoolExecutor(1) as pool:
         with pytest.raises(bp.ParameterTypeError, match="model must be picklable"):
-            bp.calibrate(model, pair, bp.mean("x"), n_draws=100, rng=0, executor=pool)
+            bp.calibrate(model, pair, bp.mean("x"), n_draws=100, rng=0, execution=ExecutionOptions(executor=pool))
 
 
 def test_classic_warning_points_at_the_callers_line():

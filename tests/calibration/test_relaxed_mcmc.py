@@ -13,6 +13,7 @@ import pymc as pm
 import pytest
 
 import bayespriv as bp
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.files import load_calibration, save_calibration
 from bayespriv.datamodels.pymc import RELAXED_PREFIX, PyMCDataModel, relaxed_thresholds
 from bayespriv.mechanisms import APGM
@@ -20,6 +21,8 @@ from bayespriv.mechanisms import APGM
 GROUPS = 4
 PAIR = bp.SecretPair(bp.DistributionSecret("theta[2]", -1.0), bp.DistributionSecret("theta[2]", 2.0))
 RELAXED = ("mcmc_relaxed:max_r_hat=1.05", "mcmc_relaxed:min_ess_bulk=100", "mcmc_relaxed:max_divergences=50")
+#: No progress bar in the test log.
+QUIET = ExecutionOptions(progress=False)
 
 
 def build(n):
@@ -51,7 +54,7 @@ def test_names_follow_the_settings_not_the_run():
 
 @pytest.fixture(scope="module")
 def relaxed_calibration():
-    return bp.calibrate(relaxed_model(), PAIR, bp.mean("y"), n_draws=200, rng=3, progress=False)
+    return bp.calibrate(relaxed_model(), PAIR, bp.mean("y"), n_draws=200, rng=3, execution=QUIET)
 
 
 @pytest.mark.slow
@@ -72,11 +75,11 @@ def test_the_names_survive_save_and_load(relaxed_calibration, tmp_path):
 
 def test_only_the_relaxed_ones_are_named_and_only_when_mcmc_ran():
     one = bp.calibrate(relaxed_model(max_r_hat=1.01, min_ess_bulk=100, max_divergences=0), PAIR, bp.mean("y"),
-                       n_draws=200, rng=3, progress=False)
+                       n_draws=200, rng=3, execution=QUIET)
     assert [a for a in one.assumptions if a.startswith(RELAXED_PREFIX)] == ["mcmc_relaxed:min_ess_bulk=100"]
     # a secret on mu (a root): exact forward sampling, no MCMC; the relaxed thresholds gate nothing
     forward = bp.SecretPair(bp.DistributionSecret("mu", -1.0), bp.DistributionSecret("mu", 1.0))
-    cal = bp.calibrate(relaxed_model(), forward, bp.mean("y"), n_draws=200, rng=3, progress=False)
+    cal = bp.calibrate(relaxed_model(), forward, bp.mean("y"), n_draws=200, rng=3, execution=QUIET)
     assert {d["route"] for d in cal.diagnostics["mcmc"].values()} == {"forward"}
     assert not any(a.startswith(RELAXED_PREFIX) for a in cal.assumptions)
 
@@ -84,5 +87,5 @@ def test_only_the_relaxed_ones_are_named_and_only_when_mcmc_ran():
 @pytest.mark.slow
 def test_a_family_names_them_once():
     family = bp.DataModelFamily(lambda member: relaxed_model(), {"member": [0, 1]})
-    cal = bp.calibrate(family, PAIR, bp.mean("y"), n_draws=200, rng=3, progress=False)
+    cal = bp.calibrate(family, PAIR, bp.mean("y"), n_draws=200, rng=3, execution=QUIET)
     assert cal.assumptions.count("mcmc_relaxed:max_divergences=50") == 1

@@ -24,6 +24,7 @@ import pytest
 from scipy import stats
 
 import bayespriv as bp
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.datamodels.bayesnet import BayesNetDataModel
 
 with warnings.catch_warnings():
@@ -486,9 +487,10 @@ def test_pickling_and_process_pool():
     assert np.array_equal(gmodel.sample(None, 3, rng=2)["x3"], gclone.sample(None, 3, rng=2)["x3"])
     pairs = bp.SecretPair(bp.DistributionSecret("P(A=a2)", 0.1), bp.DistributionSecret("P(A=a2)", 0.6))
     q = bp.mean("C")
-    serial = bp.calibrate(model, pairs, q, n_draws=300, rng=9, chunk_size=100)
+    serial = bp.calibrate(model, pairs, q, n_draws=300, rng=9, execution=ExecutionOptions(chunk_size=100))
     with ProcessPoolExecutor(2) as pool:
-        parallel = bp.calibrate(model, pairs, q, n_draws=300, rng=9, chunk_size=100, executor=pool)
+        parallel = bp.calibrate(model, pairs, q, n_draws=300, rng=9,
+                                execution=ExecutionOptions(chunk_size=100, executor=pool))
     np.testing.assert_array_equal(serial.sample_array, parallel.sample_array)
 
 

@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 import bayespriv as bp
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.calibration.moments import bonferroni_z
 
 N = 30
@@ -110,14 +111,16 @@ def test_box_has_corners_and_interior_and_records_the_assumption():
 @pytest.mark.subprocess
 def test_identical_numbers_serial_process_pool_and_dask():
     fam = _family()
-    kw = dict(n_draws=400, rng=9, chunk_size=100)
-    serial = bp.calibrate(fam, _pair(), bp.mean("y"), **kw)
+    kw = dict(n_draws=400, rng=9)
+    serial = bp.calibrate(fam, _pair(), bp.mean("y"), execution=ExecutionOptions(chunk_size=100), **kw)
     with ProcessPoolExecutor(2) as pool:
-        pooled = bp.calibrate(fam, _pair(), bp.mean("y"), executor=pool, **kw)
+        pooled = bp.calibrate(fam, _pair(), bp.mean("y"), execution=ExecutionOptions(executor=pool, chunk_size=100),
+                              **kw)
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        dasked = bp.calibrate(fam, _pair(), bp.mean("y"), executor=client, **kw)
+        dasked = bp.calibrate(fam, _pair(), bp.mean("y"), execution=ExecutionOptions(executor=client, chunk_size=100),
+                              **kw)
     for other in (pooled, dasked):
         assert other.worst_theta == serial.worst_theta
         for m_s, m_o in zip(serial.family, other.family):
@@ -129,8 +132,9 @@ def test_single_model_seeds_are_unchanged_by_the_family_code():
     are reproducible, and the single model matches draw_query_samples."""
     model = _builder(0.5)
     pair = _pair()
-    cal = bp.calibrate(model, pair, bp.mean("y"), n_draws=100, rng=3, chunk_size=40)
-    raw = bp.calibration.draw_query_samples(model, pair.secrets, bp.mean("y"), n_draws=100, rng=3, chunk_size=40)
+    execution = ExecutionOptions(chunk_size=40)
+    cal = bp.calibrate(model, pair, bp.mean("y"), n_draws=100, rng=3, execution=execution)
+    raw = bp.calibration.draw_query_samples(model, pair.secrets, bp.mean("y"), n_draws=100, rng=3, execution=execution)
     np.testing.assert_array_equal(cal.sample_array, raw)
 
 
@@ -152,7 +156,7 @@ def test_family_errors_are_clear():
     with pytest.raises(bp.ValidationError, match="bounds"):
         bp.DataModelFamily.box(_builder, {"rho": (0.8, 0.2)})
     with pytest.raises(bp.ParameterTypeError, match="executor"):
-        bp.calibrate(_family(), _pair(), bp.mean("y"), n_draws=10, rng=0, executor=object())
+        bp.calibrate(_family(), _pair(), bp.mean("y"), n_draws=10, rng=0, execution=ExecutionOptions(executor=object()))
 
 
 def test_family_members_pickle():

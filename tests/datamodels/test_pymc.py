@@ -21,6 +21,7 @@ from scipy import stats
 
 import bayespriv as bp
 import bayespriv.datamodels.pymc as pymc_module
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.datamodels.pymc import PyMCDataModel
 from bayespriv.errors import ConvergenceError, ParameterTypeError, UnsupportedSecretError, ValidationError
 
@@ -171,7 +172,7 @@ LOGIT_DRAWS = 3000
 def logit_calibration():
     model = logit_model()
     return model, bp.calibrate(model, bp.SecretPair(*LOGIT_SECRETS), bp.mean("score"), n_draws=LOGIT_DRAWS,
-                               rng=77, chunk_size=1000)
+                               rng=77, execution=ExecutionOptions(chunk_size=1000))
 
 
 def _logit_failures(cal):
@@ -476,9 +477,11 @@ def test_thread_pool_gives_identical_numbers():
 
     model = hier_model()
     pair = bp.SecretPair(bp.DistributionSecret("p", 0.3), bp.DistributionSecret("p", 0.7))
-    serial = bp.calibrate(model, pair, bp.mean("height"), n_draws=800, rng=4, chunk_size=100)
+    serial = bp.calibrate(model, pair, bp.mean("height"), n_draws=800, rng=4,
+                          execution=ExecutionOptions(chunk_size=100))
     with ThreadPoolExecutor(2) as pool:
-        threaded = bp.calibrate(model, pair, bp.mean("height"), n_draws=800, rng=4, chunk_size=100, executor=pool)
+        threaded = bp.calibrate(model, pair, bp.mean("height"), n_draws=800, rng=4,
+                                execution=ExecutionOptions(chunk_size=100, executor=pool))
     np.testing.assert_array_equal(serial.samples.values, threaded.samples.values)
 
 
@@ -488,7 +491,7 @@ def test_process_pool_gives_identical_numbers(logit_calibration):
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(2, mp_context=ctx) as pool:
         parallel = bp.calibrate(model, bp.SecretPair(*LOGIT_SECRETS), bp.mean("score"), n_draws=LOGIT_DRAWS,
-                                rng=77, chunk_size=1000, executor=pool)
+                                rng=77, execution=ExecutionOptions(chunk_size=1000, executor=pool))
     np.testing.assert_array_equal(serial.samples.values, parallel.samples.values)
     assert parallel.diagnostics["mcmc"] == serial.diagnostics["mcmc"]
 

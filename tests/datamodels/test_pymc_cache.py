@@ -18,6 +18,7 @@ from scipy import stats
 
 import bayespriv as bp
 import bayespriv.datamodels.pymc as pymc_module
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.datamodels import posterior_cache
 from bayespriv.datamodels._fast_rv import FastBernoulliRV, FastNormalRV
 from bayespriv.datamodels._model_fingerprint import model_fingerprint
@@ -117,19 +118,20 @@ def test_loading_a_file_puts_nothing_in_the_cache(sample_calls, tmp_path, monkey
 
 @pytest.mark.slow
 def test_reuse_of_a_loaded_calibration_skips_mcmc_bit_identically(sample_calls, tmp_path, monkeypatch):
-    """calibrate(..., reuse=loaded): no pm.sample call, the same numbers, nothing left in the cache; another
-    seed or setting is not served by the loaded runs."""
+    """calibrate(..., execution=ExecutionOptions(reuse=loaded)): no pm.sample call, the same numbers, nothing left in
+    the cache; another seed or setting is not served by the loaded runs."""
     first = _calibrate(logit_model())
     path = first.to_netcdf(tmp_path / "cal.nc")
     _forget_runtimes(monkeypatch)
     loaded = bp.load_calibration(path, query=bp.mean("score"))
-    again = bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=loaded)
+    reuse = ExecutionOptions(reuse=loaded)
+    again = bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, execution=reuse)
     assert len(sample_calls) == 2
     np.testing.assert_array_equal(first.samples.values, again.samples.values)
     assert posterior_cache.stats()["entries"] == 0  # offered to that call only
-    bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=6, reuse=loaded)  # another seed
+    bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=6, execution=reuse)  # another seed
     assert len(sample_calls) == 4
-    bp.calibrate(logit_model(draws=320), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=loaded)  # another setting
+    bp.calibrate(logit_model(draws=320), PAIR, bp.mean("score"), n_draws=200, rng=5, execution=reuse)  # another setting
     assert len(sample_calls) == 6
 
 
@@ -140,9 +142,11 @@ def test_reuse_refuses_an_unverified_file(sample_calls, tmp_path):
     path = _calibrate(logit_model()).to_netcdf(tmp_path / "cal.nc", key=b"another owner's key, 32 bytes.." * 2)
     foreign = bp.load_calibration(path, query=bp.mean("score"), trust="unverified")
     with pytest.raises(UnverifiedCalibrationError, match="reuse must be a calibration .* verified file"):
-        bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=foreign)
+        bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5,
+                     execution=ExecutionOptions(reuse=foreign))
     with pytest.raises(bp.ParameterTypeError, match="reuse must be None or a bayespriv Calibration"):
-        bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5, reuse=str(path))
+        bp.calibrate(logit_model(), PAIR, bp.mean("score"), n_draws=200, rng=5,
+                     execution=ExecutionOptions(reuse=str(path)))
 
 
 @pytest.mark.slow

@@ -18,10 +18,13 @@ from scipy import integrate, stats
 
 import bayespriv as bp
 from bayespriv.datamodels.pymc import PyMCDataModel
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.errors import UnsupportedSecretError, ValidationError
 
 ALPHA = 1e-3
 N, GROUPS, D = 40, 4, 3000
+#: No progress bar in the test log.
+QUIET = ExecutionOptions(progress=False)
 
 
 def _z(m: int) -> float:
@@ -70,7 +73,7 @@ def _failures(cal, moments=_closed_form):
 @pytest.fixture(scope="module")
 def noncentred_calibration():
     model = PyMCDataModel(build_noncentred, n_records=N, columns=["y"], parameters=["theta"])
-    return bp.calibrate(model, PAIR, bp.mean("y"), n_draws=D, rng=11, progress=False)
+    return bp.calibrate(model, PAIR, bp.mean("y"), n_draws=D, rng=11, execution=QUIET)
 
 
 @pytest.mark.slow
@@ -99,7 +102,7 @@ class _Intervention(PyMCDataModel):
 @pytest.mark.slow
 def test_the_intervention_twin_is_caught():
     model = _Intervention(build_noncentred, n_records=N, columns=["y"], parameters=["theta"])
-    cal = bp.calibrate(model, PAIR, bp.mean("y"), n_draws=D, rng=11, progress=False)
+    cal = bp.calibrate(model, PAIR, bp.mean("y"), n_draws=D, rng=11, execution=QUIET)
     assert any(f.startswith("mean") for f in _failures(cal))
     assert _failures(cal, lambda a: (a / 4, 12 / 16 + 1 / N, 12 / 16)) == []  # the intervention's law: mu at its prior
 
@@ -169,7 +172,7 @@ def _failures_for(cal, pair, moments):
 def test_a_single_pivot_divides_by_its_slope():
     """e ~ Student-t (not normal): one pivot, e = a/s, density p_e(a/s)/s — the 1/s is the Jacobian."""
     model = PyMCDataModel(build_scale(_student), n_records=N, columns=["x"], parameters=["d"])
-    cal = bp.calibrate(model, SCALE_PAIR, bp.mean("x"), n_draws=D, rng=5, progress=False)
+    cal = bp.calibrate(model, SCALE_PAIR, bp.mean("x"), n_draws=D, rng=5, execution=QUIET)
     t4 = stats.t(4).pdf
     assert _scale_failures(cal, t4) == []
     for s in SCALE_PAIR.secrets:
@@ -189,7 +192,7 @@ class _NoJacobian(PyMCDataModel):
 def test_the_twin_without_the_jacobian_is_caught():
     bp.clear_posterior_cache()  # the twin's runs have the same cache key as the correct ones
     model = _NoJacobian(build_scale(_student), n_records=N, columns=["x"], parameters=["d"])
-    cal = bp.calibrate(model, SCALE_PAIR, bp.mean("x"), n_draws=D, rng=5, progress=False)
+    cal = bp.calibrate(model, SCALE_PAIR, bp.mean("x"), n_draws=D, rng=5, execution=QUIET)
     bp.clear_posterior_cache()
     t4 = stats.t(4).pdf
     assert any(f.startswith("mean") for f in _scale_failures(cal, t4))
@@ -200,7 +203,7 @@ def test_the_twin_without_the_jacobian_is_caught():
 def test_a_normal_pivot_gets_its_density_from_the_gaussian_route():
     """e ~ N(0, 1): the Gaussian route's density of d at a, N(a; 0, s²) = φ(a/s)/s, is the same law."""
     model = PyMCDataModel(build_scale(_normal), n_records=N, columns=["x"], parameters=["d"])
-    cal = bp.calibrate(model, SCALE_PAIR, bp.mean("x"), n_draws=D, rng=6, progress=False)
+    cal = bp.calibrate(model, SCALE_PAIR, bp.mean("x"), n_draws=D, rng=6, execution=QUIET)
     assert _scale_failures(cal, stats.norm.pdf) == []
     assert all(d["pivot_kind"] == "gaussian" for d in cal.diagnostics["mcmc"].values())
 

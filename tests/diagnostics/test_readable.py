@@ -115,8 +115,8 @@ def test_ledger_and_epsilon_table_explain_infinite_epsilon(tmp_path):
     ledger = bp.Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("income", epsilon=2.0)
     survey = pd.DataFrame({"degree": ["a", "a", "b"], "income": ["low", "high", "low"], "n": [3, 4, 5]})
-    bp.subset_count_table(survey, protected="income", public="degree", epsilon=1.0, count="n", ledger=ledger, rng=0,
-                          protected_values=["low", "high"])
+    bp.SubsetCountMechanism(protected="income", public="degree", epsilon=1.0).release(
+        survey, ledger=ledger, rng=0, layout=bp.ledger.TableLayout(protected_values=["low", "high"], count="n"))
     table = ledger.epsilon_table(["income", "degree"])
     assert np.isinf(table["degree"]).all()
     view = bp.diagnostics.epsilon_table_view(table)

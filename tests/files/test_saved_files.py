@@ -27,8 +27,24 @@ def _load(name: str, query):
 
 @pytest.mark.parametrize("name, setting", [("gaussian", saved.gaussian_setting), ("hospital", saved.hospital_setting)])
 def test_saved_sampled_calibrations_give_the_same_arrays_and_mechanisms(name, setting):
+    """Arrays, refusals and guarantees exactly; each mechanism's noise by digest or, on a CPU whose SIMD exp/log
+    give other last bits than the recording machine's, within ``NOISE_RTOL`` of the recorded values."""
     _, _, query = setting()
-    assert saved.calibration_figures(_load(name, query)) == EXPECTED[name]
+    cal = _load(name, query)
+    recorded = EXPECTED["noise_values"][name]
+    assert saved.same_figures(saved.calibration_figures(cal), EXPECTED[name], recorded) == []
+    for label, values in saved.noise_values(cal).items():
+        np.testing.assert_allclose([float.fromhex(v) for v in values], [float.fromhex(v) for v in recorded[label]],
+                                   rtol=saved.NOISE_RTOL, atol=0.0, err_msg=f"{name}.nc: {label}")
+
+
+def test_the_twin_a_mechanism_with_other_noise_differs_from_the_recorded_values():
+    """The value comparison sees a change of 1e-6 in a noise variance (1000 times the tolerance)."""
+    _, _, query = saved.gaussian_setting()
+    recorded = EXPECTED["noise_values"]["gaussian"]["APGM@0.05"]
+    moved = [float.fromhex(v) * (1 + 1e-6) for v in recorded]
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(moved, [float.fromhex(v) for v in recorded], rtol=saved.NOISE_RTOL, atol=0.0)
 
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="chain.nc holds a scheme-1 (bytecode) fingerprint of a "

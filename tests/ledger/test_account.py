@@ -163,8 +163,9 @@ def test_a_pufferfish_release_after_a_subset_count_table_is_refused_unless_decla
     df = pd.DataFrame({"x": rng.integers(0, 2, 50).astype(float), "y": rng.normal(0, 20, 50)})
     led = bp.Ledger(tmp_path / "l.sqlite")
     led.set_budget("x", 20.0, 0.5)
-    bp.SubsetCountMechanism(protected="x", public="y_band", epsilon=0.5).release(df.assign(y_band=(df["y"] > 0).astype(int)), ledger=led,
-                                                         protected_values=[0.0, 1.0], public_values=[0, 1])
+    bp.SubsetCountMechanism(protected="x", public="y_band", epsilon=0.5).release(
+        df.assign(y_band=(df["y"] > 0).astype(int)), ledger=led,
+        layout=bp.ledger.TableLayout(protected_values=[0.0, 1.0], public_values=[0, 1]))
     ma, _ = _mechanisms()
     with pytest.raises(JointAccountingError, match=r"release 1 \(SubsetCountMechanism\).*'subset'.*unbounded"):
         ma.release(df, ledger=led)
@@ -174,24 +175,25 @@ def test_a_pufferfish_release_after_a_subset_count_table_is_refused_unless_decla
 
 
 def test_a_count_table_after_a_pufferfish_release_is_refused_unless_declared(tmp_path, data):
-    """The other order, through subset_count_table: refused on the default account (nothing spent), granted when
+    """The other order, a count table after: refused on the default account (nothing spent), granted when
     declared independent or on other data, each declaration recorded on its row."""
     led = bp.Ledger(tmp_path / "l.sqlite")
     led.set_budget("x", 20.0, 0.5)
     ma, _ = _mechanisms()
     ma.release(data, ledger=led)
     table = data.assign(x=(data["x"] > 0).astype(int), band=(data["y"] > 0).astype(int))
-    kw = {"protected": "x", "public": "band", "epsilon": 0.5, "protected_values": [0, 1], "ledger": led}
+    mech = bp.SubsetCountMechanism(protected="x", public="band", epsilon=0.5)
+    kw = {"layout": bp.ledger.TableLayout(protected_values=[0, 1]), "ledger": led}
     with pytest.raises(JointAccountingError, match=r"release 1 \(APGM\)"):
-        bp.subset_count_table(table, **kw)
+        mech.release(table, **kw)
     assert led.spent("x") == pytest.approx((1.0, 1e-3))
-    bp.subset_count_table(table, **kw, independent=True)
-    bp.subset_count_table(table, **kw, dataset_name="another table")
+    mech.release(table, **kw, options=bp.ReleaseOptions(independent=True))
+    mech.release(table, **kw, dataset_name="another table")
     rows = led.releases()
     assert "declared_independent" in rows["assumptions"].iloc[1]
     assert "declared_separate_data" in rows["assumptions"].iloc[2]
     with pytest.raises(ValidationError, match="dataset_name"):
-        bp.subset_count_table(table, **kw, dataset_name="")
+        mech.release(table, **kw, dataset_name="")
 
 
 def test_group_dp_adds_to_a_pufferfish_release(tmp_path, data):

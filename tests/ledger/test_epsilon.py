@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 
 import bayespriv as bp
-from bayespriv.ledger import VariableRelease, as_variable_release, epsilon_on, epsilon_table, subset_count_table
+from bayespriv.ledger import (
+    TableLayout,
+    VariableRelease,
+    as_variable_release,
+    epsilon_on,
+    epsilon_table,
+    subset_count_table,
+)
 from bayespriv.mechanisms import ExpM
 
 VARIABLES = ["age", "sex", "residential region", "race", "other variable"]
@@ -49,7 +56,7 @@ def test_composition_is_exact_for_decimal_epsilons():
 def test_subset_table_is_private_on_protected_not_on_public():
     rec = pd.DataFrame({"degree": ["BA", "BSc", "BA", "BSc"], "income": ["low", "high", "high", "low"]})
     t = subset_count_table(rec, protected="income", public="degree", epsilon=0.5, rng=0,
-                           protected_values=["low", "high"])
+                           layout=TableLayout(protected_values=["low", "high"]))
     dp = VariableRelease("age table", 1.0, ["age"])
     table = epsilon_table({"incomes": t, "ages": dp}, ["income", "degree", "age", "sex"])
     assert table.loc["incomes"].tolist() == [0.5, math.inf, 0.0, 0.0]

@@ -376,8 +376,8 @@ def test_rows_say_how_they_composed(ledger, tmp_path):
 
     ledger.charge(Declared(FakeGuarantee(0.1, assumptions=())))
     table = pd.DataFrame({"income": ["lo", "hi", "lo", "hi"], "region": ["a", "a", "b", "b"]})
-    bp.subset_count_table(table, protected="income", public="region", epsilon=0.1, rng=0, ledger=ledger,
-                          protected_values=["lo", "hi"])
+    bp.SubsetCountMechanism(protected="income", public="region", epsilon=0.1).release(
+        table, rng=0, ledger=ledger, layout=bp.ledger.TableLayout(protected_values=["lo", "hi"]))
     rows = ledger.releases()
     assert rows["assumptions"].iloc[0] == ("gaussian_query", COMPOSITION_ASSUMPTION)
     assert COMPOSITION_ASSUMPTION in rows["assumptions"].iloc[1]  # the name GroupDP alone proves nothing

@@ -19,6 +19,7 @@ import bayespriv as bp
 from bayespriv.ledger import (
     Ledger,
     SubsetCountMechanism,
+    TableLayout,
     cell_variance,
     nonnegative_rows,
     pair_matrix,
@@ -404,25 +405,26 @@ def test_calibration_option_on_tables_mechanism_and_ledger(tmp_path):
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("income", 2.0)
-    args = dict(protected="income", public="degree", epsilon=EPS, protected_values=BANDS, count="n", ledger=ledger)
-    tight = subset_count_table(graduates_counts(), rng=50, **args)
-    paper = subset_count_table(graduates_counts(), rng=51, geometric_calibration="paper", **args)
-    assert tight.attrs["mechanism"].geometric_calibration == "tight"
-    assert paper.attrs["mechanism"].geometric_calibration == "paper"
-    assert tight.attrs["guarantee"].epsilon == paper.attrs["guarantee"].epsilon == EPS
-    assert "e^(−ε)" in tight.attrs["guarantee"].theorem and "e^(−ε/2)" in paper.attrs["guarantee"].theorem
+    layout = TableLayout(protected_values=BANDS, count="n")
+    tight_mech = SubsetCountMechanism(protected="income", public="degree", epsilon=EPS)
+    paper_mech = SubsetCountMechanism(protected="income", public="degree", epsilon=EPS, geometric_calibration="paper")
+    tight = tight_mech.release(graduates_counts(), rng=50, ledger=ledger, layout=layout)
+    paper = paper_mech.release(graduates_counts(), rng=51, ledger=ledger, layout=layout)
+    assert tight_mech.geometric_calibration == "tight" and paper_mech.geometric_calibration == "paper"
+    assert tight.guarantee.epsilon == paper.guarantee.epsilon == EPS
+    assert "e^(−ε)" in tight.guarantee.theorem and "e^(−ε/2)" in paper.guarantee.theorem
     assert ledger.spent("income") == (2.0, 0.0)
     old = hashlib.sha256(f"{THEOREM}|income|degree|{EPS!r}".encode()).hexdigest()
-    assert paper.attrs["mechanism"].fingerprint() == old != tight.attrs["mechanism"].fingerprint()
+    assert paper_mech.fingerprint() == old != tight_mech.fingerprint()
     hashes = list(ledger.releases()["calibration_hash"])
-    assert hashes == [tight.attrs["mechanism"].fingerprint(), old]
+    assert hashes == [tight_mech.fingerprint(), old]
     table = bp.epsilon_table([tight, paper])
     assert table.loc["Total", "income"] == 2 * EPS
     assert SubsetCountMechanism(protected="income", public="degree", epsilon=EPS).cell_variance(8) == cell_variance(8, EPS)
     for bad in ("exact", None, 1):
         with pytest.raises(bp.ValidationError, match="geometric_calibration must be one of"):
-            subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS,
-                               protected_values=BANDS, count="n", geometric_calibration=bad)
+            subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS, layout=layout,
+                               geometric_calibration=bad)
     with pytest.raises(bp.ValidationError, match="geometric_calibration"):
         SubsetCountMechanism(protected="income", public="degree", epsilon=EPS, geometric_calibration="half")
     with pytest.raises(bp.ValidationError, match="geometric_calibration"):
@@ -442,9 +444,10 @@ def test_pair_matrix_is_in_M_N():
 
 def test_table_from_records_and_from_counts_agree():
     values = dict(protected_values=BANDS, public_values=DEGREES)
-    a = subset_count_table(graduates_records(), protected="income", public="degree", epsilon=EPS, rng=11, **values)
+    a = subset_count_table(graduates_records(), protected="income", public="degree", epsilon=EPS, rng=11,
+                           layout=TableLayout(**values))
     b = subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS, rng=11,
-                           count="n", **values)
+                           layout=TableLayout(count="n", **values))
     pd.testing.assert_frame_equal(a, b)
     assert list(a.index) == DEGREES and list(a.columns) == BANDS
     assert a.index.name == "degree" and a.columns.name == "income"
@@ -479,13 +482,14 @@ def test_domain_read_off_the_data_warns_and_is_recorded():
 def test_structural_zeros_per_public_value():
     rec = pd.DataFrame({"degree": ["BA"] * 5 + ["BSc"] * 6, "income": ["low"] * 3 + ["mid"] * 2 + ["mid", "high"] * 3})
     dom = {"BA": ["low", "mid"], "BSc": ["mid", "high"]}
-    out = subset_count_table(rec, protected="income", public="degree", epsilon=0.5, rng=14, protected_values=dom)
+    out = subset_count_table(rec, protected="income", public="degree", epsilon=0.5, rng=14,
+                             layout=TableLayout(protected_values=dom))
     assert list(out.columns) == ["low", "mid", "high"]
     assert out.loc["BA", "high"] == 0 and out.loc["BSc", "low"] == 0
     assert out.loc["BA"].sum() == 5 and out.loc["BSc"].sum() == 6
     with pytest.raises(bp.ValidationError, match="protected_values must allow"):
         subset_count_table(rec, protected="income", public="degree", epsilon=0.5,
-                           protected_values={"BA": ["low"], "BSc": ["mid", "high"]})
+                           layout=TableLayout(protected_values={"BA": ["low"], "BSc": ["mid", "high"]}))
 
 
 @pytest.mark.parametrize(
@@ -499,16 +503,19 @@ def test_structural_zeros_per_public_value():
         (dict(epsilon="1"), bp.ParameterTypeError, "epsilon must be a real number"),
         (dict(public="income"), bp.ValidationError, "protected must be a different column from public"),
         (dict(protected=3), bp.ParameterTypeError, "protected must be a column name"),
-        (dict(protected_values=BANDS[1:]), bp.ValidationError, r"protected_values must contain every value.*<30k"),
-        (dict(protected_values=["a", "a"]), bp.ValidationError, "protected_values must be distinct values"),
-        (dict(count="age"), bp.ValidationError, "must name columns"),
+        (dict(layout=dict(protected_values=BANDS[1:])), bp.ValidationError,
+         r"protected_values must contain every value.*<30k"),
+        (dict(layout=dict(protected_values=["a", "a"])), bp.ValidationError,
+         "protected_values must be distinct values"),
+        (dict(layout=dict(count="age")), bp.ValidationError, "must name columns"),
         (dict(nonnegative=1), bp.ParameterTypeError, "nonnegative must be True or False"),
     ],
 )
 def test_clear_errors(kwargs, error, match):
-    args = dict(protected="income", public="degree", epsilon=EPS, protected_values=BANDS) | kwargs
+    layout = dict(protected_values=BANDS) | kwargs.get("layout", {})
+    args = dict(protected="income", public="degree", epsilon=EPS) | {k: v for k, v in kwargs.items() if k != "layout"}
     with pytest.raises(error, match=match):
-        subset_count_table(graduates_records().drop(columns="age"), **args)
+        subset_count_table(graduates_records().drop(columns="age"), layout=TableLayout(**layout), **args)
 
 
 def test_bad_table_inputs():
@@ -517,10 +524,12 @@ def test_bad_table_inputs():
     rec = graduates_records()
     rec.loc[3, "income"] = None
     with pytest.raises(bp.ValidationError, match="no missing values"):
-        subset_count_table(rec, protected="income", public="degree", epsilon=EPS, protected_values=BANDS)
+        subset_count_table(rec, protected="income", public="degree", epsilon=EPS,
+                           layout=TableLayout(protected_values=BANDS))
     bad = graduates_counts().assign(n=lambda d: d["n"] - 0.5)
     with pytest.raises(bp.ValidationError, match="count must be a column of non-negative whole numbers"):
-        subset_count_table(bad, protected="income", public="degree", epsilon=EPS, protected_values=BANDS, count="n")
+        subset_count_table(bad, protected="income", public="degree", epsilon=EPS,
+                           layout=TableLayout(protected_values=BANDS, count="n"))
 
 
 # -- non-negative post-processing ------------------------------------------------------------------------------------
@@ -549,8 +558,8 @@ def test_nonnegative_is_l1_then_l2_nearest():
 
 
 def test_nonnegative_table_keeps_margins_and_guarantee():
-    args = dict(protected="income", public="degree", epsilon=0.05, rng=17, count="n", protected_values=BANDS,
-                public_values=DEGREES)
+    args = dict(protected="income", public="degree", epsilon=0.05, rng=17,
+                layout=TableLayout(count="n", protected_values=BANDS, public_values=DEGREES))
     out = subset_count_table(graduates_counts(), nonnegative=True, **args)
     raw = subset_count_table(graduates_counts(), **args)
     assert (raw.to_numpy() < 0).any() and (out.to_numpy() >= 0).all()
@@ -566,13 +575,14 @@ def test_nonnegative_table_keeps_margins_and_guarantee():
 def test_table_charges_the_protected_budget_before_drawing(tmp_path):
     ledger = Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("income", 1.5)
-    args = dict(protected="income", public="degree", epsilon=EPS, protected_values=BANDS, count="n", ledger=ledger)
-    subset_count_table(graduates_counts(), rng=18, **args)
+    mech = SubsetCountMechanism(protected="income", public="degree", epsilon=EPS)
+    args = dict(layout=TableLayout(protected_values=BANDS, count="n"), ledger=ledger)
+    mech.release(graduates_counts(), rng=18, **args)
     assert ledger.spent("income") == (1.0, 0.0)
     gen = np.random.default_rng(19)
     state = gen.bit_generator.state
     with pytest.raises(bp.BudgetExceededError, match="income"):
-        subset_count_table(graduates_counts(), rng=gen, **args)
+        mech.release(graduates_counts(), rng=gen, **args)
     assert gen.bit_generator.state == state
     rel = ledger.releases()
     assert len(rel) == 1 and rel["mechanism"].iloc[0] == "SubsetCountMechanism"
@@ -593,9 +603,10 @@ def test_mechanism_release_is_the_table_as_a_release(tmp_path):
     assert isinstance(mech, Mechanism) and mech.composition == "subset"
     ledger = Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("income", 2.0)
-    values = dict(protected_values=BANDS, public_values=DEGREES, count="n")
-    rel = mech.release(graduates_counts(), rng=11, ledger=ledger, **values)
-    table = subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS, rng=11, **values)
+    layout = TableLayout(protected_values=BANDS, public_values=DEGREES, count="n")
+    rel = mech.release(graduates_counts(), rng=11, ledger=ledger, layout=layout)
+    table = subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS, rng=11,
+                               layout=layout)
     assert isinstance(rel, Release)
     pd.testing.assert_frame_equal(rel.value, table)
     np.testing.assert_array_equal(rel.value.sum(axis=1).to_numpy(), TOTALS)
@@ -604,13 +615,86 @@ def test_mechanism_release_is_the_table_as_a_release(tmp_path):
     assert rel.protected == ("income",) and rel.variables == ("income", "degree")
     assert rel.ledger_id == int(ledger.releases().index[0]) and ledger.spent("income") == (1.0, 0.0)
     rel.value.iloc[0, 0] = -5  # the caller's copy
-    assert mech.release(graduates_counts(), rng=11, **values).value.equals(table)
+    assert mech.release(graduates_counts(), rng=11, layout=layout).value.equals(table)
     # the array of counts computed elsewhere: the same table at the same seed, rows and columns numbered
     by_array = mech.release_value(GRADUATES, rng=11)
     np.testing.assert_array_equal(by_array.value.to_numpy(), table.to_numpy())
     # a domain read off the data is refused unless the mechanism assumed it
     with pytest.warns(bp.PrivacyAssumptionWarning), pytest.raises(bp.ValidationError, match="domain_from_data"):
         mech.release(graduates_records(), rng=1)
+
+
+# -- the layout and the accounting keywords: their deprecated spellings ---------------------------------------------
+
+
+def _rows(ledger: Ledger) -> list[dict]:
+    """The ledger's rows without what differs between two runs (the time and the process)."""
+    return ledger.releases().drop(columns=["time_utc", "pid"]).to_dict("records")
+
+
+def test_deprecated_layout_keywords_warn_and_give_the_identical_table():
+    """``protected_values=``, ``public_values=``, ``count=`` of the table and of the mechanism's release fold
+    into ``layout=``, warning once, and give the same table at the same seed."""
+    values = dict(protected_values=BANDS, public_values=DEGREES, count="n")
+    args = dict(protected="income", public="degree", epsilon=EPS)
+    new = subset_count_table(graduates_counts(), rng=21, layout=TableLayout(**values), **args)
+    with pytest.warns(bp.errors.BayesPrivDeprecationWarning,
+                      match=r"subset_count_table\(protected_values=\.\.\., public_values=\.\.\., count=\.\.\.\) is "
+                            r"deprecated.*use subset_count_table\(layout=TableLayout\(") as caught:
+        old = subset_count_table(graduates_counts(), rng=21, **args, **values)
+    assert len(caught) == 1
+    pd.testing.assert_frame_equal(old, new)
+    assert old.attrs["guarantee"] == new.attrs["guarantee"]
+    mech = SubsetCountMechanism(**args)
+    with pytest.warns(bp.errors.BayesPrivDeprecationWarning, match=r"SubsetCountMechanism\.release\(protected_values"):
+        by_keywords = mech.release(graduates_counts(), rng=21, **values)
+    pd.testing.assert_frame_equal(by_keywords.value, mech.release(graduates_counts(), rng=21,
+                                                                  layout=TableLayout(**values)).value)
+
+
+def test_a_deprecated_accounted_table_charges_exactly_as_through_its_mechanism(tmp_path):
+    """``subset_count_table(ledger=, dataset_name=, independent=)`` still charges (one warning naming the
+    mechanism's release), and its table and ledger rows are those of the mechanism's release at the same seed."""
+    layout = TableLayout(protected_values=BANDS, count="n")
+    old_ledger, new_ledger = Ledger(tmp_path / "old.sqlite"), Ledger(tmp_path / "new.sqlite")
+    for ledger in (old_ledger, new_ledger):
+        ledger.set_budget("income", 3.0)
+    advice = (r"subset_count_table\(ledger=\.\.\., dataset_name=\.\.\., independent=\.\.\.\) is deprecated.*"
+              r"SubsetCountMechanism\(protected=\.\.\., public=\.\.\., epsilon=\.\.\.\)\.release\(table, ledger=\.\.\., "
+              r"dataset_name=\.\.\., options=ReleaseOptions\(independent=True\)\)")
+    with pytest.warns(bp.errors.BayesPrivDeprecationWarning, match=advice) as caught:
+        old = subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS, rng=22,
+                                 layout=layout, ledger=old_ledger, dataset_name="survey", independent=True)
+    assert len(caught) == 1
+    new = SubsetCountMechanism(protected="income", public="degree", epsilon=EPS).release(
+        graduates_counts(), rng=22, layout=layout, ledger=new_ledger, dataset_name="survey",
+        options=bp.ReleaseOptions(independent=True))
+    pd.testing.assert_frame_equal(old, new.value)
+    assert old_ledger.spent("income") == new_ledger.spent("income") == (1.0, 0.0)
+    assert _rows(old_ledger) == _rows(new_ledger)
+    assert "declared_independent" in _rows(old_ledger)[0]["assumptions"]
+    with pytest.warns(bp.errors.BayesPrivDeprecationWarning), pytest.raises(bp.BudgetExceededError):
+        for _ in range(3):
+            subset_count_table(graduates_counts(), protected="income", public="degree", epsilon=EPS, rng=23,
+                               layout=layout, ledger=old_ledger, dataset_name="survey", independent=True)
+    assert old_ledger.spent("income") == (3.0, 0.0)
+
+
+def test_layout_and_its_old_keywords_together_unknown_keywords_and_a_wrong_layout_are_refused():
+    args = dict(protected="income", public="degree", epsilon=EPS, layout=TableLayout(protected_values=BANDS))
+    mech = SubsetCountMechanism(protected="income", public="degree", epsilon=EPS)
+    for call, owner in ((lambda **kw: subset_count_table(graduates_records(), **args, **kw), "subset_count_table"),
+                        (lambda **kw: mech.release(graduates_records(), layout=args["layout"], **kw),
+                         "SubsetCountMechanism.release")):
+        with pytest.raises(bp.ValidationError, match=rf"^{owner}: pass layout= only \(count=\.\.\. is its deprecated"):
+            call(count="n")
+        with pytest.raises(TypeError, match=rf"^{owner}\(\) got an unexpected keyword argument 'protected_value'$"):
+            call(protected_value=BANDS)
+    with pytest.raises(bp.ParameterTypeError, match="^layout must be None or a bayespriv TableLayout; got"):
+        subset_count_table(graduates_records(), protected="income", public="degree", epsilon=EPS,
+                           layout={"protected_values": BANDS})
+    with pytest.raises(bp.ParameterTypeError, match="^layout must be None or a bayespriv TableLayout"):
+        mech.release(graduates_records(), layout=BANDS)
 
 
 def test_a_mechanism_without_its_abstract_members_cannot_be_built():

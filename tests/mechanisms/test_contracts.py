@@ -7,8 +7,9 @@
   naming ``calibration``); the three calibration kinds do.
 * ``Release`` takes its four first fields by position and every other one by keyword only.
 * :class:`~bayespriv.ReleaseOptions` checks itself once; the flag keywords it replaced, ``dataset=`` of
-  ``release_value`` and ``SubsetCountMechanism``'s positional form still work for one release, warn, and
-  release exactly what the new spelling releases; both spellings at once are an error.
+  ``release_value``, ``SubsetCountMechanism``'s positional form and the table layout's fields as keywords of
+  their own still work for one release, warn, and release exactly what the new spelling releases; both
+  spellings at once are an error.
 """
 
 from __future__ import annotations
@@ -314,3 +315,24 @@ def test_a_count_table_takes_options_and_its_old_keywords_warn():
         mech.release_value(counts, options=ReleaseOptions(clip=True))
     with pytest.raises(TypeError, match="unexpected keyword argument 'clip'"):
         mech.release_value(counts, clip=True)  # never a keyword of a table's release
+
+
+def test_a_count_table_from_a_frame_takes_a_layout_and_its_old_keywords_warn():
+    """``release(frame, ...)``: ``independent=`` and the layout's fields as keywords of their own warn (one warning
+    each) and release and charge exactly what ``options=`` and ``layout=`` do."""
+    mech = bp.SubsetCountMechanism(protected="sex", public="age", epsilon=0.5)
+    frame = pd.DataFrame({"age": ["young", "old", "young"], "sex": ["F", "M", "M"], "n": [3, 4, 5]})
+    old_ledger, new_ledger = RecordingLedger(), RecordingLedger()
+    with pytest.warns(BayesPrivDeprecationWarning) as caught:
+        before = mech.release(frame, rng=_rng(), ledger=old_ledger, independent=True, protected_values=["F", "M"],
+                              count="n")
+    assert [str(w.message).split(" is ")[0] for w in caught] == ["SubsetCountMechanism.release(independent=...)",
+                                                                 "SubsetCountMechanism.release(protected_values=..., "
+                                                                 "count=...)"]
+    after = mech.release(frame, rng=_rng(), ledger=new_ledger, options=ReleaseOptions(independent=True),
+                         layout=bp.ledger.TableLayout(protected_values=["F", "M"], count="n"))
+    assert before.value.equals(after.value) and old_ledger.charges == new_ledger.charges
+    assert new_ledger.charges == [("SubsetCountMechanism", True, None, True)]
+    unknown = r"^SubsetCountMechanism\.release\(\) got an unexpected keyword argument 'domain'"
+    with pytest.raises(TypeError, match=unknown):
+        mech.release(frame, domain=None)  # a keyword of release_value only

@@ -29,7 +29,14 @@ import pytest
 from scipy.stats import beta as beta_dist
 
 import bayespriv as bp
-from bayespriv.networks.quilts import MarkovChain, ParameterNetwork, Quilt, calibrate_chain, calibrate_quilts
+from bayespriv.networks.quilts import (
+    MarkovChain,
+    ParameterNetwork,
+    Quilt,
+    QuiltSearch,
+    calibrate_chain,
+    calibrate_quilts,
+)
 from bayespriv.mechanisms.quilt import APMQM, MQM
 
 
@@ -315,7 +322,7 @@ def test_candidate_search_is_valid_and_never_beats_the_exhaustive_minimum(seed):
     queried = names[5:]
     query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0 + k)) for k, v in enumerate(queried)])
     full = calibrate_quilts(params(bn), names[1], query, n_records=10)
-    cand = calibrate_quilts(params(bn), names[1], query, n_records=10, exhaustive=False)
+    cand = calibrate_quilts(params(bn), names[1], query, n_records=10, search=QuiltSearch(exhaustive=False))
     assert cand.n_quilts[names[1]] < full.n_quilts[names[1]]
     for eps in (0.3, 1.0, 3.0):
         m_full, m_cand = APMQM(full, epsilon=eps), APMQM(cand, epsilon=eps)

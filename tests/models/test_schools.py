@@ -31,12 +31,15 @@ import pytest
 from scipy import stats
 
 import bayespriv as bp
+from bayespriv.calibration import ExecutionOptions
 from bayespriv.datamodels.pymc import PyMCDataModel
 from bayespriv.models import schools as S
 
 ALPHA = 1e-3
 D = 20_000  # datasets per secret, each from a posterior draw of the pool: enough to certify δ = 1e-3
 SEED = 20261124
+#: No progress bar in the test log.
+QUIET = ExecutionOptions(progress=False)
 
 
 def _z(m: int) -> float:
@@ -68,7 +71,7 @@ def _failures(cal: bp.Calibration, *, intervention: bool = False) -> list[str]:
 @pytest.fixture(scope="module")
 def calibration():
     start = time.perf_counter()
-    cal = bp.calibrate(S.schools_model(), S.secret_pair(), S.schools_query(), n_draws=D, rng=SEED, progress=False)
+    cal = bp.calibrate(S.schools_model(), S.secret_pair(), S.schools_query(), n_draws=D, rng=SEED, execution=QUIET)
     print(f"\neight schools: calibrate (2 MCMC runs, default settings, {D} draws per secret) took "
           f"{time.perf_counter() - start:.1f} s")
     return cal
@@ -121,7 +124,7 @@ class _Intervention(PyMCDataModel):
 @pytest.mark.slow
 def test_the_intervention_is_caught():
     model = _Intervention(S.build_schools, n_records=S.N_RECORDS, columns=["score"], parameters=["theta"])
-    cal = bp.calibrate(model, S.secret_pair(), S.schools_query(), n_draws=D, rng=SEED, progress=False)
+    cal = bp.calibrate(model, S.secret_pair(), S.schools_query(), n_draws=D, rng=SEED, execution=QUIET)
     failures = _failures(cal)
     assert any(f.startswith("mean theta[2]=0") for f in failures) and any(f.startswith("mean theta[2]=10") for f in
                                                                            failures)

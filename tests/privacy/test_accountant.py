@@ -34,7 +34,7 @@ from bayespriv.errors import ValidationError
 from bayespriv.privacy import privacy_loss as pl
 from bayespriv.privacy.accountant import GaussianNoise, LaplaceNoise, account, scale_to_delta
 from bayespriv.privacy.finite_exact import finite_hockey
-from bayespriv.privacy.mixture_mc import mixture_hockey
+from bayespriv.privacy.mixture_mc import WeightedAtoms, mixture_hockey
 
 #: False-failure probability of each statistical comparison below.
 ALPHA = 1e-3
@@ -178,7 +178,8 @@ def test_sampled_5d_matches_million_draw_reference(sampled_condition, forward):
     cond = sampled_condition
     a, b = (cond.law_a, cond.law_b) if forward else (cond.law_b, cond.law_a)
     n = a.n
-    est = mixture_hockey(a.draws, np.full(n, 1 / n), b.draws, np.full(n, 1 / n), GaussianNoise(NOISE), 1.0, n_points=2048, seed=3)
+    est = mixture_hockey(WeightedAtoms(a.draws, np.full(n, 1 / n)), WeightedAtoms(b.draws, np.full(n, 1 / n)),
+                         GaussianNoise(NOISE), 1.0, n_points=2048, seed=3)
     ref, ref_se = _reference(NOISE, 1.0, forward)
     assert ref > 1e-4
     # the draws' fluctuation of the empirical mixtures' divergence by the delta method, from the per-draw
@@ -252,7 +253,8 @@ def test_an_atom_far_from_every_atom_of_the_other_law_is_counted_in_full():
     a, b = rng.normal(0.0, 1.0, (40, 2)) + [1.0, 0.0], rng.normal(0.0, 1.0, (40, 2))
     a[7] = [60.0, 0.0]
     w = np.full(40, 1 / 40)
-    est = mixture_hockey(a, w, b, w, GaussianNoise(np.eye(2) * 4.0), 1.0, n_points=4096, seed=1)
+    est = mixture_hockey(WeightedAtoms(a, w), WeightedAtoms(b, w), GaussianNoise(np.eye(2) * 4.0), 1.0, n_points=4096,
+                         seed=1)
     assert est.far_mass == pytest.approx(1 / 40) and est.contributions.values_a[7] == 1.0
     step = 0.1
     gx, gy = np.meshgrid(np.arange(-12, 75, step), np.arange(-14, 14, step), indexing="ij")

@@ -17,7 +17,7 @@ import pytest
 from scipy import integrate, stats
 
 import bayespriv as bp
-from bayespriv.audit.coverage import coverage_by_noise, failure_threshold, gaussian_mean_law
+from bayespriv.audit.coverage import CalibrationRuns, coverage_by_noise, failure_threshold, gaussian_mean_law
 from bayespriv.calibration.laws import Condition, SampledLaw
 from bayespriv.privacy import certified as C
 from bayespriv.privacy.accountant import GaussianNoise, certified_account, certified_scale
@@ -72,8 +72,8 @@ def test_certified_apgm_covers_the_exact_law_and_the_twin_is_caught():
     law = gaussian_mean_law(shift=1.0, sd=0.2)
     build = lambda cal, e, d: bp.mechanisms.APGM(cal, epsilon=e, delta=d, accountant="certified")  # noqa: E731
     limit = failure_threshold(20, 0.95, 1e-3)
-    ok, twin = coverage_by_noise(law, n_draws=20_000, delta=1e-3, runs=20, seed=5, build=build,
-                                 noise_factors=(1.0, 0.5))
+    ok, twin = coverage_by_noise(law, n_draws=20_000, delta=1e-3, calibrations=CalibrationRuns(runs=20, seed=5),
+                                 build=build, noise_factors=(1.0, 0.5))
     assert ok.established == 20 and ok.failures <= limit, ok
     assert twin.failures > limit, twin
 

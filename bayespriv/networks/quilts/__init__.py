@@ -21,7 +21,8 @@ which gives the smallest nearby set, and so the least noise.
   discrete parameter networks, a numerical estimate (assumption
   ``"numerical_influence"``) for continuous parameters of PyMC models. It
   does not depend on ε; the mechanism picks the quilt for its ε
-  (:mod:`.quilt_calibration`, with the search in :mod:`.search` and the scores in
+  (:mod:`.quilt_calibration`, with the search in :mod:`.search`, its settings
+  :class:`QuiltSearch` in :mod:`.search_options` and the scores in
   :mod:`.scores`).
 * :func:`calibrate_chain` prepares MQM (Song et al. 2017) for one attribute
   observed along a finite-state :class:`MarkovChain`: the exact
@@ -42,7 +43,8 @@ so APMQM and MQM choose the quilt per θ.
 
 from bayespriv.datamodels.parameters.chain import MarkovChain
 from ..influence import ParameterNetwork
-from .enumeration import EXHAUSTIVE_MAX_NODES, Quilt, as_digraph, markov_quilts
+from .search_options import EXHAUSTIVE_MAX_NODES, QuiltSearch
+from .enumeration import Quilt, as_digraph, markov_quilts
 from .scores import QuiltScore
 from .quilt_calibration import QuiltCalibration, calibrate_quilts
 from .chains import ChainCalibration, calibrate_chain
@@ -52,6 +54,7 @@ __all__ = [
     "Quilt",
     "markov_quilts",
     "EXHAUSTIVE_MAX_NODES",
+    "QuiltSearch",
     "QuiltScore",
     "QuiltCalibration",
     "calibrate_quilts",

@@ -22,20 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayespriv._validation import check_positive_int, fail
+from bayespriv._validation import fail
 from bayespriv.errors import ParameterTypeError, ValidationError
 from ..quilt_search import GraphIndex, NodeLayout, candidate_quilts
 from ..influence import ParameterNetwork, network_structure
+from .search_options import EXHAUSTIVE_MAX_NODES, _check_exhaustive, _check_max_nodes
 
 if TYPE_CHECKING:  # imported where used: it costs start-up time
     import networkx as nx
 
-__all__ = ["Quilt", "markov_quilts", "as_digraph", "EXHAUSTIVE_MAX_NODES"]
+__all__ = ["Quilt", "markov_quilts", "as_digraph"]
 
-#: Default largest network (all nodes) for the exhaustive search: 2^15 = 32768 subsets.
-EXHAUSTIVE_MAX_NODES = 16
-#: Hard ceiling of ``max_nodes`` (2^19 = 524 288 subsets: several seconds and as many Quilt objects).
-_EXHAUSTIVE_CEILING = 20
 _CHUNK = 1 << 15
 
 
@@ -158,19 +155,6 @@ def _check_node(structure: _Structure, node: Hashable) -> int:
     except (KeyError, TypeError):
         shown = sorted(map(str, structure.nodes))
         raise fail("node", f"a node of the network {shown if len(shown) <= 12 else shown[:12] + ['...']}", node) from None
-
-
-def _check_max_nodes(max_nodes: Any) -> int:
-    m = check_positive_int(max_nodes, "max_nodes", minimum=1)
-    if m > _EXHAUSTIVE_CEILING:
-        raise fail("max_nodes", f"at most {_EXHAUSTIVE_CEILING} (2^{_EXHAUSTIVE_CEILING - 1} subsets)", max_nodes)
-    return m
-
-
-def _check_exhaustive(exhaustive: Any) -> bool | None:
-    if exhaustive is not None and not isinstance(exhaustive, bool):
-        raise ParameterTypeError(f"exhaustive must be True, False or None (automatic); got {exhaustive!r}")
-    return exhaustive
 
 
 def _search_mode(exhaustive: bool | None, n: int, max_nodes: int) -> bool:

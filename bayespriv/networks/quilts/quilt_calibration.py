@@ -23,14 +23,14 @@ import numpy as np
 from bayespriv._validation import check_positive_int, fail, seal_fields
 from bayespriv.errors import ParameterTypeError, ValidationError
 from bayespriv.queries import Query
-from ..elimination import MAX_FACTOR
 from ..quilt_search import NodeLayout
 from bayespriv.calibration.provenance import FileProvenance
 from bayespriv.datamodels.parameters.network import is_bare_pgmpy, parameter_model_with_default_columns
 from ..influence import InfluenceEngine, ParameterNetwork, network_structure
-from .enumeration import EXHAUSTIVE_MAX_NODES, Quilt, _Structure
+from .enumeration import Quilt, _Structure
 from .scores import QuiltScore, _best_per_member, _scores
 from .search import _score_quilts, _search_inputs
+from .search_options import QuiltSearch, _search_options
 
 if TYPE_CHECKING:  # imported where used: it costs start-up time
     import networkx as nx
@@ -295,13 +295,9 @@ def calibrate_quilts(
     *,
     n_records: int,
     columns: Mapping[Hashable, str | Sequence[str]] | None = None,
-    exhaustive: bool | None = None,
-    max_nodes: int = EXHAUSTIVE_MAX_NODES,
-    k: int | None = None,
-    max_states: int = 2**16,
     influence_options: Mapping[str, Any] | None = None,
-    max_factor: int = MAX_FACTOR,
-    refine: int = 0,
+    search: QuiltSearch | None = None,
+    **deprecated: Any,
 ) -> QuiltCalibration:
     """Quilts, column sensitivities and max-influences for APMQM (independent of ε).
 
@@ -336,49 +332,17 @@ def calibrate_quilts(
         Only with a PyMC model or parameter density: node -> dataset
         column(s) of its attribute; default: the node's name. A
         ParameterNetwork carries its own (passing both is refused).
-    exhaustive : bool or None
-        None (default): the exhaustive search for networks of at most
-        ``max_nodes`` nodes, the candidate search beyond (enumerating 2^(m−1)
-        subsets per node is infeasible there); the calibration's ``search``
-        says which ran and why. True / False force one (True refuses a
-        network above ``max_nodes``); see :func:`markov_quilts`.
-    max_nodes : int
-        Largest network for the exhaustive search (default 16, at most 20).
-    k : int, optional
-        Number of components of F, when the query cannot tell without data.
-    max_states : int
-        Quilts of a discrete network whose joint table P(φ_Q, φ_i) has more
-        states are not scored (counted in ``skipped``). Leaving quilts out only
-        removes options from Algorithm 2's minimum: the guarantee is unchanged
-        (the trivial quilt is always scored). For continuous parameters,
-        quilts whose grid does not fit (see ``influence_options``) are skipped
-        likewise.
     influence_options : mapping, optional
         Continuous parameters: ``resolution``, ``bounds`` and ``max_points``
-        of :func:`~bayespriv.networks.influence.max_influence`.
-    max_factor : int
-        Discrete networks: quilts whose variable-elimination plan (fixed
-        min-weight order, ties by node position, the same for any hash seed)
-        builds a factor of more entries are not scored; the reason is kept
-        in ``skip_reasons`` (default 2^22). Like ``max_states``, this only
-        removes options: the trivial quilt is always scored.
-    refine : int
-        Candidate mode only: at most this many extra quilts scored per
-        sensitive node by a greedy local improvement of the (Δ_{A∩N} F,
-        e_θ) Pareto front — one-node moves (remove, add a moral neighbour,
-        move a node to a moral neighbour) from every front quilt, repeated
-        while a move joins the front. The front holds Algorithm 2's choice
-        at every ε and θ, so this is independent of ε and deterministic.
-        Default 0 (no refinement). Refining only adds scored quilts: the
-        noise never grows and each quilt is scored as without it, but it
-        costs up to ``refine`` exact max-influences per sensitive node.
-        Measured (benchmarks/RESULTS_quilts.md): ``refine=256`` reaches the
-        exhaustive minimum on 90 of 90 small random cases where ``refine=0``
-        is up to 1.70× above it (18 cases above); on a random sparse
-        100-node network with every node sensitive it lowers the APMQM scale
-        by 16 % at ε = 0.3, 25 % at ε = 1 and 31 % at ε = 3 (unchanged at
-        ε = 0.1 and 10), for 23× the calibration time. Pass ``refine=256``
-        when the noise matters more than the calibration time.
+        of :func:`~bayespriv.networks.influence.max_influence` (quilts whose
+        grid does not fit are skipped, as those above ``search.max_states`` are).
+    search : QuiltSearch, optional
+        How the quilts are searched and which are scored — exhaustive or
+        candidate search, ``max_nodes``, ``k``, ``max_states``,
+        ``max_factor``, ``refine``: :class:`~bayespriv.networks.QuiltSearch`
+        (default: exhaustive up to 16 nodes, no refinement). ``exhaustive=``,
+        ``max_nodes=``, ``k=``, ``max_states=``, ``max_factor=`` and
+        ``refine=`` are its deprecated spelling, kept for one release.
 
     Returns
     -------
@@ -395,7 +359,7 @@ def calibrate_quilts(
         values), ``columns`` together with a ParameterNetwork, unknown
         sensitive node, a query reading columns that no parameter governs, a
         query without column sensitivity, a network above ``max_nodes``
-        with ``exhaustive=True``.
+        with ``QuiltSearch(exhaustive=True)``.
 
     Privacy
     -------
@@ -439,38 +403,37 @@ def calibrate_quilts(
     >>> [round(float(scale), 2) for scale in mech.noise_scale]
     [6.55, 6.55]
     """
+    options = _search_options("calibrate_quilts", search, deprecated)
     if not isinstance(query, Query):
         raise ParameterTypeError(f"query must be a bayespriv Query; got {type(query).__name__}")
     n = check_positive_int(n_records, "n_records")
     if influence_options is not None and not isinstance(influence_options, Mapping):
         raise ParameterTypeError(f"influence_options must be a mapping; got {type(influence_options).__name__}")
     pnet = _parameter_network(network, columns)
-    search = _search_inputs(pnet, sensitive, query, n, {
-        "influence_options": influence_options, "exhaustive": exhaustive, "max_nodes": max_nodes, "k": k,
-        "max_states": max_states, "max_factor": max_factor, "refine": refine})
-    scored = _score_quilts(search, query)
+    inputs = _search_inputs(pnet, sensitive, query, n, options, influence_options)
+    scored = _score_quilts(inputs, query)
     candidates = scored.candidates
     numerical = any(not c.influence.exact for scores in candidates.values() for c in scores)
     extra = tuple(dict.fromkeys(a for scores in candidates.values() for c in scores for a in c.influence.assumptions))
     return QuiltCalibration(
-        networks=search.engine.networks,
-        graph=search.graph,
-        sensitive=search.sensitive,
+        networks=inputs.engine.networks,
+        graph=inputs.graph,
+        sensitive=inputs.sensitive,
         query=query,
         n_records=n,
         columns=pnet.columns,
-        queried=search.queried,
+        queried=inputs.queried,
         sensitivity=scored.sensitivity,
         candidates=MappingProxyType(candidates),
         n_quilts=MappingProxyType(scored.n_quilts),
         skipped=MappingProxyType(scored.skipped),
         skip_reasons=MappingProxyType(scored.skip_reasons),
-        exhaustive=search.exhaustive,
+        exhaustive=inputs.exhaustive,
         confidence=None if numerical else 1.0,
-        k=search.k,
-        component_names=query.component_names(search.k),
+        k=inputs.k,
+        component_names=query.component_names(inputs.k),
         assumptions=("parameters_bayes_net",) + extra,
-        engine=search.engine,
+        engine=inputs.engine,
         parameter_network=pnet,
-        search=search.note,
+        search=inputs.note,
     )

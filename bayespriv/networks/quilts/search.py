@@ -2,7 +2,7 @@
 
 Stages 2 and 3 of the calibration for APMQM (Algorithm 2 of Zhang,
 Ohrimenko, Yang & Cummings, FAccT 2022): :func:`_search_inputs` validates
-the network, the sensitive nodes and the options into a :class:`_QuiltSearch`;
+the network and the sensitive nodes, with the checked :class:`QuiltSearch`, into a :class:`_SearchInputs`;
 :func:`_score_quilts` enumerates the quilts of every sensitive node
 (:mod:`~bayespriv.networks.quilts.enumeration`), keeps those not dominated
 by a sub-quilt, scores them with the column sensitivity Δ_{A∩N} F and the
@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayespriv._validation import check_positive_int, fail
+from bayespriv._validation import fail
 from bayespriv.errors import ValidationError
 from bayespriv.queries import Query
 from ..quilt_search import GraphIndex
 from ..influence import InfluenceEngine, ParameterNetwork, network_structure
 from .enumeration import (
     Quilt,
-    _check_exhaustive,
-    _check_max_nodes,
     _quilt_rows,
     _quilt_set,
     _search_mode,
@@ -36,6 +34,7 @@ from .enumeration import (
     as_digraph,
 )
 from .scores import QuiltScore, _pareto_front, _undominated
+from .search_options import QuiltSearch
 
 if TYPE_CHECKING:  # imported where used: it costs start-up time
     import networkx as nx
@@ -120,7 +119,7 @@ def _neighbours(g: GraphIndex, node: int, z: np.ndarray) -> list[np.ndarray]:
 
 
 @dataclass(frozen=True, eq=False)
-class _QuiltSearch:
+class _SearchInputs:
     """Stage 2 of :func:`calibrate_quilts`: validated inputs of the search."""
 
     pnet: ParameterNetwork
@@ -139,10 +138,12 @@ class _QuiltSearch:
     graph: nx.DiGraph | None = None
 
 
-def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int, options: Mapping[str, Any]) -> _QuiltSearch:
-    extra = {} if pnet.kind != "discrete" else {"max_factor": check_positive_int(options["max_factor"], "max_factor",
-                                                                                 minimum=2)}
-    engine = InfluenceEngine(pnet, **dict(options["influence_options"] or {}), **extra)
+def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int, options: QuiltSearch,
+                   influence_options: Mapping[str, Any] | None) -> _SearchInputs:
+    """Stage 2: the engine and graph index of ``pnet``, the sensitive and queried nodes, and the search mode
+    (``options`` is checked by :class:`QuiltSearch` itself)."""
+    extra = {} if pnet.kind != "discrete" else {"max_factor": options.max_factor}
+    engine = InfluenceEngine(pnet, **dict(influence_options or {}), **extra)
     graph = as_digraph(engine.graph(0), "network")
     for j in range(1, len(engine.networks)):
         if set(engine.graph(j).edges()) != set(graph.edges()):
@@ -164,17 +165,16 @@ def _search_inputs(pnet: ParameterNetwork, sensitive: Any, query: Query, n: int,
             f"query must read only columns governed by the network's parameters {governed!r}; got {stray!r} "
             "(declare the parameter of each column in ParameterNetwork(network, columns=...))"
         )
-    asked = _check_exhaustive(options["exhaustive"])
-    kq = query.k if options["k"] is None else check_positive_int(options["k"], "k")
+    kq = query.k if options.k is None else options.k
     if kq is None:
-        raise ValidationError(f"k must be given for query {query.name!r}, whose number of components is unknown; got None")
-    limit = _check_max_nodes(options["max_nodes"])
-    refine = check_positive_int(options["refine"], "refine", minimum=0)
-    exhaustive = _search_mode(asked, structure.n, limit)
-    return _QuiltSearch(pnet, engine, structure, sens_nodes, tuple(sens_idx),
-                        frozenset(pnet.owner(c) for c in query.columns), n, int(kq), exhaustive, limit,
-                        check_positive_int(options["max_states"], "max_states", minimum=2), refine,
-                        _search_note(exhaustive, asked, structure.n, limit, refine), graph)
+        raise ValidationError(f"k must be given for query {query.name!r}, whose number of components is unknown; "
+                              "got None")
+    exhaustive = _search_mode(options.exhaustive, structure.n, options.max_nodes)
+    return _SearchInputs(pnet, engine, structure, sens_nodes, tuple(sens_idx),
+                         frozenset(pnet.owner(c) for c in query.columns), n, int(kq), exhaustive, options.max_nodes,
+                         options.max_states, options.refine,
+                         _search_note(exhaustive, options.exhaustive, structure.n, options.max_nodes, options.refine),
+                         graph)
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ class _ScoredQuilts:
     sensitivity: float
 
 
-def _score_quilts(s: _QuiltSearch, query: Query) -> _ScoredQuilts:
+def _score_quilts(s: _SearchInputs, query: Query) -> _ScoredQuilts:
     """Stage 3: the undominated quilts of every sensitive node with Δ_{A∩N} F and e(X_Q | X_i)."""
     sens_cache: dict[frozenset, float] = {}
 
@@ -234,7 +234,7 @@ def _score_quilts(s: _QuiltSearch, query: Query) -> _ScoredQuilts:
     return _ScoredQuilts(candidates, counts, skipped, reasons, float(full))
 
 
-def _row_sensitivities(s: _QuiltSearch, z: np.ndarray, r: np.ndarray, delta: Any) -> np.ndarray:
+def _row_sensitivities(s: _SearchInputs, z: np.ndarray, r: np.ndarray, delta: Any) -> np.ndarray:
     """Δ_{A∩N} F of each row (computed once per distinct pattern A ∩ N)."""
     if len(z) == 0:
         return np.zeros(0)
@@ -245,7 +245,7 @@ def _row_sensitivities(s: _QuiltSearch, z: np.ndarray, r: np.ndarray, delta: Any
     return pattern_sens[np.asarray(inverse).reshape(-1)]
 
 
-def _size_reason(s: _QuiltSearch, v: Hashable) -> Callable[[bytes], str]:
+def _size_reason(s: _SearchInputs, v: Hashable) -> Callable[[bytes], str]:
     """The writer of :class:`_SkipReasons` for node ``v``: the engine's reason for a quilt (packed bits over
     the search's nodes) whose joint table is above ``s.max_states``."""
     nodes = s.structure.nodes
@@ -257,7 +257,7 @@ def _size_reason(s: _QuiltSearch, v: Hashable) -> Callable[[bytes], str]:
     return write
 
 
-def _score_rows(s: _QuiltSearch, v: Hashable, z: np.ndarray, r: np.ndarray, sens: np.ndarray, state: _Scored) -> int:
+def _score_rows(s: _SearchInputs, v: Hashable, z: np.ndarray, r: np.ndarray, sens: np.ndarray, state: _Scored) -> int:
     """Score rows (e(X_Q | X_i) per member); rows refused by the engine are recorded with the reason."""
     added = 0
     oversized = set(s.engine.oversized_rows(v, z, s.structure.nodes, s.max_states))
@@ -279,7 +279,7 @@ def _score_rows(s: _QuiltSearch, v: Hashable, z: np.ndarray, r: np.ndarray, sens
     return added
 
 
-def _refine(s: _QuiltSearch, v: Hashable, idx: int, state: _Scored, delta: Any) -> None:
+def _refine(s: _SearchInputs, v: Hashable, idx: int, state: _Scored, delta: Any) -> None:
     """Greedy local improvement of the (Δ, e_θ) Pareto front: one-node moves until no move joins the front.
 
     The front holds the minimiser of Δ/(ε − e_θ) for every ε and θ, so improving it is independent of ε.

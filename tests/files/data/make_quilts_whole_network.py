@@ -16,6 +16,16 @@ import warnings
 from pathlib import Path
 
 
+def _candidate_search(refine: int) -> dict:
+    """The keywords of a candidate search with ``refine`` moves: ``search=QuiltSearch(...)``, or, for a package
+    that predates :class:`~bayespriv.networks.QuiltSearch` (commit 02631be), its fields as keywords of their own."""
+    try:
+        from bayespriv.networks.quilts import QuiltSearch
+    except ImportError:
+        return {"exhaustive": False, "refine": refine}
+    return {"search": QuiltSearch(exhaustive=False, refine=refine)}
+
+
 def main() -> None:
     """Compute the calibration with the package at ``sys.argv[1]`` and write the fixture beside this script."""
     warnings.filterwarnings("ignore")
@@ -30,7 +40,7 @@ def main() -> None:
     names = list(bn.nodes())
     net = ParameterNetwork(bn, columns={v: v for v in names})
     query = bp.stack(*[bp.mean(v, bounds=(0.0, 1.0 + k % 3)) for k, v in enumerate(names[::4])])
-    cal = calibrate_quilts(net, names, query, n_records=50, exhaustive=False, refine=8)
+    cal = calibrate_quilts(net, names, query, n_records=50, **_candidate_search(refine=8))
     out = {
         "generated": ("by tests/files/data/make_quilts_whole_network.py from the code at commit 02631be "
                       "(before the per-network graph index, CPD tables and bucket memo); see that script's docstring"),
