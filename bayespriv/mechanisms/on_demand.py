@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._deprecation import keywords_into_option
+from .._deprecation import option_value
 from .._validation import check_confidence, check_positive_int, fail
 from ..errors import DrawsNeededError, ParameterTypeError
 from .draw_schedule import DrawSchedule
@@ -73,13 +73,7 @@ def _schedule(schedule: Any, options: Mapping[str, Any]) -> tuple[DrawSchedule, 
     folded into ``schedule``, warning (both spellings given: a ValidationError); None gives the defaults."""
     old = {name: value for name, value in options.items() if name in _SCHEDULE_FIELDS}
     rest = {name: value for name, value in options.items() if name not in _SCHEDULE_FIELDS}
-    schedule = keywords_into_option("build_on_demand", "schedule", DrawSchedule, old, schedule)
-    if schedule is None:
-        return DrawSchedule(), rest
-    if not isinstance(schedule, DrawSchedule):
-        raise ParameterTypeError(f"schedule must be None or a bayespriv DrawSchedule; got {schedule!r:.80} of type "
-                                 f"{type(schedule).__name__}")
-    return schedule, rest
+    return option_value("build_on_demand", "schedule", DrawSchedule, schedule, old), rest
 
 
 def build_on_demand(mechanism: type[Mechanism], model: DataModel | DataModelFamily,
