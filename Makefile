@@ -20,31 +20,50 @@ venv: $(STAMP)
 # Nothing in our metadata causes it, so that one message, and nothing else, is filtered here.
 EDITABLE_NOTE := ignore:Editable installation:UserWarning
 
+# The install goes through uv when pip can fetch it (the same releases from PyPI, bytecode compiled as pip does,
+# in about a minute where pip takes over two on a cold machine: benchmarks/RESULTS_setup.md); through pip alone
+# when uv cannot be had or fails. INSTALLER=pip forces pip.
+INSTALLER ?= uv
+
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	PYTHONWARNINGS="$(EDITABLE_NOTE)" $(PY) -m pip install --quiet -e ".[test]"
+	@if [ "$(INSTALLER)" = uv ] && $(PY) -m pip install --quiet uv \
+	    && PYTHONWARNINGS="$(EDITABLE_NOTE)" $(PY) -m uv pip install --quiet --compile-bytecode --python $(PY) -e ".[test]"; then \
+	    echo "installed with uv"; \
+	else \
+	    echo "installing with pip"; \
+	    PYTHONWARNINGS="$(EDITABLE_NOTE)" $(PY) -m pip install --quiet -e ".[test]"; \
+	fi
 	@touch $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/bayespriv demo
 
-test: $(STAMP)
-	$(PY) -m pytest -q --durations=25 $(TEST_ARGS)
+# MARKERS, when set, selects tests by marker (pytest -m); empty: every test.
+MARKERS ?=
 
-# The fast tier (about two minutes on two cores): every test folder, without the long statistical runs (slow,
+test: $(STAMP)
+	$(PY) -m pytest -q --durations=25 $(if $(MARKERS),-m "$(MARKERS)") $(TEST_ARGS)
+
+# The fast tier (under three minutes on two cores; its workers steal queued tests from each other, which evens out
+# their ends: 183 s against 198 s measured here): every test folder, without the long statistical runs (slow,
 # coverage_long), the tests that start a Python subprocess or process pool (subprocess), execute notebooks
 # (notebook), build the docs (docs) or need the Adult data (adult). `make test` still runs all of them.
 FAST_MARKERS := not (slow or coverage_long or adult or docs or subprocess or notebook)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n 2 -m "$(FAST_MARKERS)"
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"
 
 # The suite on Python 3.12 (or 3.13), where pip resolves PyMC 6 / ArviZ 1 (.ci/next-python finds it).
+# NEXT_MARKERS selects by marker there (empty: every test; CI leaves out the numeric long runs, which reach no
+# PyMC, ArviZ or pgmpy and give the same numbers on every Python: tests/conftest.py).
+NEXT_MARKERS ?=
+
 test-next:
 	@next=$$(.ci/next-python) || { echo "test-next: no CPython 3.12 or 3.13 found (pyenv, PATH): skipped"; exit 0; }; \
 	echo "test-next: $$next ($$($$next --version))"; \
-	$(MAKE) test PYTHON="$$next" VENV=$(NEXT_VENV) TEST_ARGS="$(TEST_ARGS)"
+	$(MAKE) test PYTHON="$$next" VENV=$(NEXT_VENV) TEST_ARGS="$(TEST_ARGS)" MARKERS="$(NEXT_MARKERS)"
 
 # The long coverage harness (tests/audit/test_coverage.py): 100 calibrations per law, on two workers (its laws are
 # independent and CPU-bound); CI runs it after `make test`.

@@ -62,3 +62,53 @@ def signing_key_file(tmp_path_factory) -> Path:
     patch.delenv("BAYESPRIV_KEY", raising=False)
     yield path
     patch.undo()
+
+
+# -- the interpreter-independent long runs ------------------------------------------------------------------------
+#: Modules whose ``slow`` tests are long statistical runs of the accountant, mechanisms, ledger and audit that reach
+#: no PyMC, ArviZ or pgmpy: the same NumPy and SciPy give the same numbers on every Python. They get the
+#: ``numeric`` marker; CI runs them on its first Python only (``.ci/run``: the second run is for the routes that
+#: differ between PyMC 5 / ArviZ 0.x and PyMC 6 / ArviZ 1). A module that starts to use those libraries must leave
+#: this list: run on these files alone, a numeric test that loads one fails (``_numeric_reaches_no_route_library``).
+NUMERIC_MODULES = frozenset({
+    "tests/privacy/test_accountant.py", "tests/privacy/test_certified.py", "tests/privacy/test_privacy_loss.py",
+    "tests/mechanisms/test_requested.py", "tests/mechanisms/test_exact_law_mechanisms.py",
+    "tests/mechanisms/test_optimal.py", "tests/mechanisms/test_expected_value.py",
+    "tests/audit/test_coverage.py", "tests/audit/test_release_audit.py",
+    "tests/ledger/test_plan.py", "tests/ledger/test_account.py",
+})
+#: What a numeric test may not import.
+ROUTE_LIBRARIES = ("pymc", "arviz", "pgmpy")
+#: Set at collection: True when every collected module is in NUMERIC_MODULES (then no route library was imported
+#: by collecting another module, and one in ``sys.modules`` came from a numeric test).
+_ONLY_NUMERIC = pytest.StashKey[bool]()
+
+
+#: Docstring examples as long as a slow test (a 20 000-draw calibration): marked ``slow`` like one (the fast tier).
+SLOW_DOCTESTS = frozenset({"bayespriv.ledger.plan.plan_releases"})
+
+
+def _module(item) -> str:
+    """The item's file relative to the checkout (its absolute path when outside it)."""
+    path = item.path.resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
+
+
+def pytest_collection_modifyitems(config, items):
+    modules = {_module(item) for item in items}
+    config.stash[_ONLY_NUMERIC] = bool(modules) and modules <= NUMERIC_MODULES
+    for item in items:
+        if item.name in SLOW_DOCTESTS:
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow") and _module(item) in NUMERIC_MODULES:
+            item.add_marker(pytest.mark.numeric)
+
+
+@pytest.fixture(autouse=True)
+def _numeric_reaches_no_route_library(request):
+    """A numeric test fails when, in a session of numeric modules alone, PyMC, ArviZ or pgmpy is loaded after it:
+    ``python -m pytest -m numeric <the NUMERIC_MODULES files>`` checks the list."""
+    yield
+    if request.node.get_closest_marker("numeric") and request.config.stash.get(_ONLY_NUMERIC, False):
+        loaded = [name for name in ROUTE_LIBRARIES if name in sys.modules]
+        assert not loaded, f"a numeric test imported {loaded}: its module must leave NUMERIC_MODULES (tests/conftest.py)"

@@ -202,6 +202,7 @@ def _one_line_error(err: str, *expected: str) -> None:
         assert text in err, (text, err)
 
 
+@pytest.mark.slow
 def test_every_wrong_argument_exits_2_naming_it(workdir, capsys):
     for argv, expected in _bad_cases(workdir):
         assert main(argv) == 2, argv
@@ -437,6 +438,7 @@ def test_release_text_prints_a_scalar_with_its_noise_sd(scalar_workdir, capsys):
     assert "[" not in first.split("=")[1].split("noise interval")[0]
 
 
+@pytest.mark.slow
 def test_a_script_with_other_pairs_is_refused_and_nothing_is_spent(workdir, tmp_path, capsys):
     """The attack: a valid file calibrated for one pair, released under a script of another pair, would get the
     file's (smaller) noise. The script's pairs must be the file's; the twin with the file's own script releases."""
@@ -484,6 +486,7 @@ def years_calibration(workdir):
     return workdir / "years.nc", workdir / "years.py"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["added column", "column subset", "shuffled rows"])
 def test_a_copy_of_the_data_is_accounted_with_the_first_release(variant, workdir, years_calibration, tmp_path, capsys):
     """From the shell: a second query released on a copy of payroll.csv (one added column, only the column it

@@ -20,6 +20,7 @@ and μ_b, which a calibration knows in one of three ways:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -162,13 +163,15 @@ class SampledLaw:
     def n(self) -> int:
         return int(self.draws.shape[0])
 
-    @property
+    @functools.cached_property
     def mean(self) -> np.ndarray:
-        return self.draws.mean(axis=0)
+        """The draws' mean (computed once; read-only, as the draws are)."""
+        return _readonly(self.draws.mean(axis=0))
 
-    @property
+    @functools.cached_property
     def cov(self) -> np.ndarray:
-        return np.atleast_2d(np.cov(self.draws.T, ddof=1))
+        """The draws' covariance, ddof 1 (computed once: a scale search asks for it at every step; read-only)."""
+        return _readonly(np.atleast_2d(np.cov(self.draws.T, ddof=1)))
 
 
 Law = Union[GaussianLaw, FiniteLaw, SampledLaw]

@@ -104,6 +104,7 @@ def test_no_noise_reaches_bayes_optimum():
     assert res.mechanism == "no noise" and res.chance == 0.5
 
 
+@pytest.mark.slow
 def test_broken_twins_are_caught():
     """A leaking statistic (accuracy ≈ 1) and swapped test secrets (≈ 1 − Φ(1)) fail the same check."""
     leaky = property_inference_attack(None, LEAKY, LEAKY, PAIR, query=LEAKY_QUERY, rng=101)

@@ -179,6 +179,7 @@ def test_numpy_laplace_reproduced():
         assert x == _numpy_laplace(j, 3.7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [1.0, 0.1])
 def test_grid_laplace_resists_float_attack_and_float_twin_is_caught(epsilon):
     """Grid Laplace plan: 0 identifying releases (what ε allows); the float twin a + rng.laplace
@@ -330,6 +331,7 @@ class FloatLaplaceExpM(ExpM):
         return value + np.random.default_rng(rng).laplace(0.0, self.noise_scale)
 
 
+@pytest.mark.slow
 def test_float_twin_is_flagged_by_the_same_bound():
     """The float twin of ExpM(L) on the count (k = 1, b = 10), through the same ``release_value``
     path and the same bound (0 for its pure ε): Mironov's support test identifies many releases

@@ -73,6 +73,7 @@ def test_the_names_survive_save_and_load(relaxed_calibration, tmp_path):
     assert loaded.assumptions == relaxed_calibration.assumptions
 
 
+@pytest.mark.slow
 def test_only_the_relaxed_ones_are_named_and_only_when_mcmc_ran():
     one = bp.calibrate(relaxed_model(max_r_hat=1.01, min_ess_bulk=100, max_divergences=0), PAIR, bp.mean("y"),
                        n_draws=200, rng=3, execution=QUIET)

@@ -299,6 +299,7 @@ def _assert_same_laws(cal: bp.Calibration, loaded: bp.Calibration) -> None:
             assert not other.weights.flags.writeable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["from_laws", "calibrate", "family"])
 def test_exact_laws_round_trip_bit_identical(tmp_path, kind):
     cal = _law_calibrations()[kind]

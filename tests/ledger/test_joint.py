@@ -161,6 +161,7 @@ def test_dp_mechanisms_add_by_theorem(tmp_path):
     assert all("sequential_composition" not in a for a in rows["assumptions"])
 
 
+@pytest.mark.slow
 def test_without_the_model_different_queries_are_refused_unless_declared_independent(tmp_path, data):
     ma, mb = _mechanisms()
     paths = [ma.calibration.to_netcdf(tmp_path / "a.nc"), mb.calibration.to_netcdf(tmp_path / "b.nc")]

@@ -436,6 +436,7 @@ class HalfNoiseEigM(EigM):
         super()._freeze()
 
 
+@pytest.mark.slow
 def test_eigm_release_distribution(example):
     """EigM at ε = 0.5 (analytic): both eigen-directions noisy; each projected variance within the
     exact χ² interval (α = 1e-6 in total)."""
@@ -444,6 +445,7 @@ def test_eigm_release_distribution(example):
     assert ok, ratio
 
 
+@pytest.mark.slow
 def test_eigm_release_distribution_catches_half_noise(example):
     """Broken twin: half the variance. Measured against the correct noise_cov, the ratio is
     0.5·χ²_n/n ≤ 0.526 with probability ≥ 1 − 1e-6, far below 0.951: caught."""
@@ -457,6 +459,7 @@ def test_eigm_release_distribution_catches_half_noise(example):
     assert not np.all((ratio >= lo) & (ratio <= hi)), ratio
 
 
+@pytest.mark.slow
 def test_daum_release_distribution(example):
     """DauM at ε = 0.5: noise only along v (exactly 0 orthogonally), variance σ² along v (χ², α = 1e-6)."""
     mech = DauM(example, epsilon=0.5, delta=1e-3)

@@ -332,6 +332,7 @@ def _violates_some_corner(cal: bp.Calibration, S: np.ndarray, r2: float) -> bool
     return any(mahalanobis_sq(d, _cov_lower(cal, p) + S) > r2 for p in PAIRS for d in _corners(cal, p))
 
 
+@pytest.mark.slow
 def test_sprocedure_is_a_conservative_relaxation_of_the_corners():
     """Sampled bounds (k ∈ {2..5}, three pairs): the S-procedure SDP's S, before any certification
     or repair, meets the condition at every corner (direct solve, relative slack 1e-7 for the

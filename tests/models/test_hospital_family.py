@@ -78,6 +78,7 @@ def _check_family(cal, query_name, n_draws, pairs, grid):
     return failures
 
 
+@pytest.mark.slow
 def test_weight_family_calibration_matches_closed_form():
     """8 corners of (k1, μ_F, μ_O); α = 1e-3 for the sensitivity and 1e-3 for the variance."""
     fam = hospital_family(grid=dict(QUERY_GRIDS["average weight"]))

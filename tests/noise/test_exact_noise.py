@@ -264,6 +264,7 @@ def test_discrete_laplace_matches_exact_pmf(scale, n, half):
     assert not chi_square_ok(draws, lambda zs: laplace_pmf(scale * Fraction(21, 20), zs), -half, half)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma2,n,half", GAUSSIAN_CASES)
 def test_discrete_gaussian_matches_exact_pmf(sigma2, n, half):
     """χ² goodness of fit over bins −half..half plus tails, α = 1e-3; twins: the same draws

@@ -35,6 +35,7 @@ LAWS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(LAWS))
 def test_upper_and_lower_bounds_cover_the_mean(name):
     draw, mean, n = LAWS[name]

@@ -160,6 +160,7 @@ def plan_of(mech):
 # -- tests ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("name", list(MECHANISMS))
 def test_every_cell_builds_states_the_request_and_meets_delta(name, k):

@@ -40,6 +40,7 @@ ALPHA = 1e-6
 
 
 # ---------------------------------------------------------------------------- 1-D against mpmath
+@pytest.mark.slow
 @pytest.mark.parametrize("mu,va,vb", ONE_DIM)
 def test_one_dimension_matches_mpmath_to_1e9(mu, va, vb):
     curve = pl.gaussian_privacy_curve(EPS_GRID, [mu], [[va]], [[vb]])
@@ -235,6 +236,7 @@ def _grid_max_lower(eps, bx, s):
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", BOX_1D)
 def test_box_one_dimension_brute_force(spec):
     """The box rule dominates a 5×11×11 grid of the box at the calibrated scale;
