@@ -75,6 +75,7 @@ NUMERIC_MODULES = frozenset({
     "tests/mechanisms/test_requested.py", "tests/mechanisms/test_exact_law_mechanisms.py",
     "tests/mechanisms/test_optimal.py", "tests/mechanisms/test_expected_value.py",
     "tests/audit/test_coverage.py", "tests/audit/test_release_audit.py",
+    "tests/audit/test_likelihood_ratio.py",
     "tests/ledger/test_plan.py", "tests/ledger/test_account.py",
 })
 #: What a numeric test may not import.
