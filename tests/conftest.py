@@ -65,18 +65,22 @@ def signing_key_file(tmp_path_factory) -> Path:
 
 
 # -- the interpreter-independent long runs ------------------------------------------------------------------------
-#: Modules whose ``slow`` tests are long statistical runs of the accountant, mechanisms, ledger and audit that reach
-#: no PyMC, ArviZ or pgmpy: the same NumPy and SciPy give the same numbers on every Python. They get the
+#: Modules whose ``slow`` tests are long statistical runs of the accountant, mechanisms, exact noise samplers,
+#: calibration checks, ledger and audit that reach no PyMC, ArviZ or pgmpy: the same NumPy and SciPy give the
+#: same numbers on every Python. They get the
 #: ``numeric`` marker; CI runs them on its first Python only (``.ci/run``: the second run is for the routes that
 #: differ between PyMC 5 / ArviZ 0.x and PyMC 6 / ArviZ 1). A module that starts to use those libraries must leave
 #: this list: run on these files alone, a numeric test that loads one fails (``_numeric_reaches_no_route_library``).
 NUMERIC_MODULES = frozenset({
     "tests/privacy/test_accountant.py", "tests/privacy/test_certified.py", "tests/privacy/test_privacy_loss.py",
+    "tests/privacy/test_extreme_gaussian.py", "tests/privacy/test_draw_bounds.py",
     "tests/mechanisms/test_requested.py", "tests/mechanisms/test_exact_law_mechanisms.py",
     "tests/mechanisms/test_optimal.py", "tests/mechanisms/test_expected_value.py",
+    "tests/noise/test_exact_noise.py", "tests/calibration/test_assumptions.py",
     "tests/audit/test_coverage.py", "tests/audit/test_release_audit.py",
-    "tests/audit/test_likelihood_ratio.py",
-    "tests/ledger/test_plan.py", "tests/ledger/test_account.py",
+    "tests/audit/test_likelihood_ratio.py", "tests/audit/test_attack.py",
+    "tests/ledger/test_plan.py", "tests/ledger/test_account.py", "tests/ledger/test_joint.py",
+    "bayespriv/ledger/plan.py",  # its docstring example (SLOW_DOCTESTS)
 })
 #: What a numeric test may not import.
 ROUTE_LIBRARIES = ("pymc", "arviz", "pgmpy")

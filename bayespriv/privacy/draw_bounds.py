@@ -60,25 +60,29 @@ def _checked(values: Any, counts: Any, alpha: float) -> tuple[np.ndarray, np.nda
 
 
 #: Above this many distinct values, values are rounded to a geometric grid of this relative step (up for
-#: the upper bound, down for the lower: both only widen the bound, each wealth being monotone in every value).
+#: the upper bound, down for the lower: both only widen the bound, each wealth being monotone in every value),
+#: and the values below COMPRESS_STEP × max(mean, 1/n) are merged into one (up to that value, or down to 0):
+#: either moves the mean by at most COMPRESS_STEP of the bound's own scale (the margin is at least about 1/n).
 COMPRESS_ABOVE = 4096
 COMPRESS_STEP = 1e-3
+_LOG_STEP = math.log1p(COMPRESS_STEP)
 
 
 def _compressed(values: np.ndarray, counts: np.ndarray, up: bool) -> tuple[np.ndarray, np.ndarray]:
     """The values rounded to the grid (1 + step)^k (conservatively, see :data:`COMPRESS_ABOVE`) and merged."""
     if values.size <= COMPRESS_ABOVE:
         return values, counts
-    pos = values > 0
-    k = np.zeros(values.size, dtype=np.int64)
-    logs = np.log(values[pos]) / math.log1p(COMPRESS_STEP)
-    k[pos] = np.ceil(logs) if up else np.floor(logs)
-    key = np.where(pos, k, np.iinfo(np.int64).min)
-    distinct, inverse = np.unique(key, return_inverse=True)
-    merged = np.bincount(inverse, weights=counts, minlength=distinct.size)
-    rounded = np.where(distinct == np.iinfo(np.int64).min, 0.0,
-                       np.exp(np.clip(distinct, -10**9, 0) * math.log1p(COMPRESS_STEP)))
-    return np.minimum(rounded, 1.0), merged
+    n = float(counts.sum())
+    tiny = COMPRESS_STEP * max(float(counts @ values) / n, 1.0 / n)
+    k_min = math.floor(math.log(tiny) / _LOG_STEP)
+    logs = np.log(np.maximum(values, tiny)) / _LOG_STEP
+    k = (np.ceil(logs) if up else np.floor(logs)).astype(np.int64) - k_min
+    bins = np.where(values < tiny, 0, k + 1)  # bin 0: the merged small values; bin k + 1: (1 + step)^(k + k_min)
+    used = np.flatnonzero(np.bincount(bins, minlength=1))
+    merged = np.bincount(bins, weights=counts)[used]
+    rounded = np.exp(np.minimum(used - 1 + k_min, 0) * _LOG_STEP)
+    small = tiny if up else 0.0
+    return np.where(used == 0, small, np.minimum(rounded, 1.0)), merged
 
 
 def _log_wealth(values: np.ndarray, counts: np.ndarray, m: float, bets: tuple, upper: bool) -> float:
@@ -89,8 +93,54 @@ def _log_wealth(values: np.ndarray, counts: np.ndarray, m: float, bets: tuple, u
         lam = c / (1.0 - m) if upper else c / m
         with np.errstate(divide="ignore"):
             terms.append(math.log(weight) + float(counts @ np.log1p(lam * s)))
+    return _log_mixture(terms)
+
+
+def _log_mixture(terms: list[float]) -> float:
+    """log Σ exp(terms), without overflow."""
     top = max(terms)
     return -math.inf if top == -math.inf else top + math.log(sum(math.exp(t - top) for t in terms))
+
+
+#: The upper wealth's values up to this are summed by their power series (:class:`_UpperWealth`).
+SERIES_BELOW = 0.125
+#: Terms of that series: the remainder is below 0.125^18/18 relative, under float64's resolution.
+SERIES_TERMS = 18
+
+
+class _UpperWealth:
+    """The upper bound's log wealth at any m, with the small values summed once by their power series.
+
+    With λ = c/(1 − m) and a = 1 − (1 − c)m, each factor is 1 + λ(m − v) = (a − c·v)/(1 − m), and
+    log(a − c·v) = log a − Σ_k (c·v/a)^k / k with c·v/a ≤ v (a ≥ c): for the values
+    v ≤ :data:`SERIES_BELOW` the sum over values is log a·n_s − Σ_k (c/a)^k S_k / k with the power sums
+    S_k = Σ_i c_i v_i^k, computed once. The larger values (a few: the atoms inside or near the optimal set)
+    take their logarithms. The same wealth as the logarithm of every factor, to float64 rounding.
+    """
+
+    def __init__(self, values: np.ndarray, counts: np.ndarray) -> None:
+        small = values <= SERIES_BELOW
+        self.big, self.big_counts = values[~small], counts[~small]
+        vs, power = values[small], counts[small].copy()
+        self.n_small = float(power.sum())
+        sums = np.empty(SERIES_TERMS)
+        for k in range(SERIES_TERMS):
+            power *= vs
+            sums[k] = power.sum()
+        self.orders = np.arange(1, SERIES_TERMS + 1, dtype=float)
+        self.weighted_sums = sums / self.orders
+
+    def __call__(self, m: float) -> float:
+        log_rest = math.log1p(-m)
+        terms = []
+        for c, weight in UPPER_BETS:
+            a = 1.0 - (1.0 - c) * m
+            series = float(((c / a) ** self.orders) @ self.weighted_sums)
+            small = self.n_small * (math.log1p(-(1.0 - c) * m) - log_rest) - series  # log a − log(1 − m)
+            with np.errstate(divide="ignore"):
+                big = float(self.big_counts @ np.log1p(c / (1.0 - m) * (m - self.big)))
+            terms.append(math.log(weight) + small + big)
+        return _log_mixture(terms)
 
 
 def mean_upper(values: Any, counts: Any = None, *, alpha: float) -> float:
@@ -120,14 +170,21 @@ def mean_upper(values: Any, counts: Any = None, *, alpha: float) -> float:
     v, c = _compressed(v, c, up=True)
     mean = max(mean, float(c @ v) / n)
     level = math.log(1.0 / alpha)
-    lo, hi = mean, 1.0
-    if _log_wealth(v, c, hi - 1e-12, UPPER_BETS, True) < level:
-        return 1.0
-    step = max(level / n, 1e-12)
-    while mean + step < 1.0 and _log_wealth(v, c, mean + step, UPPER_BETS, True) < level:
-        lo, step = mean + step, 2.0 * step
-    hi = min(1.0 - 1e-12, mean + step)
-    return _crossing(lambda m: _log_wealth(v, c, m, UPPER_BETS, True) - level, lo, hi, _RTOL * (hi - mean))
+    wealth = _UpperWealth(v, c)
+    f = lambda m: wealth(m) - level  # noqa: E731 - increasing in m
+    lo, f_lo, step = mean, None, max(level / n, 1e-12)
+    while True:  # doubling steps up from the mean to a passing point (or to 1: the bound is then 1)
+        hi = mean + step
+        if hi >= 1.0:
+            hi, f_hi = 1.0 - 1e-12, f(1.0 - 1e-12)
+            if f_hi < 0:
+                return 1.0
+            break
+        f_hi = f(hi)
+        if f_hi >= 0:
+            break
+        lo, f_lo, step = hi, f_hi, 2.0 * step
+    return _crossing(f, lo, hi, _RTOL * (hi - mean), f_lo=f_lo, f_hi=f_hi)
 
 
 def mean_lower(values: Any, counts: Any = None, *, alpha: float) -> float:
@@ -145,22 +202,32 @@ def mean_lower(values: Any, counts: Any = None, *, alpha: float) -> float:
         return 0.0
     v, c = _compressed(v, c, up=False)
     mean = min(mean, float(c @ v) / float(c.sum()))
-    level = math.log(1.0 / alpha)
-    lo, hi = 0.0, mean
-    if _log_wealth(v, c, mean * 1e-9, LOWER_BETS, False) < level:
+    if mean <= 0.0:  # every value below the merging threshold
         return 0.0
-    step = 0.5 * mean
-    while mean - step > 0 and _log_wealth(v, c, mean - step, LOWER_BETS, False) < level:
-        hi, step = mean - step, min(2.0 * step, mean)
-    lo = max(mean * 1e-9, mean - step)
-    return _crossing(lambda m: level - _log_wealth(v, c, m, LOWER_BETS, False), lo, hi, _RTOL * (mean - lo), upper=False)
+    level = math.log(1.0 / alpha)
+    f = lambda m: level - _log_wealth(v, c, m, LOWER_BETS, False)  # noqa: E731 - increasing in m
+    hi, f_hi, step = mean, None, 0.5 * mean
+    while True:  # doubling steps down from the mean to a passing point (or to ~0: the bound is then 0)
+        lo = mean - step
+        if not lo > 0:
+            lo, f_lo = mean * 1e-9, f(mean * 1e-9)
+            if f_lo > 0:
+                return 0.0
+            break
+        f_lo = f(lo)
+        if f_lo <= 0:
+            break
+        hi, f_hi, step = lo, f_lo, min(2.0 * step, mean)
+    return _crossing(f, lo, hi, _RTOL * (mean - lo), upper=False, f_lo=f_lo, f_hi=f_hi)
 
 
-def _crossing(f: Any, lo: float, hi: float, tol: float, upper: bool = True) -> float:
+def _crossing(f: Any, lo: float, hi: float, tol: float, upper: bool = True, *, f_lo: float | None = None,
+              f_hi: float | None = None) -> float:
     """The conservative end of a bracket [lo, hi] of the crossing of an increasing f (f(lo) < 0 ≤ f(hi)), narrowed
     to ``tol`` by false position with the Illinois modification (a bisection step whenever it stalls): the
-    upper end for an upper bound, the lower end for a lower bound."""
-    f_lo, f_hi = f(lo), f(hi)
+    upper end for an upper bound, the lower end for a lower bound. ``f_lo``, ``f_hi``: f at the ends, when known."""
+    f_lo = f(lo) if f_lo is None else f_lo
+    f_hi = f(hi) if f_hi is None else f_hi
     side = 0
     for _ in range(200):
         if hi - lo <= tol + 1e-300:

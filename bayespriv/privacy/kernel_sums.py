@@ -20,19 +20,23 @@ factored around the grid point:
 * Laplace: the factorisation is exact — ``e^{−|d − t|/s} = e^{−|d|/s} e^{± t/s}`` for d ≠ 0 — and
   the sums are two first-order recursions over the grid (no reach, no truncation).
 
-Both are checked against the direct sums in ``tests/mechanisms/test_kernel_sums.py``.
+An atom set is placed on a grid once (:func:`place`: cells, offsets and expansion terms), and the
+placement serves its density and the per-atom sums of any values on that grid; :func:`sums_at` reads
+one set of values' correlations with the kernels at the atoms of several placements. Both sums are
+checked against the direct sums in ``tests/privacy/test_kernel_sums.py``.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import fft as scipy_fft
 
-__all__ = ["grid_density", "atom_sums", "TERMS", "REACH"]
+__all__ = ["grid_density", "atom_sums", "place", "sums_at", "Placed", "TERMS", "REACH"]
 
 #: Most terms of the Taylor expansion of the Gaussian factor (the grid spacing sets how many: module docstring).
 TERMS = 24
@@ -85,38 +89,70 @@ def _kernel_spectra(size: int, ratio: float) -> tuple[np.ndarray, int, int]:
     return spectra, n_fft, half
 
 
+@dataclass(frozen=True, eq=False)
+class Placed:
+    """Atoms placed on a grid y_g = lo + g·h (g < ``size``) for a kernel of scale ``s``: each atom's cell ``j``
+    and offset ``t`` (:func:`_cells`) and, for the Gaussian, its expansion terms e^{−t²/2s²}(t/s)^m/m!, one row
+    per m (module docstring). Made once per atoms and grid by :func:`place`, shared by the density and by
+    the per-atom sums of every set of grid values."""
+
+    j: np.ndarray
+    t: np.ndarray
+    terms: np.ndarray | None
+    size: int
+    h: float
+    s: float
+    laplace: bool
+
+    def density(self, weights: Any) -> np.ndarray:
+        """Σ_i w_i φ(y_g − x_i) at every grid point."""
+        w = np.asarray(weights, float)
+        if self.laplace:
+            return _laplace_density(self.j, self.t, w, self.h, self.s, self.size)
+        spectra, n_fft, half = _kernel_spectra(self.size, round(self.h / self.s, 15))
+        moments = np.zeros((len(spectra), self.size))
+        for m in range(len(spectra)):  # per-cell moments Σ w e^{−t²/2s²} (t/s)^m / m!
+            moments[m] = np.bincount(self.j, weights=self.terms[m] * w, minlength=self.size)
+        total = (scipy_fft.rfft(moments, n_fft, axis=1) * spectra).sum(axis=0)
+        out = scipy_fft.irfft(total, n_fft)[half:half + self.size] / self.s
+        return np.maximum(out, 0.0)
+
+
+def place(lo: float, h: float, size: int, atoms: Any, s: float, laplace: bool) -> Placed:
+    """:class:`Placed` of ``atoms`` on the grid y_g = lo + g·h, g < size, for a kernel of scale ``s``."""
+    j, t = _cells(np.asarray(atoms, float), lo, h, size)
+    if laplace:
+        return Placed(j, t, None, size, h, s, True)
+    ts = t / s
+    terms = _scaled_powers(ts, np.exp(-0.5 * ts * ts), _terms(round(h / s, 15)))
+    return Placed(j, t, terms, size, h, s, False)
+
+
 def grid_density(lo: float, h: float, size: int, atoms: Any, weights: Any, s: float, laplace: bool) -> np.ndarray:
     """Σ_i w_i φ(y_g − x_i) on the grid y_g = lo + g·h, g < size (module docstring)."""
-    x, w = np.asarray(atoms, float), np.asarray(weights, float)
-    j, t = _cells(x, lo, h, size)
-    if laplace:
-        return _laplace_density(j, t, w, h, s, size)
-    spectra, n_fft, half = _kernel_spectra(size, round(h / s, 15))
-    ts = t / s
-    terms = _scaled_powers(ts, w * np.exp(-0.5 * ts * ts), len(spectra))  # w e^{−t²/2s²} (t/s)^m / m!
-    moments = np.zeros((len(spectra), size))
-    for m in range(len(spectra)):  # per-cell moments
-        moments[m] = np.bincount(j, weights=terms[m], minlength=size)
-    total = (scipy_fft.rfft(moments, n_fft, axis=1) * spectra).sum(axis=0)
-    out = scipy_fft.irfft(total, n_fft)[half:half + size] / s
-    return np.maximum(out, 0.0)
+    return place(lo, h, size, atoms, s, laplace).density(weights)
 
 
 def atom_sums(lo: float, h: float, values: Any, atoms: Any, s: float, laplace: bool) -> np.ndarray:
     """Σ_g v_g φ(y_g − x_i) for every atom x_i (module docstring); ``values`` on the grid."""
-    v, x = np.asarray(values, float), np.asarray(atoms, float)
-    j, t = _cells(x, lo, h, v.size)
-    if laplace:
-        return _laplace_atom_sums(j, t, v, h, s)
-    spectra, n_fft, half = _kernel_spectra(v.size, round(h / s, 15))
+    v = np.asarray(values, float)
+    return sums_at(v, place(lo, h, v.size, atoms, s, laplace))[0]
+
+
+def sums_at(values: np.ndarray, *placements: Placed) -> tuple[np.ndarray, ...]:
+    """:func:`atom_sums` of one set of grid values for the atoms of each placement (on the same grid): the
+    correlations of the values with the kernels are computed once for all of them."""
+    v = np.asarray(values, float)
+    first = placements[0]
+    if first.laplace:
+        return tuple(_laplace_atom_sums(p.j, p.t, v, p.h, p.s) for p in placements)
+    spectra, n_fft, half = _kernel_spectra(v.size, round(first.h / first.s, 15))
     # Σ_g v_g K_m(y_g − y_j): a correlation of v with each kernel, read at every cell j (K_m reversed is
     # (−1)^m K_m, the kernels being even times (d/s)^m)
     sign = (-1.0) ** np.arange(len(spectra))
     corr = scipy_fft.irfft(scipy_fft.rfft(v, n_fft)[None, :] * spectra * sign[:, None], n_fft, axis=1)
-    corr = corr[:, half:half + v.size] / s
-    ts = t / s
-    out = np.einsum("mi,mi->i", corr[:, j], _scaled_powers(ts, np.exp(-0.5 * ts * ts), len(spectra)))
-    return np.maximum(out, 0.0)
+    corr = corr[:, half:half + v.size] / first.s
+    return tuple(np.maximum(np.einsum("mi,mi->i", corr[:, p.j], p.terms), 0.0) for p in placements)
 
 
 def _scaled_powers(ts: np.ndarray, base: np.ndarray, terms: int) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernel_sums import atom_sums, grid_density
+from .kernel_sums import Placed, place, sums_at
 from .mixture_mc import DrawContributions, MixtureEstimate, atom_counts, sampled_pair
 
 __all__ = ["grid_hockey", "grid_hockey_both", "MAX_GRID", "Atoms", "atoms_of"]
@@ -56,11 +56,9 @@ def _unique(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return z, np.bincount(inv, weights=w, minlength=z.size)
 
 
-def _density(y: np.ndarray, z: np.ndarray, w: np.ndarray, s: float, laplace: bool) -> np.ndarray:
-    """Σ_u w_u φ(y − z_u) at every grid point (:func:`~bayespriv.privacy.kernel_sums.grid_density`)."""
-    if z.size == 0:
-        return np.zeros(y.size)
-    return grid_density(float(y[0]), float(y[1] - y[0]), y.size, z, w, s, laplace)
+def _placed(y: np.ndarray, h: float, z: np.ndarray, s: float, laplace: bool) -> Placed:
+    """The atoms ``z`` placed on the grid ``y = y[0] + h·g`` (:func:`~bayespriv.privacy.kernel_sums.place`)."""
+    return place(float(y[0]), h, y.size, z, s, laplace)
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,9 +90,10 @@ def atoms_of(points: Any, weights: Any) -> Atoms:
 
 @dataclass(frozen=True)
 class _Law:
-    """One law on the grid: its atoms, its density, and each half's density."""
+    """One law on the grid: its atoms (and their placement on it), its density, and each half's density."""
 
     atoms: Atoms
+    placed: Placed
     density: np.ndarray
     halves: tuple[np.ndarray, np.ndarray] | None
 
@@ -122,13 +121,14 @@ class _Grid:
         return _Grid(self.y, self.h, self.s, self.laplace, self.b, self.a)
 
 
-def _law(y: np.ndarray, at: Atoms, s: float, laplace: bool, halves: bool) -> _Law:
+def _law(y: np.ndarray, h: float, at: Atoms, s: float, laplace: bool, halves: bool) -> _Law:
     """A law's density on the grid, and with ``halves`` each half's (normalised) density (the split-half
     diagnostic)."""
-    density = _density(y, at.z, at.u, s, laplace)  # the same arithmetic whether or not the halves are asked
+    placed = _placed(y, h, at.z, s, laplace)
+    density = placed.density(at.u)  # the same arithmetic whether or not the halves are asked
     if not halves or at.halves is None:
-        return _Law(at, density, None)
-    return _Law(at, density, tuple(_density(y, z, u, s, laplace) for z, u, _ in at.halves))
+        return _Law(at, placed, density, None)
+    return _Law(at, placed, density, tuple(_placed(y, h, z, s, laplace).density(u) for z, u, _ in at.halves))
 
 
 def _as_atoms(points: Any, weights: Any) -> Atoms:
@@ -150,14 +150,15 @@ def _grid(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any
     n_grid += n_grid % 2 == 0  # odd: the coarse rule uses every other point of the same span
     y = lo + h * np.arange(n_grid)
     halves = halves and at_a.halves is not None and at_b.halves is not None
-    return _Grid(y, h, s, laplace, _law(y, at_a, s, laplace, halves), _law(y, at_b, s, laplace, halves))
+    return _Grid(y, h, s, laplace, _law(y, h, at_a, s, laplace, halves), _law(y, h, at_b, s, laplace, halves))
 
 
-def _masses(y: np.ndarray, inside: np.ndarray, x: np.ndarray, s: float, laplace: bool, h: float) -> np.ndarray:
-    """P(x_i + Z ∈ A*) for every atom x_i, by the rectangle rule on the grid points of A*."""
+def _masses(inside: np.ndarray, h: float, *laws: _Law) -> tuple[np.ndarray, ...]:
+    """P(z_u + Z ∈ A*) for every atom of each law, by the rectangle rule on the grid points of A* (one
+    correlation of A* with the kernels for all the laws)."""
     if not inside.any():
-        return np.zeros(x.size)
-    return atom_sums(float(y[0]), h, inside * h, x, s, laplace)
+        return tuple(np.zeros(law.z.size) for law in laws)
+    return tuple(np.clip(m, 0.0, 1.0) for m in sums_at(inside * h, *(law.placed for law in laws)))
 
 
 def _hockey(pa: np.ndarray, pb: np.ndarray, epsilon: float, h: float) -> tuple[float, float]:
@@ -178,12 +179,13 @@ def _contributions(g: _Grid, inside: np.ndarray, epsilon: float, sampled: tuple[
     n_a·e^ε p̂_b(z)/φ(0) (:class:`~bayespriv.privacy.mixture_mc.DrawContributions`)."""
     a, b = g.a, g.b
     va = ca = ra = vb = cb = None
+    masses = iter(_masses(inside, g.h, *(law for law, drawn in zip((a, b), sampled) if drawn)))
     if sampled[0]:
-        va = np.clip(_masses(g.y, inside, a.z, g.s, g.laplace, g.h), 0.0, 1.0)
+        va = next(masses)
         ca = atom_counts(a.u, a.atoms.n)
         ra = a.atoms.n * math.exp(epsilon) * np.interp(a.z, g.y, b.density) / _peak(g.s, g.laplace)
     if sampled[1]:
-        vb = np.clip(_masses(g.y, inside, b.z, g.s, g.laplace, g.h), 0.0, 1.0)
+        vb = next(masses)
         cb = atom_counts(b.u, b.atoms.n)
     return DrawContributions(va, ca, a.atoms.n, ra, vb, cb, b.atoms.n)
 

@@ -510,6 +510,7 @@ def census(adult_dir):
 
 
 @pytest.mark.adult
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CENSUS_MECHANISMS))
 def test_census_mechanisms_stay_within_their_claim(census, name):
     """Accuracy ≤ (e + δ)/(1 + e) + t_H (t_H = 0.031 at 2000 trials per secret, α = 1e-3) and no empirical
@@ -531,6 +532,7 @@ def test_census_mechanisms_stay_within_their_claim(census, name):
 
 
 @pytest.mark.adult
+@pytest.mark.slow
 def test_census_half_noise_apgm_is_caught(census):
     """APGM with a quarter of its noise variance, same claim: the empirical ε exceeds 1 (α = 0.05).
 

@@ -164,9 +164,9 @@ def test_attack_a_a_consistent_forgery_is_refused_by_the_mac(tmp_path):
     # What the forgery would have released: inspected as unverified, its sensitivity is (nearly) gone ...
     forged = load_calibration(path, query=_query(), trust="unverified")
     assert forged.sensitivity(2) < 1e-12 < cal.sensitivity(2)
-    assert APGM(forged, epsilon=1, delta=1e-3).sigma2 < APGM(cal, epsilon=1, delta=1e-3).sigma2 / 100
-    # ... so it cannot release without the explicit opt-in, and never as verified.
     mech = APGM(forged, epsilon=1, delta=1e-3)
+    assert mech.sigma2 < APGM(cal, epsilon=1, delta=1e-3).sigma2 / 100
+    # ... so it cannot release without the explicit opt-in, and never as verified.
     assert UNVERIFIED in mech.guarantee.assumptions
     with pytest.raises(UnverifiedCalibrationError, match="accept_unverified=True"):
         mech.release(_data())

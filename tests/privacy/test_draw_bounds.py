@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from bayespriv.errors import ValidationError
+from bayespriv.privacy import draw_bounds as db
 from bayespriv.privacy.draw_bounds import COMPRESS_ABOVE, draws_for_floor, mean_lower, mean_upper, upper_floor
 
 FALSE_ALARM = 1e-3
@@ -101,3 +102,68 @@ def test_many_distinct_values_are_rounded_conservatively():
 def test_bad_input_names_the_parameter(kwargs, match):
     with pytest.raises(ValidationError, match=match):
         mean_upper(**kwargs)
+
+
+def _mixed_values(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values as the accountant makes them: most far below the mean (down to 1e-300), some near or at 1."""
+    rng = np.random.default_rng(seed)
+    v = np.concatenate([10.0 ** rng.uniform(-300, -1, n // 2), rng.random(n // 4) * 0.2, rng.random(n // 8),
+                        np.ones(n - n // 2 - n // 4 - n // 8)])
+    return v, rng.integers(1, 4, v.size).astype(float)
+
+
+@pytest.mark.parametrize("m", [1e-9, 1e-4, 0.05, 0.5, 0.97, 1 - 1e-12])
+def test_the_upper_wealth_by_power_series_is_the_direct_sum(m):
+    """The series of the values below SERIES_BELOW gives the log wealth that logarithms of every factor give (to
+    float64 rounding over the sum: 1e-12 relative)."""
+    v, c = _mixed_values(3, 2000)
+    direct = db._log_wealth(v, c, m, db.UPPER_BETS, True)
+    series = db._UpperWealth(v, c)(m)
+    assert series == pytest.approx(direct, rel=1e-12, abs=1e-9)
+
+
+def test_twin_a_series_cut_short_is_caught(monkeypatch):
+    v, c = _mixed_values(4, 2000)
+    direct = db._log_wealth(v, c, 0.5, db.UPPER_BETS, True)
+    monkeypatch.setattr(db, "SERIES_TERMS", 2)
+    assert db._UpperWealth(v, c)(0.5) != pytest.approx(direct, rel=1e-6)
+
+
+@pytest.mark.parametrize("bound", [mean_upper, mean_lower])
+def test_compression_widens_the_bound_by_at_most_its_step_of_the_scale(bound, monkeypatch):
+    """Above COMPRESS_ABOVE values the bound is that of the rounded and merged values: never narrower than the exact
+    bound, and wider by at most about COMPRESS_STEP × max(mean, 1/n) (twice it: rounding plus merging)."""
+    v, c = _mixed_values(5, 4 * COMPRESS_ABOVE)
+    v = v * 1e-3  # a mean of the order of a δ
+    compressed = bound(v, c, alpha=0.05)
+    monkeypatch.setattr(db, "COMPRESS_ABOVE", 10 * v.size)
+    exact = bound(v, c, alpha=0.05)
+    scale = max(float(c @ v) / c.sum(), 1.0 / c.sum())
+    widened = (compressed - exact) if bound is mean_upper else (exact - compressed)
+    assert -1e-12 * scale <= widened <= 2 * db.COMPRESS_STEP * scale
+
+
+@pytest.mark.parametrize("up", [True, False])
+def test_compression_moves_every_value_up_for_the_upper_bound_and_down_for_the_lower(up):
+    """First-order dominance: at every threshold x, the rounded values put at least (up) or at most (down) the
+    original mass at or above x — each value moved only one way — and the total count is kept. Values on the
+    grid's own points and at the merging threshold are included."""
+    base, counts = _mixed_values(6, 2 * COMPRESS_ABOVE)
+    tiny = 1e-4
+    for _ in range(4):  # the threshold depends on the mean, which the added values move (by little: weight 1e-6)
+        k_min = math.floor(math.log(tiny) / db._LOG_STEP)
+        edges = np.exp(np.arange(k_min, k_min + 5) * db._LOG_STEP)
+        v = np.concatenate([base, [tiny, tiny * (1 - 1e-15), tiny * (1 + 1e-15)], edges, edges * (1 + 1e-15)])
+        c = np.concatenate([counts, np.full(3 + 2 * edges.size, 1e-6)])
+        tiny = db.COMPRESS_STEP * max(float(c @ v) / c.sum(), 1.0 / c.sum())
+    assert v[counts.size] == tiny  # the threshold itself is among the values
+    rv, rc = db._compressed(v, c, up)
+    assert rc.sum() == pytest.approx(c.sum(), rel=1e-15) and rv.size < v.size / 2
+
+    def mass_at_or_above(values, counts, x):
+        return np.array([counts[values >= t].sum() for t in x])
+
+    thresholds = np.unique(np.concatenate([v, rv]))
+    before, after = mass_at_or_above(v, c, thresholds), mass_at_or_above(rv, rc, thresholds)
+    assert np.all(after >= before) if up else np.all(after <= before)
+    assert np.all((rv >= v.min()) if up else (rv <= v.max()))

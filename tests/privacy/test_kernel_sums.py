@@ -74,3 +74,17 @@ def test_terms_follow_the_grid_spacing():
 def test_atoms_outside_the_grid_are_refused():
     with pytest.raises(ValueError, match="within the grid"):
         K.grid_density(0.0, 0.1, 10, [5.0], [1.0], 1.0, False)
+
+
+@pytest.mark.parametrize("laplace", [False, True])
+def test_one_correlation_serves_several_atom_sets(laplace):
+    """sums_at over two placements gives each set's atom_sums (the correlation with the kernels is shared), and a
+    placement's density is grid_density."""
+    x, w, lo, h, size, y = _setting(5, 0.7, laplace)
+    v = (np.random.default_rng(6).random(size) < 0.3) * h
+    first, second = x[: x.size // 2], x[x.size // 2:] + 0.01
+    both = K.sums_at(v, K.place(lo, h, size, first, 0.7, laplace), K.place(lo, h, size, second, 0.7, laplace))
+    assert np.array_equal(both[0], K.atom_sums(lo, h, v, first, 0.7, laplace))
+    assert np.array_equal(both[1], K.atom_sums(lo, h, v, second, 0.7, laplace))
+    placed = K.place(lo, h, size, x, 0.7, laplace)
+    assert np.array_equal(placed.density(w), K.grid_density(lo, h, size, x, w, 0.7, laplace))
