@@ -157,3 +157,22 @@ def test_the_old_spelling_checks_the_arrays_as_the_value_does():
     xa, wa, xb, _ = _laws()
     with pytest.warns(BayesPrivDeprecationWarning), pytest.raises(ValidationError, match=r"^weights must be"):
         mixture_hockey(xa, wa, xb, wa[:-1], GaussianNoise(np.eye(2)), 1.0)
+
+
+@pytest.mark.parametrize("laplace", [False, True])
+@pytest.mark.parametrize("spread", [1.0, 300.0])  # float32 and float64 kernels
+def test_a_block_in_a_reused_buffer_is_the_whole_array_computation(laplace, spread):
+    """Block.of scales and exponentiates a few rows at a time, in a reused buffer: the values are those of the
+    whole-array operations, bit for bit, and a buffer reused for another block leaves no trace."""
+    from bayespriv.privacy.mixture_mc import Block, _Scratch, _log_kernel, _log_norm
+
+    rng = np.random.default_rng(3)
+    atoms, y = rng.normal(size=(3000, 3)) * spread, rng.normal(size=(700, 3)) * spread
+    g, shift = _log_kernel(y, atoms, laplace)
+    top = g.max(axis=1, keepdims=True)
+    expected = np.exp(g - top)
+    scratch = _Scratch()
+    Block.of(rng.normal(size=(900, 3)) * spread, atoms, laplace, scratch)  # the buffer's previous use, larger
+    blk = Block.of(y, atoms, laplace, scratch)
+    assert blk.e.dtype == expected.dtype and np.array_equal(blk.e, expected)
+    assert np.array_equal(blk.top, top[:, 0].astype(np.float64) + shift + _log_norm(3, laplace))
