@@ -41,6 +41,12 @@ from nbclient.exceptions import CellExecutionError
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "examples" / "notebooks"
 NOTEBOOKS = ("hospital", "census", "school", "subset_tables")
+#: Notebooks that reach no PyMC, ArviZ or pgmpy, checked at the end of every run (:func:`_route_libraries`): the
+#: run gets the ``numeric`` marker, so CI executes them on its first Python only (tests/conftest.py).
+ROUTE_FREE = ("census",)
+#: What a route-free notebook may not load (tests/conftest.py's ROUTE_LIBRARIES).
+ROUTE_LIBRARIES = ("pymc", "arviz", "pgmpy")
+ROUTE_PROBE = "route libraries loaded:"
 #: Per-cell timeout (s); a whole notebook takes well under a minute.
 CELL_TIMEOUT = 300
 WARNINGS_AS_ERRORS = 'warnings.simplefilter("error", bp.BayesPrivWarning)'
@@ -76,10 +82,13 @@ def _read(name: str) -> nbformat.NotebookNode:
     return nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
 
 
-def _execute(name: str) -> nbformat.NotebookNode:
+def _execute(name: str, *, probe: bool = False) -> nbformat.NotebookNode:
     """The notebook executed in a fresh kernel from a copy in a temporary folder (the notebooks' helpers ship in
-    the package: nothing of examples/ is on their path); raises on the first failing cell."""
+    the package: nothing of examples/ is on their path); raises on the first failing cell. With ``probe``, a last
+    cell prints which route libraries the kernel has loaded (:func:`_route_libraries`)."""
     nb = _read(name)
+    if probe:
+        nb.cells.append(_probe_cell())
     with tempfile.TemporaryDirectory() as copy:  # as a user runs it: a copy in a folder of their own
         shutil.copy(NOTEBOOK_DIR / f"{name}.ipynb", copy)
         client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
@@ -136,12 +145,35 @@ def test_committed_notebook_is_stripped_and_makes_warnings_errors(name):
     assert any("result-table" in c.metadata.get("tags", []) for c in nb.cells), f"{name}.ipynb shows no result"
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
+def _probe_cell() -> nbformat.NotebookNode:
+    """A code cell printing which route libraries the kernel has loaded."""
+    return nbformat.v4.new_code_cell(
+        f"import sys\nprint({ROUTE_PROBE!r}, sorted(m for m in {ROUTE_LIBRARIES!r} if m in sys.modules))")
+
+
+def _route_libraries(nb: nbformat.NotebookNode) -> str:
+    """What the probe cell of :func:`_execute` printed: the route libraries the kernel had loaded at the end."""
+    return "".join(o.get("text", "") for o in nb.cells[-1].outputs).strip()
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.numeric) if n in ROUTE_FREE else n
+                                  for n in NOTEBOOKS])
 @pytest.mark.notebook
 def test_notebook_runs_and_shows_results_as_tables(name):
-    nb = _execute(name)
+    nb = _execute(name, probe=name in ROUTE_FREE)
+    if name in ROUTE_FREE:  # the numeric marker's claim, checked on every run
+        assert _route_libraries(nb) == f"{ROUTE_PROBE} []", _route_libraries(nb)
     # census without the Adult data runs its skip branch: nothing is displayed, so no tables to check
     assert _problems(nb, tables=(name != "census" or HAVE_ADULT)) == []
+
+
+@pytest.mark.notebook
+def test_twin_the_route_probe_sees_a_loaded_library(tmp_path):
+    """The probe of a route-free notebook reports a route library the kernel did load."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import arviz"), _probe_cell()])
+    NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert _route_libraries(nb) == f"{ROUTE_PROBE} ['arviz']"
 
 
 @pytest.mark.notebook
