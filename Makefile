@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-next coverage bench study screenshots venv clean
+.PHONY: demo test test-fast test-next coverage bench study screenshots venv venv-next clean
 
 # Extra pytest arguments (CI passes "-n 2": the suite on two workers).
 TEST_ARGS ?=
@@ -60,6 +60,11 @@ test-fast: $(STAMP)
 # NEXT_MARKERS selects by marker there (empty: every test; CI leaves out the numeric long runs, which reach no
 # PyMC, ArviZ or pgmpy and give the same numbers on every Python: tests/conftest.py).
 NEXT_MARKERS ?=
+
+# The second interpreter's environment alone (CI builds it beside .venv, their downloads overlapping).
+venv-next:
+	@next=$$(.ci/next-python) || { echo "venv-next: no CPython 3.12 or 3.13 found (pyenv, PATH): skipped"; exit 0; }; \
+	$(MAKE) venv PYTHON="$$next" VENV=$(NEXT_VENV)
 
 test-next:
 	@next=$$(.ci/next-python) || { echo "test-next: no CPython 3.12 or 3.13 found (pyenv, PATH): skipped"; exit 0; }; \

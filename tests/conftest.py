@@ -65,9 +65,9 @@ def signing_key_file(tmp_path_factory) -> Path:
 
 
 # -- the interpreter-independent long runs ------------------------------------------------------------------------
-#: Modules whose ``slow`` tests are long statistical runs of the accountant, mechanisms, exact noise samplers,
-#: calibration checks, ledger and audit that reach no PyMC, ArviZ or pgmpy: the same NumPy and SciPy give the
-#: same numbers on every Python. They get the
+#: Modules whose ``slow`` tests reach no PyMC, ArviZ or pgmpy: long statistical runs of the accountant, mechanisms,
+#: exact noise samplers, calibration checks, ledger and audit — the same NumPy and SciPy give the same numbers on
+#: every Python — and full-scale runs of the files and diagnostics. They get the
 #: ``numeric`` marker; CI runs them on its first Python only (``.ci/run``: the second run is for the routes that
 #: differ between PyMC 5 / ArviZ 0.x and PyMC 6 / ArviZ 1). A module that starts to use those libraries must leave
 #: this list: run on these files alone, a numeric test that loads one fails (``_numeric_reaches_no_route_library``).
@@ -81,6 +81,9 @@ NUMERIC_MODULES = frozenset({
     "tests/audit/test_likelihood_ratio.py", "tests/audit/test_attack.py",
     "tests/ledger/test_plan.py", "tests/ledger/test_account.py", "tests/ledger/test_joint.py",
     "bayespriv/ledger/plan.py",  # its docstring example (SLOW_DOCTESTS)
+    # full-scale runs of the files and the diagnostics (20 000-draw calibrations, their mechanisms): their code
+    # paths run on every Python in the fast tests of the same modules
+    "tests/files/test_signing.py", "tests/diagnostics/test_plots.py", "tests/diagnostics/test_html.py",
 })
 #: What a numeric test may not import.
 ROUTE_LIBRARIES = ("pymc", "arviz", "pgmpy")
