@@ -38,14 +38,14 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from tests.conftest import ROUTE_LIBRARIES  # what a route-free notebook may not load
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "examples" / "notebooks"
 NOTEBOOKS = ("hospital", "census", "school", "subset_tables")
 #: Notebooks that reach no PyMC, ArviZ or pgmpy, checked at the end of every run (:func:`_route_libraries`): the
 #: run gets the ``numeric`` marker, so CI executes them on its first Python only (tests/conftest.py).
 ROUTE_FREE = ("census",)
-#: What a route-free notebook may not load (tests/conftest.py's ROUTE_LIBRARIES).
-ROUTE_LIBRARIES = ("pymc", "arviz", "pgmpy")
 ROUTE_PROBE = "route libraries loaded:"
 #: Per-cell timeout (s); a whole notebook takes well under a minute.
 CELL_TIMEOUT = 300
