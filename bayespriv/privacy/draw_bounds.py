@@ -29,6 +29,7 @@ of mass of that order missed by all of them (:func:`upper_floor`).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -86,20 +87,23 @@ def _compressed(values: np.ndarray, counts: np.ndarray, up: bool) -> tuple[np.nd
 
 
 def _log_wealth(values: np.ndarray, counts: np.ndarray, m: float, bets: tuple, upper: bool) -> float:
-    """log Σ_c π_c Π_i (1 + λ_c(m)·s_i) with s = m − V (upper) or V − m (lower)."""
+    """log Σ_c π_c Π_i (1 + λ_c(m)·s_i) with s = m − V (upper) or V − m (lower), every bet at once."""
+    c, log_weights = _bet_arrays(bets)
     s = (m - values) if upper else (values - m)
-    terms = []
-    for c, weight in bets:
-        lam = c / (1.0 - m) if upper else c / m
-        with np.errstate(divide="ignore"):
-            terms.append(math.log(weight) + float(counts @ np.log1p(lam * s)))
-    return _log_mixture(terms)
+    lam = c / (1.0 - m) if upper else c / m
+    return _log_mixture(log_weights + np.log1p(np.multiply.outer(lam, s)) @ counts)  # each factor ≥ 1 − c > 0
 
 
-def _log_mixture(terms: list[float]) -> float:
+def _bet_arrays(bets: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(c, log π) of a bet table as arrays."""
+    table = np.asarray(bets, float)
+    return table[:, 0], np.log(table[:, 1])
+
+
+def _log_mixture(terms: np.ndarray) -> float:
     """log Σ exp(terms), without overflow."""
-    top = max(terms)
-    return -math.inf if top == -math.inf else top + math.log(sum(math.exp(t - top) for t in terms))
+    top = float(np.max(terms))
+    return -math.inf if top == -math.inf else top + math.log(float(np.exp(terms - top).sum()))
 
 
 #: The upper wealth's values up to this are summed by their power series (:class:`_UpperWealth`).
@@ -131,16 +135,17 @@ class _UpperWealth:
         self.weighted_sums = sums / self.orders
 
     def __call__(self, m: float) -> float:
-        log_rest = math.log1p(-m)
-        terms = []
-        for c, weight in UPPER_BETS:
-            a = 1.0 - (1.0 - c) * m
-            series = float(((c / a) ** self.orders) @ self.weighted_sums)
-            small = self.n_small * (math.log1p(-(1.0 - c) * m) - log_rest) - series  # log a − log(1 − m)
-            with np.errstate(divide="ignore"):
-                big = float(self.big_counts @ np.log1p(c / (1.0 - m) * (m - self.big)))
-            terms.append(math.log(weight) + small + big)
+        """The log wealth at m, every bet at once (each factor is at least 1 − c > 0)."""
+        a = 1.0 - (1.0 - _UPPER_C) * m
+        series = ((_UPPER_C / a)[:, None] ** self.orders) @ self.weighted_sums
+        small = self.n_small * (np.log1p(-(1.0 - _UPPER_C) * m) - math.log1p(-m)) - series  # log a − log(1 − m)
+        terms = _UPPER_LOG_WEIGHTS + small
+        if self.big.size:
+            terms = terms + np.log1p(np.multiply.outer(_UPPER_C / (1.0 - m), m - self.big)) @ self.big_counts
         return _log_mixture(terms)
+
+
+_UPPER_C, _UPPER_LOG_WEIGHTS = _bet_arrays(UPPER_BETS)
 
 
 def mean_upper(values: Any, counts: Any = None, *, alpha: float) -> float:
@@ -172,6 +177,11 @@ def mean_upper(values: Any, counts: Any = None, *, alpha: float) -> float:
     level = math.log(1.0 / alpha)
     wealth = _UpperWealth(v, c)
     f = lambda m: wealth(m) - level  # noqa: E731 - increasing in m
+    return _upper_search(f, mean, level, n)
+
+
+def _upper_search(f: Any, mean: float, level: float, n: float) -> float:
+    """The crossing of f above ``mean``: doubling steps from the mean, then :func:`_crossing` (1 when none)."""
     lo, f_lo, step = mean, None, max(level / n, 1e-12)
     while True:  # doubling steps up from the mean to a passing point (or to 1: the bound is then 1)
         hi = mean + step
@@ -249,9 +259,11 @@ def _crossing(f: Any, lo: float, hi: float, tol: float, upper: bool = True, *, f
     return hi if upper else lo
 
 
+@functools.lru_cache(maxsize=256)
 def upper_floor(n: float, alpha: float) -> float:
     """:func:`mean_upper` of ``n`` draws that are all 0: the smallest mean n draws can certify as an upper
-    bound — a region of about this mass may be missed by every draw."""
+    bound — a region of about this mass may be missed by every draw (a pure function of its arguments: kept
+    for the process, as every row of a scale search asks it again)."""
     return mean_upper([0.0], [float(n)], alpha=alpha)
 
 
