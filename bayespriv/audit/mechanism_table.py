@@ -204,6 +204,21 @@ def user_row(name: str, mech: Mechanism | HalfNoise, model: DataModel, pair: Sec
     }
 
 
+#: Spawn key of the seed :func:`calibration_rows` prepares its model with: a child of the rows' seed sequence that
+#: no spawn reaches (they count from 0), so preparing does not move the streams the rows' attacks draw.
+_PREPARE_CHILD = 2**32 - 1
+
+
+def _side_seed(rng: np.random.Generator) -> np.random.SeedSequence:
+    """A seed of its own for preparing the model, from ``rng``'s seed sequence without advancing it (from its
+    numbers when it has none)."""
+    seq = rng.bit_generator.seed_seq
+    if isinstance(seq, np.random.SeedSequence):
+        return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, _PREPARE_CHILD),
+                                      pool_size=seq.pool_size)
+    return np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
+
+
 def calibration_rows(cal: Calibration, model: DataModel, pair: SecretPair, eps: float, *,
                      delta: float = DELTA, rows: TableRows | None = None, rng: np.random.Generator | None = None,
                      trials: AttackTrials | None = None, **deprecated: Any) -> list[dict[str, object]]:
@@ -224,7 +239,9 @@ def calibration_rows(cal: Calibration, model: DataModel, pair: SecretPair, eps: 
         Which mechanisms, and whether each is followed by its half-noise twin (:class:`TableRows`; default:
         all, each with its twin). ``names=`` and ``twin=`` are its deprecated spelling, kept for one release.
     rng : None, int or Generator
-        The attacks' and the L2 errors' draws, one stream over the rows in order.
+        The attacks' and the L2 errors' draws, one stream over the rows in order. The model is prepared
+        once for all rows (a PyMC model's posterior given each secret is run once, not per row), from a
+        seed of its own that does not move that stream.
     trials : AttackTrials, optional
         What each row's attack runs on (:class:`~bayespriv.audit.AttackTrials`, the value
         :func:`~bayespriv.audit.likelihood_ratio_attack` takes). ``n_trials=`` and ``reference=`` are its
@@ -241,6 +258,7 @@ def calibration_rows(cal: Calibration, model: DataModel, pair: SecretPair, eps: 
     trials = _row_trials("calibration_rows", trials, old_trials)  # first: an unknown keyword is a TypeError
     rows = _table_rows("calibration_rows", rows, old_rows)
     rng = np.random.default_rng(rng)
+    model = model.prepare(pair.secrets, np.random.default_rng(_side_seed(rng)))  # once for every row's attack
     table: list[dict[str, object]] = []
     for name, mech in family_mechanisms(cal, eps, delta, names=rows.names).items():
         if isinstance(mech, str):

@@ -506,7 +506,10 @@ class PyMCDataModel(DataModel):
         tabulates its posterior; for each whose route is ``"mcmc"``, runs
         :func:`pymc.sample` with a seed derived from ``rng`` and the secret (or
         takes the run from the posterior cache), checks convergence and stores
-        the posterior draws; other routes need nothing. The returned copy pickles (posterior draws are NumPy arrays;
+        the posterior draws; other routes need nothing. A secret this model was
+        already prepared for keeps its table or draws and their diagnostics (no
+        second run: an attack on a prepared model samples the posterior it was
+        given). The returned copy pickles (posterior draws are NumPy arrays;
         compiled functions are rebuilt per process) and reports
         :attr:`diagnostics`.
 
@@ -521,10 +524,16 @@ class PyMCDataModel(DataModel):
         new._tables = dict(self._tables)
         new._posteriors = {}
         per_secret: dict[str, Any] = {}
+        earlier = self._diagnostics.get("mcmc", {}) if self._diagnostics else {}
         for secret in dict.fromkeys(secrets):
             self.check_secret(secret)
             plan = self._plans.plan(secret)
             label = "no secret" if secret is None else secret.label
+            if (secret in self._pools or secret in self._tables) and label in earlier:  # prepared before
+                per_secret[label] = earlier[label]
+                if label in self._posteriors:
+                    new._posteriors[label] = self._posteriors[label]
+                continue
             seed = PosteriorRunner.secret_seed(root, secret)
             table = self._tabulated.table(secret, plan, seed) if plan.route == "mcmc" else None
             if table is not None and not isinstance(table, str):

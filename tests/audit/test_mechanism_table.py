@@ -79,6 +79,36 @@ def test_rows_follow_the_options(cal):
     assert [row["mechanism"] for row in alone] == ["APGM"]
 
 
+class _CountedPreparation(bp.GaussianDataModel):
+    """The Gaussian model, recording each ``prepare`` (on which object) and returning a copy of its own."""
+
+    def prepare(self, secrets, rng):
+        self.calls.append(self)
+        prepared = _CountedPreparation(self.mean, self.cov, self.columns, self.n_records)
+        prepared.calls = self.calls
+        return prepared
+
+
+def test_the_model_is_prepared_once_and_the_rows_see_the_streams_of_a_row_by_row_loop(cal):
+    """calibration_rows prepares the model once (a PyMC model's MCMC runs once, not per row) and hands that to every
+    row's attack; its seed does not move the rows' stream: the rows equal user_row called in order on the same
+    generator. The twin: a loop that prepares first from that generator moves the stream and gives other rows."""
+    model = _CountedPreparation(MODEL.mean, MODEL.cov, MODEL.columns, MODEL.n_records)
+    model.calls = []
+    trials = AttackTrials(n_trials=50)
+    table = calibration_rows(cal, model, PAIR, 1.0, rows=TableRows(names=("APGM",)), rng=3, trials=trials)
+    first, *attacks = model.calls
+    assert first is model and len(attacks) == 2 and all(m is not model and m is attacks[0] for m in attacks)
+    mech = APGM(cal, epsilon=1.0, delta=1e-3)
+    rng = np.random.default_rng(3)
+    loop = [user_row("APGM", m, MODEL, PAIR, rng, trials=trials) for m in (mech, HalfNoise(mech))]
+    pd.testing.assert_frame_equal(pd.DataFrame(table), pd.DataFrame(loop))
+    moved = np.random.default_rng(3)
+    bp.random.as_seed_sequence(moved)  # what preparing from the rows' own generator would take from it
+    shifted = [user_row("APGM", m, MODEL, PAIR, moved, trials=trials) for m in (mech, HalfNoise(mech))]
+    assert pd.DataFrame(shifted)["attack accuracy"].tolist() != pd.DataFrame(loop)["attack accuracy"].tolist()
+
+
 def test_old_table_keywords_warn_and_give_the_same_rows(cal, held_out):
     trials = AttackTrials(n_trials=50, reference_draws=held_out)
     new = calibration_rows(cal, MODEL, PAIR, 1.0, rows=TableRows(names=("APGM",), twin=False), rng=3, trials=trials)

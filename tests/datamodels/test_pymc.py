@@ -526,6 +526,34 @@ def test_a_run_that_misses_r_hat_by_a_little_is_extended_and_says_so():
         _ScriptedConvergence([1.02, 1.03, 1.02]).prepare([secret], np.random.default_rng(0))
 
 
+class _CountedRuns(PyMCDataModel):
+    """The logit model by MCMC (short runs), recording the secret of every run it asks for."""
+
+    def __init__(self):
+        super().__init__(build_logit, n_records=N_LOGIT, columns=["gender", "score"], parameters=["z"],
+                         conjugate=False, mcmc=bp.McmcSettings(tune=300, draws=300))
+        self.__dict__["_asked"] = []  # shared by the copies prepare makes
+
+    def _run_mcmc(self, secret, plan, seed):
+        self.__dict__["_asked"].append(secret)
+        return super()._run_mcmc(secret, plan, seed)
+
+
+@pytest.mark.slow
+def test_a_prepared_model_keeps_its_runs_when_prepared_again():
+    """Preparing a prepared model (an attack on the model calibration_rows prepared) runs only the secrets it lacks,
+    keeping the others' draws and diagnostics; the twin: the unprepared model, prepared again, runs again."""
+    a, b = LOGIT_SECRETS
+    model = _CountedRuns()
+    once = model.prepare([a], np.random.default_rng(0))
+    again = once.prepare([a, b], np.random.default_rng(1))
+    assert model._asked == [a, b]
+    assert again._pools[a] is once._pools[a] and again.diagnostics["mcmc"][a.label] == once.diagnostics["mcmc"][a.label]
+    assert set(again.diagnostics["mcmc"]) == {a.label, b.label} and again.posteriors[a.label] is once.posteriors[a.label]
+    model.prepare([a], np.random.default_rng(1))
+    assert model._asked == [a, b, a]
+
+
 # -- the MCMC settings: one option object, McmcSettings; their own keywords deprecated for one release --------------
 MCMC_FIELDS = dict(draws=300, tune=200, chains=3, target_accept=0.95, max_r_hat=1.05, min_ess_bulk=100,
                    max_divergences=5, mcmc_extensions=1)
