@@ -58,7 +58,8 @@ test-fast: $(STAMP)
 
 # The suite on Python 3.12 (or 3.13), where pip resolves PyMC 6 / ArviZ 1 (.ci/next-python finds it).
 # NEXT_MARKERS selects by marker there (empty: every test; CI leaves out the numeric long runs, which reach no
-# PyMC, ArviZ or pgmpy and give the same numbers on every Python: tests/conftest.py).
+# PyMC, ArviZ or pgmpy and give the same numbers on every Python, and the full-size demo, whose quiet run makes the
+# same PyMC calls: tests/conftest.py, pyproject.toml's markers).
 NEXT_MARKERS ?=
 
 # The second interpreter's environment alone (CI builds it beside .venv, their downloads overlapping).

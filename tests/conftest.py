@@ -85,10 +85,18 @@ NUMERIC_MODULES = frozenset({
     # paths run on every Python in the fast tests of the same modules
     "tests/files/test_signing.py", "tests/diagnostics/test_plots.py", "tests/diagnostics/test_html.py",
 })
+#: Single tests of other modules that are numeric in the same sense: long runs of the accountant through the
+#: command line or an example on laws known through draws, reaching no route library (their modules' other
+#: tests — the command line's round trip and ledger, the census study's refusals — run on both Pythons).
+NUMERIC_TESTS = frozenset({
+    "tests/test_cli_hardening.py::test_readme_release_cannot_lift_a_spent_budget",
+    "tests/test_cli.py::test_release_with_the_best_mechanism_names_it_and_shapes_the_noise",
+    "tests/examples/test_census_study.py::test_census_study_quick_reproduces_the_paper_and_beats_it",
+})
 #: What a numeric test may not import.
 ROUTE_LIBRARIES = ("pymc", "arviz", "pgmpy")
-#: Set at collection: True when every collected module is in NUMERIC_MODULES (then no route library was imported
-#: by collecting another module, and one in ``sys.modules`` came from a numeric test).
+#: Set when collection finishes: True when every selected test is numeric (then a route library in ``sys.modules``
+#: after a test came from a numeric test or from collecting its module: either way the test's claim is wrong).
 _ONLY_NUMERIC = pytest.StashKey[bool]()
 
 
@@ -102,21 +110,33 @@ def _module(item) -> str:
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
 
 
+def _is_numeric(item) -> bool:
+    """A slow test of a module of NUMERIC_MODULES, or a test named in NUMERIC_TESTS."""
+    module = _module(item)
+    return (bool(item.get_closest_marker("slow")) and module in NUMERIC_MODULES
+            or f"{module}::{item.name}" in NUMERIC_TESTS)
+
+
 def pytest_collection_modifyitems(config, items):
-    modules = {_module(item) for item in items}
-    config.stash[_ONLY_NUMERIC] = bool(modules) and modules <= NUMERIC_MODULES
     for item in items:
         if item.name in SLOW_DOCTESTS:
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("slow") and _module(item) in NUMERIC_MODULES:
+        if _is_numeric(item):
             item.add_marker(pytest.mark.numeric)
+
+
+def pytest_collection_finish(session):
+    """Arm the route-library check when the selection (after ``-m``) is numeric tests alone."""
+    selected = session.items
+    session.config.stash[_ONLY_NUMERIC] = bool(selected) and all(item.get_closest_marker("numeric") for item in selected)
 
 
 @pytest.fixture(autouse=True)
 def _numeric_reaches_no_route_library(request):
-    """A numeric test fails when, in a session of numeric modules alone, PyMC, ArviZ or pgmpy is loaded after it:
-    ``python -m pytest -m numeric <the NUMERIC_MODULES files>`` checks the list."""
+    """A numeric test fails when, in a session of numeric tests alone, PyMC, ArviZ or pgmpy is loaded after it:
+    ``python -m pytest -m numeric <the files of NUMERIC_MODULES and NUMERIC_TESTS>`` checks both lists."""
     yield
     if request.node.get_closest_marker("numeric") and request.config.stash.get(_ONLY_NUMERIC, False):
         loaded = [name for name in ROUTE_LIBRARIES if name in sys.modules]
-        assert not loaded, f"a numeric test imported {loaded}: its module must leave NUMERIC_MODULES (tests/conftest.py)"
+        assert not loaded, (f"a numeric test imported {loaded}: it must leave NUMERIC_TESTS, or its module NUMERIC_MODULES "
+                             "(tests/conftest.py)")

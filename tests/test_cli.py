@@ -8,6 +8,7 @@ from bayespriv.cli import main
 
 
 @pytest.mark.slow
+@pytest.mark.full_scale  # the quiet demo below makes the same PyMC calls (its family table) with fewer draws
 def test_demo_prints_the_table_and_writes_the_figure(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
