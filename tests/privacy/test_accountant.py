@@ -46,17 +46,23 @@ def _mp_hockey(xa, wa, xb, wb, eps: float, roots, *, sigma: float = 0.0, lap: fl
     """∫ (p_a − e^ε p_b)₊ by 40-digit mpmath quadrature between roots refined by mpmath."""
     with mpmath.workdps(40):
         ee = mpmath.e ** mpmath.mpf(eps)
+        coef: dict[float, mpmath.mpf] = {}  # D(y) = Σ_x c_x φ(y − x), c_x = w_a(x) − e^ε w_b(x) over both supports
+        for x, w in zip(xa, wa):
+            coef[float(x)] = coef.get(float(x), mpmath.mpf(0)) + mpmath.mpf(float(w))
+        for x, w in zip(xb, wb):
+            coef[float(x)] = coef.get(float(x), mpmath.mpf(0)) - ee * mpmath.mpf(float(w))
+        terms = [(mpmath.mpf(x), c) for x, c in coef.items()]
         if sigma:
             s = mpmath.mpf(sigma)
-            kern = lambda y, x: mpmath.npdf(y, mpmath.mpf(x), s)  # noqa: E731
+            half_prec, norm = 1 / (2 * s * s), 1 / (s * mpmath.sqrt(2 * mpmath.pi))
+
+            def d(y):
+                return norm * mpmath.fsum(c * mpmath.exp(-half_prec * (y - x) ** 2) for x, c in terms)
         else:
             b = mpmath.mpf(lap)
-            kern = lambda y, x: mpmath.e ** (-abs(y - mpmath.mpf(x)) / b) / (2 * b)  # noqa: E731
-        wa_m = [mpmath.mpf(float(w)) for w in wa]
-        wb_m = [mpmath.mpf(float(w)) for w in wb]
 
-        def d(y):
-            return sum(w * kern(y, x) for x, w in zip(xa, wa_m)) - ee * sum(w * kern(y, x) for x, w in zip(xb, wb_m))
+            def d(y):
+                return mpmath.fsum(c * mpmath.exp(-abs(y - x) / b) for x, c in terms) / (2 * b)
 
         rs = sorted(mpmath.findroot(d, mpmath.mpf(r)) for r in roots)
         scale = sigma or lap
