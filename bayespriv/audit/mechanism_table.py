@@ -20,6 +20,8 @@ import numpy as np
 from .._deprecation import option_value
 from .._validation import check_sequence, fail
 from ..calibration.laws import conditions_of
+from ..datamodels.base import DataModel
+from ..secrets import SecretPair
 from ..errors import ParameterTypeError, ValidationError
 from ..mechanisms import APGM, DauM, DirM, EigM, ExpM, OptimalGaussian
 from bayespriv.privacy.accountant import GaussianNoise, PrivacyAccount, account
@@ -28,9 +30,7 @@ from .likelihood import AttackTrials, _attack_trials, likelihood_ratio_attack
 
 if TYPE_CHECKING:
     from bayespriv.calibration import Calibration
-    from bayespriv.datamodels import DataModel
     from bayespriv.mechanisms import Mechanism
-    from bayespriv.secrets import SecretPair
 
 __all__ = ["FAMILY", "HalfNoise", "TableRows", "calibration_rows", "family_mechanisms", "l2_error", "user_row"]
 
@@ -258,7 +258,8 @@ def calibration_rows(cal: Calibration, model: DataModel, pair: SecretPair, eps: 
     trials = _row_trials("calibration_rows", trials, old_trials)  # first: an unknown keyword is a TypeError
     rows = _table_rows("calibration_rows", rows, old_rows)
     rng = np.random.default_rng(rng)
-    model = model.prepare(pair.secrets, np.random.default_rng(_side_seed(rng)))  # once for every row's attack
+    if isinstance(model, DataModel) and isinstance(pair, SecretPair):  # anything else: the attack says why not
+        model = model.prepare(pair.secrets, np.random.default_rng(_side_seed(rng)))  # once for every row's attack
     table: list[dict[str, object]] = []
     for name, mech in family_mechanisms(cal, eps, delta, names=rows.names).items():
         if isinstance(mech, str):

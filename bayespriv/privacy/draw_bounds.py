@@ -94,10 +94,14 @@ def _log_wealth(values: np.ndarray, counts: np.ndarray, m: float, bets: tuple, u
     return _log_mixture(log_weights + np.log1p(np.multiply.outer(lam, s)) @ counts)  # each factor ≥ 1 − c > 0
 
 
+@functools.lru_cache(maxsize=8)
 def _bet_arrays(bets: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """(c, log π) of a bet table as arrays."""
+    """(c, log π) of a bet table as arrays (made once per table; read only)."""
     table = np.asarray(bets, float)
-    return table[:, 0], np.log(table[:, 1])
+    c, log_weights = table[:, 0], np.log(table[:, 1])
+    c.setflags(write=False)
+    log_weights.setflags(write=False)
+    return c, log_weights
 
 
 def _log_mixture(terms: np.ndarray) -> float:

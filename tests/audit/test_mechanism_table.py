@@ -109,6 +109,16 @@ def test_the_model_is_prepared_once_and_the_rows_see_the_streams_of_a_row_by_row
     assert pd.DataFrame(shifted)["attack accuracy"].tolist() != pd.DataFrame(loop)["attack accuracy"].tolist()
 
 
+def test_a_family_is_refused_by_the_attack_with_its_reason(cal):
+    """Preparing the model once happens for a DataModel only: a family reaches the attack's own refusal."""
+    family = bp.DataModelFamily(lambda rho: bp.GaussianDataModel([0.0, 0.0], [[1.0, rho], [rho, 1.0]], ["x", "y"],
+                                                                 n_records=50), {"rho": [0.5, 0.8]})
+    with pytest.raises(bp.ParameterTypeError, match=r"model must be a bayespriv DataModel \(attack one member of a "
+                                                    r"family: family.members\[i\]\); got DataModelFamily"):
+        calibration_rows(cal, family, PAIR, 1.0, rows=TableRows(names=("APGM",)), rng=3,
+                         trials=AttackTrials(n_trials=50))
+
+
 def test_old_table_keywords_warn_and_give_the_same_rows(cal, held_out):
     trials = AttackTrials(n_trials=50, reference_draws=held_out)
     new = calibration_rows(cal, MODEL, PAIR, 1.0, rows=TableRows(names=("APGM",), twin=False), rng=3, trials=trials)
