@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-next coverage bench study screenshots venv venv-next clean
+.PHONY: demo test test-all test-fast test-next coverage bench study screenshots venv venv-next clean
 
 # Extra pytest arguments (CI passes "-n 2": the suite on two workers).
 TEST_ARGS ?=
@@ -47,6 +47,11 @@ MARKERS ?=
 test: $(STAMP)
 	$(PY) -m pytest -q --durations=25 $(if $(MARKERS),-m "not coverage_long and ($(MARKERS))") $(TEST_ARGS)
 
+# Every test, the long coverage harness among them, in one session (CI's first run: one pool of workers for both,
+# instead of the harness waiting for the suite's last test and then starting its own).
+test-all: $(STAMP)
+	$(PY) -m pytest -q --durations=30 -m "" $(TEST_ARGS)
+
 # The fast tier (under three minutes on two cores; its workers steal queued tests from each other, which evens out
 # their ends: 183 s against 198 s measured here): every test folder, without the long statistical runs (slow,
 # coverage_long), the tests that start a Python subprocess or process pool (subprocess), execute notebooks
@@ -73,7 +78,7 @@ test-next:
 	$(MAKE) test PYTHON="$$next" VENV=$(NEXT_VENV) TEST_ARGS="$(TEST_ARGS)" MARKERS="$(NEXT_MARKERS)"
 
 # The long coverage harness (tests/audit/test_coverage.py): 100 calibrations per law, on two workers (its laws are
-# independent and CPU-bound); CI runs it after `make test`.
+# independent and CPU-bound); CI runs it with the suite (`make test-all`).
 coverage: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests/audit/test_coverage.py -m coverage_long --durations=15
 
