@@ -21,8 +21,8 @@ mixtures against SciPy's adaptive quadrature, the 2-D quadrature against the 1-D
 the t(3) convolution against quadrature of the convolution integral.
 
 Tiers: a short run by default (20 calibrations per law); the long run (``make coverage``; in CI with the whole
-suite, ``make test-all``, on two workers) covers every law of the design notes: 100 calibrations per law at δ = 1e-3, and 10 of
-each δ = 1e-5 law at the ~1.5 million draws per secret it needs (about 10 s each; ``benchmarks/bench_coverage.py``
+suite, ``make test-all``, on two workers) covers every law of the design notes: 100 calibrations per law at
+δ = 1e-3, and 10 of each δ = 1e-5 law at the ~1.5 million draws per secret it needs (about 10 s each; ``benchmarks/bench_coverage.py``
 runs 30, ``RESULTS_coverage.md``). Their twins are the δ = 1e-3 laws' twins.
 """
 
