@@ -329,9 +329,15 @@ def _levels(conditions: tuple[Condition, ...], confidence: float | None) -> Leve
 def _garwood(counts: np.ndarray, alpha: float) -> np.ndarray:
     """Exact upper confidence bound on a Poisson mean seen as ``counts`` (Garwood 1936): χ²_{1−α}(2(c+1))/2,
     computed once per distinct count as the regularised incomplete gamma's inverse at c + 1 (SciPy's χ²
-    quantile is twice that: the same numbers, without ``scipy.stats``' per-call argument handling)."""
-    distinct, inverse = np.unique(counts, return_inverse=True)
-    return gammaincinv(distinct + 1.0, 1.0 - alpha)[inverse]
+    quantile is twice that: the same numbers, without ``scipy.stats``' per-call argument handling). Counts
+    are whole numbers of draws: the distinct ones are read off a table of them (no sort)."""
+    whole = np.asarray(counts, float).astype(np.int64)
+    if whole.size == 0:
+        return np.zeros(0)
+    seen = np.flatnonzero(np.bincount(whole))
+    table = np.zeros(seen[-1] + 1)
+    table[seen] = gammaincinv(seen + 1.0, 1.0 - alpha)
+    return table[whole]
 
 
 def _first_law_values(c: Any, alpha: float) -> np.ndarray:

@@ -20,10 +20,14 @@ factored around the grid point:
 * Laplace: the factorisation is exact — ``e^{−|d − t|/s} = e^{−|d|/s} e^{± t/s}`` for d ≠ 0 — and
   the sums are two first-order recursions over the grid (no reach, no truncation).
 
-An atom set is placed on a grid once (:func:`place`: cells, offsets and expansion terms), and the
-placement serves its density and the per-atom sums of any values on that grid; :func:`sums_at` reads
-one set of values' correlations with the kernels at the atoms of several placements. Both sums are
-checked against the direct sums in ``tests/privacy/test_kernel_sums.py``.
+An atom set is placed on a grid once (:func:`place`: cells, scaled offsets t/s and the Gaussian
+factor e^{−t²/2s²}), and the placement serves its density and the per-atom sums of any values on that
+grid; :func:`sums_at` reads one set of values' correlations with the kernels at the atoms of several
+placements. The expansion is never stored per atom (M rows of n values): the cell moments are one running
+product of the offsets, each power summed per cell as it is made (by segments when the atoms come sorted,
+as the accountant's distinct values do), and the per-atom sums are Horner's rule in t/s on blocks of
+atoms that stay in cache, the 1/m! folded into the per-cell coefficients. Both sums are checked against
+the direct sums in ``tests/privacy/test_kernel_sums.py``.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ TERMS = 24
 REMAINDER = 1e-13
 #: Reach of the Gaussian kernel in standard deviations (e^{-72} of its peak beyond).
 REACH = 12.0
+#: Atoms per block of Horner's rule in :func:`sums_at` (a block's few arrays stay in a core's cache).
+_BLOCK = 1 << 15
 
 
 def _cells(x: np.ndarray, lo: float, h: float, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,13 +98,16 @@ def _kernel_spectra(size: int, ratio: float) -> tuple[np.ndarray, int, int]:
 @dataclass(frozen=True, eq=False)
 class Placed:
     """Atoms placed on a grid y_g = lo + g·h (g < ``size``) for a kernel of scale ``s``: each atom's cell ``j``
-    and offset ``t`` (:func:`_cells`) and, for the Gaussian, its expansion terms e^{−t²/2s²}(t/s)^m/m!, one row
-    per m (module docstring). Made once per atoms and grid by :func:`place`, shared by the density and by
-    the per-atom sums of every set of grid values."""
+    and offset ``t`` (:func:`_cells`) and, for the Gaussian, the scaled offset ``ts`` = t/s and the factor
+    ``base`` = e^{−t²/2s²} of its expansion (module docstring); ``starts``, the first atom of each occupied
+    cell when the cells come in order (None otherwise). Made once per atoms and grid by :func:`place`,
+    shared by the density and by the per-atom sums of every set of grid values."""
 
     j: np.ndarray
     t: np.ndarray
-    terms: np.ndarray | None
+    ts: np.ndarray | None
+    base: np.ndarray | None
+    starts: np.ndarray | None
     size: int
     h: float
     s: float
@@ -110,22 +119,44 @@ class Placed:
         if self.laplace:
             return _laplace_density(self.j, self.t, w, self.h, self.s, self.size)
         spectra, n_fft, half = _kernel_spectra(self.size, round(self.h / self.s, 15))
-        moments = np.zeros((len(spectra), self.size))
-        for m in range(len(spectra)):  # per-cell moments Σ w e^{−t²/2s²} (t/s)^m / m!
-            moments[m] = np.bincount(self.j, weights=self.terms[m] * w, minlength=self.size)
+        moments = self._moments(w, len(spectra))
         total = (scipy_fft.rfft(moments, n_fft, axis=1) * spectra).sum(axis=0)
         out = scipy_fft.irfft(total, n_fft)[half:half + self.size] / self.s
         return np.maximum(out, 0.0)
+
+    def _moments(self, w: np.ndarray, terms: int) -> np.ndarray:
+        """Per-cell moments Σ w e^{−t²/2s²} (t/s)^m / m!, m < ``terms``: one running product over the atoms,
+        each power summed per cell as it is made, the 1/m! applied to the cells."""
+        moments = np.zeros((terms, self.size))
+        power = w * self.base
+        cells = self.j[self.starts] if self.starts is not None else None
+        for m in range(terms):
+            if m:
+                power *= self.ts
+            if cells is None:
+                moments[m] = np.bincount(self.j, weights=power, minlength=self.size)
+            elif cells.size:
+                moments[m, cells] = np.add.reduceat(power, self.starts)
+        return moments / _factorials(terms)[:, None]
+
+
+@functools.lru_cache(maxsize=8)
+def _factorials(terms: int) -> np.ndarray:
+    out = np.array([math.factorial(m) for m in range(terms)], float)
+    out.setflags(write=False)
+    return out
 
 
 def place(lo: float, h: float, size: int, atoms: Any, s: float, laplace: bool) -> Placed:
     """:class:`Placed` of ``atoms`` on the grid y_g = lo + g·h, g < size, for a kernel of scale ``s``."""
     j, t = _cells(np.asarray(atoms, float), lo, h, size)
     if laplace:
-        return Placed(j, t, None, size, h, s, True)
+        return Placed(j, t, None, None, None, size, h, s, True)
+    _terms(round(h / s, 15))  # refuses a grid too coarse for the expansion
     ts = t / s
-    terms = _scaled_powers(ts, np.exp(-0.5 * ts * ts), _terms(round(h / s, 15)))
-    return Placed(j, t, terms, size, h, s, False)
+    ordered = j.size == 0 or bool(np.all(j[1:] >= j[:-1]))
+    starts = np.flatnonzero(np.diff(j, prepend=-1)) if ordered else None
+    return Placed(j, t, ts, np.exp(-0.5 * ts * ts), starts, size, h, s, False)
 
 
 def grid_density(lo: float, h: float, size: int, atoms: Any, weights: Any, s: float, laplace: bool) -> np.ndarray:
@@ -148,20 +179,25 @@ def sums_at(values: np.ndarray, *placements: Placed) -> tuple[np.ndarray, ...]:
         return tuple(_laplace_atom_sums(p.j, p.t, v, p.h, p.s) for p in placements)
     spectra, n_fft, half = _kernel_spectra(v.size, round(first.h / first.s, 15))
     # Σ_g v_g K_m(y_g − y_j): a correlation of v with each kernel, read at every cell j (K_m reversed is
-    # (−1)^m K_m, the kernels being even times (d/s)^m)
-    sign = (-1.0) ** np.arange(len(spectra))
+    # (−1)^m K_m, the kernels being even times (d/s)^m), divided by m! for Horner's rule in t/s
+    terms = len(spectra)
+    sign = (-1.0) ** np.arange(terms) / _factorials(terms)
     corr = scipy_fft.irfft(scipy_fft.rfft(v, n_fft)[None, :] * spectra * sign[:, None], n_fft, axis=1)
-    corr = corr[:, half:half + v.size] / first.s
-    return tuple(np.maximum(np.einsum("mi,mi->i", corr[:, p.j], p.terms), 0.0) for p in placements)
+    corr = np.ascontiguousarray(corr[:, half:half + v.size]) / first.s
+    return tuple(np.maximum(_horner(corr, p.j, p.ts) * p.base, 0.0) for p in placements)
 
 
-def _scaled_powers(ts: np.ndarray, base: np.ndarray, terms: int) -> np.ndarray:
-    """``base · ts^m / m!`` for m < ``terms``, one row each, by running products (no pow)."""
-    out = np.empty((terms, ts.size))
-    out[0] = base
-    for m in range(1, terms):
-        np.multiply(out[m - 1], ts, out=out[m])
-        out[m] /= m
+def _horner(coefficients: np.ndarray, j: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Σ_m c_m[j_i] ts_i^m for every atom, by Horner's rule on blocks of :data:`_BLOCK` atoms."""
+    out = np.empty(j.size)
+    top = len(coefficients) - 1
+    for lo in range(0, j.size, _BLOCK):
+        cell, x = j[lo:lo + _BLOCK], ts[lo:lo + _BLOCK]
+        acc = coefficients[top][cell]
+        for m in range(top - 1, -1, -1):
+            acc *= x
+            acc += coefficients[m][cell]
+        out[lo:lo + _BLOCK] = acc
     return out
 
 

@@ -273,3 +273,15 @@ def test_an_atom_far_from_every_atom_of_the_other_law_is_counted_in_full():
 
     exact = float(np.clip(dens(a) - math.e * dens(b), 0.0, None).sum() * step * step)
     assert exact - Z * est.se_mc <= est.value <= exact + 1e-9 + Z * est.se_mc
+
+
+def test_garwood_bounds_are_the_chi_square_quantiles_of_each_count():
+    """Exact part: the Poisson upper bound of every count, read off a table of the distinct counts, is
+    χ²_{1−α}(2(c + 1))/2 of that count (SciPy's quantile, computed count by count)."""
+    from scipy.stats import chi2
+
+    from bayespriv.privacy.accountant import _garwood
+    counts = np.array([3.0, 0.0, 1.0, 1.0, 250.0, 3.0, 7.0, 1.0])
+    expected = chi2.ppf(1 - 0.01, 2 * (counts + 1)) / 2
+    np.testing.assert_allclose(_garwood(counts, 0.01), expected, rtol=1e-12)
+    assert _garwood(np.zeros(0), 0.01).shape == (0,)
