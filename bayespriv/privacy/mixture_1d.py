@@ -51,11 +51,6 @@ def _scale(noise: Any) -> tuple[float, bool]:
     return float(abs(np.asarray(noise.basis, float).reshape(-1)[0]) * np.asarray(noise.scale, float).reshape(-1)[0]), True
 
 
-def _unique(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    z, inv = np.unique(x, return_inverse=True)
-    return z, np.bincount(inv, weights=w, minlength=z.size)
-
-
 def _placed(y: np.ndarray, h: float, z: np.ndarray, s: float, laplace: bool) -> Placed:
     """The atoms ``z`` placed on the grid ``y = y[0] + h·g`` (:func:`~bayespriv.privacy.kernel_sums.place`)."""
     return place(float(y[0]), h, y.size, z, s, laplace)
@@ -75,16 +70,20 @@ class Atoms:
 
 
 def atoms_of(points: Any, weights: Any) -> Atoms:
-    """:class:`Atoms` of a one-dimensional law given by its points (draws) and weights."""
+    """:class:`Atoms` of a one-dimensional law given by its points (draws) and weights. Each half's distinct
+    values are read off the whole law's (one sort): the atoms a half's draws reach, in order, and their
+    weights summed draw by draw, as the half's own distinct values and weights would be."""
     x, w = np.asarray(points, float).reshape(-1), np.asarray(weights, float).reshape(-1)
-    z, u = _unique(x, w)
+    z, inv = np.unique(x, return_inverse=True)
+    u = np.bincount(inv, weights=w, minlength=z.size)
     if x.size < 4:
         return Atoms(x.size, z, u, None)
     parts = (slice(0, x.size // 2), slice(x.size // 2, x.size))
     halves = []
     for p in parts:
         mass = float(w[p].sum())
-        halves.append((*_unique(x[p], w[p] / mass), mass))
+        reached = np.bincount(inv[p], minlength=z.size) > 0
+        halves.append((z[reached], np.bincount(inv[p], weights=w[p] / mass, minlength=z.size)[reached], mass))
     return Atoms(x.size, z, u, (halves[0], halves[1]))
 
 

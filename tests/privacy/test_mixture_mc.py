@@ -176,3 +176,26 @@ def test_a_block_in_a_reused_buffer_is_the_whole_array_computation(laplace, spre
     blk = Block.of(y, atoms, laplace, scratch)
     assert blk.e.dtype == expected.dtype and np.array_equal(blk.e, expected)
     assert np.array_equal(blk.top, top[:, 0].astype(np.float64) + shift + _log_norm(3, laplace))
+
+
+def test_one_dimensional_halves_are_each_halfs_own_distinct_values_and_weights():
+    """Exact part: the grid's split halves, read off the whole law's distinct values, are bit for bit what
+    each half's own np.unique and weight sums give (repeated values, a zero weight and a value only one half
+    reaches included); the whole law's too."""
+    from bayespriv.privacy.mixture_1d import atoms_of
+
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.integers(0, 40, 301).astype(float), [99.0]])
+    w = rng.random(x.size)
+    w[7] = 0.0
+    w /= w.sum()
+    got = atoms_of(x, w)
+    z, inv = np.unique(x, return_inverse=True)
+    np.testing.assert_array_equal(got.z, z)
+    np.testing.assert_array_equal(got.u, np.bincount(inv, weights=w))
+    for (hz, hu, mass), part in zip(got.halves, (slice(0, 151), slice(151, 302))):
+        own, own_inv = np.unique(x[part], return_inverse=True)
+        assert mass == float(w[part].sum())
+        np.testing.assert_array_equal(hz, own)
+        np.testing.assert_array_equal(hu, np.bincount(own_inv, weights=w[part] / mass))
+    assert 99.0 in got.halves[1][0] and 99.0 not in got.halves[0][0]
