@@ -311,24 +311,35 @@ def _log_kernel(y: np.ndarray, atoms: np.ndarray, laplace: bool,
     against a wide law: float32 would lose the differences that matter). With ``scratch`` the result is
     written into its reused buffer (the same arithmetic; no fresh pages to fault in per chunk).
     """
-    reach = max(float(np.abs(y).max(initial=0.0)), float(np.abs(atoms).max(initial=0.0)))
-    dtype = np.float32 if reach <= FLOAT32_REACH else np.float64
+    dtype = _kernel_dtype(y, atoms)
     out = None if scratch is None else scratch.array((len(y), len(atoms)), dtype)
     if laplace:
         yy, xx = y.astype(dtype), np.ascontiguousarray(atoms.T, dtype=dtype)
-        g = np.subtract(yy[:, :1], xx[None, 0], out=out)
-        np.abs(g, out=g)
-        tmp = np.empty_like(g)
-        for c in range(1, atoms.shape[1]):  # in place: one scratch array, no temporaries per coordinate
-            np.subtract(yy[:, c:c + 1], xx[None, c], out=tmp)
-            np.abs(tmp, out=tmp)
-            g += tmp
-        np.negative(g, out=g)
+        g = np.empty((len(y), len(atoms)), dtype) if out is None else out
+        _laplace_rows(yy, xx, g, np.empty_like(g))
         return g, np.zeros(len(y))
     ones = np.ones((len(y), 1))
     aug_y = np.hstack([y, ones]).astype(dtype)
     aug_x = np.hstack([atoms, -0.5 * np.einsum("ij,ij->i", atoms, atoms)[:, None]]).astype(dtype)
     return np.matmul(aug_y, aug_x.T, out=out), -0.5 * np.einsum("ij,ij->i", y, y)
+
+
+def _kernel_dtype(y: np.ndarray, atoms: np.ndarray) -> Any:
+    """Float32 while every coordinate is within :data:`FLOAT32_REACH` of the centre, float64 beyond."""
+    reach = max(float(np.abs(y).max(initial=0.0)), float(np.abs(atoms).max(initial=0.0)))
+    return np.float32 if reach <= FLOAT32_REACH else np.float64
+
+
+def _laplace_rows(yy: np.ndarray, xx: np.ndarray, out: np.ndarray, tmp: np.ndarray) -> None:
+    """``−Σ_c |y_c − x_c|`` of the points ``yy`` (m, k) against the atoms ``xx`` (k, n) into ``out`` (m, n),
+    accumulated per coordinate in place (``tmp``: scratch of out's shape; no temporaries per coordinate)."""
+    np.subtract(yy[:, :1], xx[None, 0], out=out)
+    np.abs(out, out=out)
+    for c in range(1, xx.shape[0]):
+        np.subtract(yy[:, c:c + 1], xx[None, c], out=tmp)
+        np.abs(tmp, out=tmp)
+        out += tmp
+    np.negative(out, out=out)
 
 
 def _log_norm(k: int, laplace: bool) -> float:
@@ -371,12 +382,22 @@ class Block:
     def of(cls, y: np.ndarray, atoms: np.ndarray, laplace: bool, scratch: "_Scratch | None" = None) -> "Block":
         """The block of points ``y`` against ``atoms``; with ``scratch`` its kernel values live in the scratch's
         buffer (valid until its next use). Rows are scaled and exponentiated a few at a time, while they are in
-        the cache (elementwise: the same values as whole-array operations)."""
-        g, shift = _log_kernel(y, atoms, laplace, scratch)
+        the cache (elementwise: the same values as whole-array operations); Laplace rows are also made there
+        (:func:`_laplace_rows` on a few rows: the same arithmetic per value as on the whole array)."""
+        if laplace:
+            dtype = _kernel_dtype(y, atoms)
+            shape = (len(y), len(atoms))
+            g = np.empty(shape, dtype) if scratch is None else scratch.array(shape, dtype)
+            yy, xx, shift = y.astype(dtype), np.ascontiguousarray(atoms.T, dtype=dtype), np.zeros(len(y))
+        else:
+            g, shift = _log_kernel(y, atoms, laplace, scratch)
         top = np.empty((g.shape[0], 1), g.dtype)
         step = max(1, CACHE_ELEMENTS // max(g.shape[1], 1))
+        tmp = np.empty((min(step, g.shape[0]), g.shape[1]), g.dtype) if laplace else None
         for s in range(0, g.shape[0], step):
             rows = g[s:s + step]
+            if laplace:
+                _laplace_rows(yy[s:s + step], xx, rows, tmp[:len(rows)])
             np.max(rows, axis=1, keepdims=True, out=top[s:s + step])
             np.subtract(rows, top[s:s + step], out=rows)
             np.exp(rows, out=rows)
