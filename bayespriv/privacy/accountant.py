@@ -330,8 +330,9 @@ def _garwood(counts: np.ndarray, alpha: float) -> np.ndarray:
     """Exact upper confidence bound on a Poisson mean seen as ``counts`` (Garwood 1936): χ²_{1−α}(2(c+1))/2,
     computed once per distinct count as the regularised incomplete gamma's inverse at c + 1 (SciPy's χ²
     quantile is twice that: the same numbers, without ``scipy.stats``' per-call argument handling). Counts
-    are whole numbers of draws: the distinct ones are read off a table of them (no sort)."""
-    whole = np.asarray(counts, float).astype(np.int64)
+    are whole numbers of draws: the distinct ones are read off a table of them (no sort); rounded, never
+    truncated (a count one ulp below an integer would otherwise lose a draw and shrink its bound)."""
+    whole = np.rint(np.asarray(counts, float)).astype(np.int64)
     if whole.size == 0:
         return np.zeros(0)
     seen = np.flatnonzero(np.bincount(whole))

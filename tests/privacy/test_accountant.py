@@ -285,3 +285,5 @@ def test_garwood_bounds_are_the_chi_square_quantiles_of_each_count():
     expected = chi2.ppf(1 - 0.01, 2 * (counts + 1)) / 2
     np.testing.assert_allclose(_garwood(counts, 0.01), expected, rtol=1e-12)
     assert _garwood(np.zeros(0), 0.01).shape == (0,)
+    below = np.nextafter(counts, -np.inf)  # one ulp under each whole count: the same bounds, no draw lost
+    np.testing.assert_allclose(_garwood(below, 0.01), expected, rtol=1e-12)
