@@ -14,7 +14,7 @@ release and for the noise scale that meets a request.
 * :func:`account`, :func:`scale_to_delta` — the accountant: δ(ε) of the law actually released (sampled
   draws of F plus the noise), with confidence bounds that cover what the draws cannot show
   (:mod:`.accountant`; the estimators in :mod:`.mixture_1d`, :mod:`.mixture_mc`, :mod:`.finite_exact`,
-  :mod:`.kernel_sums`, :mod:`.draw_bounds`, :mod:`.certified`); :class:`WeightedAtoms` — a finite law
+  :mod:`.kernel_sums`, :mod:`.gauss_cells`, :mod:`.draw_bounds`, :mod:`.certified`); :class:`WeightedAtoms` — a finite law
   as weighted atoms, checked once, as the Monte-Carlo estimator takes it (:mod:`.mixture_mc`).
 """
 

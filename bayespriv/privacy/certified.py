@@ -33,6 +33,7 @@ each secret is small against the noise (docs/design.rst, "the confidence stateme
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,16 +92,34 @@ def _whitened(law: SampledLaw, transform: np.ndarray) -> np.ndarray:
     return law.draws @ transform.T
 
 
+#: Largest block size whose least-squares assignment is found by trying every permutation (m! of them, all
+#: blocks at once) instead of the assignment solver block by block.
+MAX_ENUMERATED = 4
+
+
 def _match(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
     """Distances of the least-squares assignment of two blocks (rows of (B, m, k) arrays)."""
     if xa.shape[2] == 1:  # one dimension: sorted order is optimal for every convex cost
         return np.abs(np.sort(xa[:, :, 0], axis=1) - np.sort(xb[:, :, 0], axis=1))
+    if xa.shape[1] <= MAX_ENUMERATED:
+        return _match_enumerated(xa, xb)
     out = np.empty(xa.shape[:2])
     for j in range(xa.shape[0]):
         cost = ((xa[j][:, None, :] - xb[j][None, :, :]) ** 2).sum(axis=2)
         rows, cols = linear_sum_assignment(cost)
         out[j, rows] = np.sqrt(cost[rows, cols])
     return out
+
+
+def _match_enumerated(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
+    """:func:`_match` for small blocks: the permutation of least total squared distance among all m! of them
+    (the first in lexicographic order where several tie), every block at once."""
+    m = xa.shape[1]
+    cost = ((xa[:, :, None, :] - xb[:, None, :, :]) ** 2).sum(axis=3)  # (B, m, m)
+    perms = np.array(list(itertools.permutations(range(m))), dtype=np.intp)  # (m!, m)
+    chosen = cost[:, np.arange(m)[None, :], perms]  # (B, m!, m): row i's cost under each permutation
+    best = np.argmin(chosen.sum(axis=2), axis=1)
+    return np.sqrt(chosen[np.arange(len(best)), best])
 
 
 def coupling_plan(cond: Condition, transform: np.ndarray, block_sizes: tuple[int, ...] = BLOCK_SIZES

@@ -39,6 +39,14 @@ hockey-stick divergence is invariant under such bijections.
 * **Error.** ``se_mc`` is the sample standard deviation of the terms over √M
   (terms are bounded; the normal approximation is the assumption
   ``monte_carlo_clt``).
+* **Kernel sums.** The mixtures' densities at the points, and each atom's
+  probability of the optimal set, are sums of the noise density over points
+  × atoms: directly by blocks of float32 kernel values (:class:`Block`), or —
+  for a two-dimensional law of at least :data:`CELL_MIN_ATOMS` atoms under
+  Gaussian noise, compact enough that it pays — by Taylor expansions on cells
+  of atoms (:mod:`~bayespriv.privacy.gauss_cells`), each sum kept only where
+  its computed error bound is within 1e-9 relative (finer than the float32
+  blocks' rounding) and the rest computed by blocks.
 
 Draws standing for the law
 --------------------------
@@ -67,10 +75,11 @@ import numpy as np
 
 from bayespriv._validation import check_finite_array, described, fail, seal_fields, sealed
 from bayespriv.errors import BayesPrivDeprecationWarning, ParameterTypeError, ValidationError, warn
+from .gauss_cells import CellAtoms, CellMoments
 from .loss_reduction import RANK_RTOL
 
 __all__ = ["WeightedAtoms", "MixtureEstimate", "DrawContributions", "mixture_hockey", "atom_counts",
-           "DEFENSIVE_WEIGHT", "KERNEL_BYTES", "FAR_SHARE", "WEIGHTS_SUM_TOL", "sampled_pair"]
+           "DEFENSIVE_WEIGHT", "KERNEL_BYTES", "FAR_SHARE", "WEIGHTS_SUM_TOL", "CELL_MIN_ATOMS", "sampled_pair"]
 
 #: Share of the proposal drawn from the released mixture itself (bounds every weight by 1/w).
 DEFENSIVE_WEIGHT = 0.3
@@ -509,19 +518,18 @@ def _evaluate(prop: _Proposal, fr: _Frame, epsilon: float, *, halves: bool, mass
     f_h = np.empty((2, m)) if halves else None
     mass_a = np.zeros(na) if masses[0] else None
     mass_b = np.zeros(nb) if masses[1] else None
-    cols_a, cols_b = _weight_columns(fr.wa, halves), _weight_columns(fr.wb, halves)
+    sums_a = _LawSums.of(fr.a, _weight_columns(fr.wa, halves), fr.laplace)
+    sums_b = _LawSums.of(fr.b, _weight_columns(fr.wb, halves), fr.laplace)
     step = chunk_rows(max(na, nb), k, fr.laplace)
-    scratch_a, scratch_b = _Scratch(), _Scratch()
     for s in range(0, m, step):
         rows = slice(s, s + step)
-        ba, bb = Block.of(y[rows], fr.a, fr.laplace, scratch_a), Block.of(y[rows], fr.b, fr.laplace, scratch_b)
-        la_all, lb_all = ba.log_mix(cols_a), bb.log_mix(cols_b)
-        la, lb = la_all[:, 0], lb_all[:, 0]
+        ba, bb = sums_a.at(y[rows]), sums_b.at(y[rows])
+        la, lb = ba.log_mix[:, 0], bb.log_mix[:, 0]
         lq[rows] = prop.log_q(y[rows], la, fr.laplace)
         f[rows] = _hinge(la + log_mass, lb, lq[rows], epsilon)
         if halves:
             for h in range(2):
-                f_h[h, rows] = _hinge(la_all[:, 1 + h] + log_mass, lb_all[:, 1 + h], lq[rows], epsilon)
+                f_h[h, rows] = _hinge(ba.log_mix[:, 1 + h] + log_mass, bb.log_mix[:, 1 + h], lq[rows], epsilon)
         if masses[0] or masses[1]:
             inside = (f[rows] > 0) * np.exp(-lq[rows]) / m
             if masses[0]:
@@ -529,6 +537,67 @@ def _evaluate(prop: _Proposal, fr: _Frame, epsilon: float, *, halves: bool, mass
             if masses[1]:
                 mass_b += bb.atom_sums(inside)
     return _Evaluation(lq, f, f_h, mass_a, mass_b)
+
+
+#: Fewest atoms of a two-dimensional law under Gaussian noise whose kernel sums go through cell expansions
+#: (:mod:`~bayespriv.privacy.gauss_cells`) — when the expansions cost fewer products per point than there are
+#: atoms (a compact law against its noise); below it, and for other laws, the direct blocks.
+CELL_MIN_ATOMS = 2048
+
+
+@dataclass(frozen=True)
+class _LawSums:
+    """Kernel sums of one law's atoms and weight columns at chunks of points: by cell expansions where they
+    are used and their error bound holds (:mod:`~bayespriv.privacy.gauss_cells`), by direct blocks elsewhere."""
+
+    atoms: np.ndarray
+    columns: np.ndarray
+    laplace: bool
+    scratch: "_Scratch"
+    cells: CellAtoms | None
+    moments: CellMoments | None
+
+    @classmethod
+    def of(cls, atoms: np.ndarray, columns: np.ndarray, laplace: bool) -> "_LawSums":
+        cells = None
+        if not laplace and atoms.shape[1] == 2 and atoms.shape[0] >= CELL_MIN_ATOMS:
+            cells = CellAtoms.of(atoms)
+            cells = cells if cells.cost < atoms.shape[0] else None
+        return cls(atoms, columns, laplace, _Scratch(), cells, None if cells is None else cells.moments(columns))
+
+    def at(self, y: np.ndarray) -> "_ChunkSums":
+        """The sums at the points ``y``: the mixtures' log densities now, the per-atom sums on demand."""
+        if self.cells is None:
+            block = Block.of(y, self.atoms, self.laplace, self.scratch)
+            return _ChunkSums(self, y, block.log_mix(self.columns), np.zeros(len(y), dtype=bool), block)
+        log_mix, ok = self.cells.log_sums(y, self.moments)
+        block = None
+        if not ok.all():  # points the expansions do not reach within their tolerance: directly
+            block = Block.of(y[~ok], self.atoms, self.laplace, self.scratch)
+            log_mix[~ok] = block.log_mix(self.columns)
+        return _ChunkSums(self, y, log_mix, ok, block)
+
+
+@dataclass(frozen=True)
+class _ChunkSums:
+    """One chunk of points against one law: ``log_mix`` (points × weight columns) and :meth:`atom_sums`."""
+
+    law: _LawSums
+    y: np.ndarray
+    log_mix: np.ndarray
+    expanded: np.ndarray  # per point: its sums came from the cell expansions
+    block: "Block | None"  # the direct block of the other points
+
+    def atom_sums(self, v: np.ndarray) -> np.ndarray:
+        """Σ_j φ(y_j − x_i) v_j for every atom i (v ≥ 0)."""
+        ok = self.expanded
+        out = self.block.atom_sums(v[~ok]) if self.block is not None else np.zeros(len(self.law.atoms))
+        if ok.any():
+            sums, good = self.law.cells.atom_sums(self.y[ok], v[ok])
+            if not good.all():  # atoms whose sums the expansions do not bound within their tolerance
+                sums[~good] = Block.of(self.y[ok], self.law.atoms[~good], self.law.laplace).atom_sums(v[ok])
+            out += sums
+        return out
 
 
 def _weight_columns(w: np.ndarray, halves: bool) -> np.ndarray:

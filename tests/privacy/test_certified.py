@@ -55,6 +55,22 @@ def test_two_dimensional_blocks_use_the_least_squares_assignment():
     assert float((matched**2).sum()) == pytest.approx(best, rel=1e-12)
 
 
+@pytest.mark.parametrize("m", [2, 3, 4])
+@pytest.mark.parametrize("k", [2, 5])
+def test_small_blocks_by_every_permutation_are_the_assignment_solvers_pairs(monkeypatch, m, k):
+    rng = np.random.default_rng(m * k)
+    xa, xb = rng.normal(size=(300, m, k)), rng.normal(1.0, 2.0, size=(300, m, k))
+    enumerated = C._match(xa, xb)
+    monkeypatch.setattr(C, "MAX_ENUMERATED", 0)
+    assert np.array_equal(enumerated, C._match(xa, xb))
+
+
+def test_a_tie_takes_a_least_squares_permutation():
+    xa = np.array([[[0.0, 0.0], [2.0, 0.0]]])
+    xb = np.array([[[1.0, 1.0], [1.0, -1.0]]])  # every pairing costs 4
+    assert np.array_equal(C._match(xa, xb), np.full((1, 2), math.sqrt(2.0)))
+
+
 def test_the_bound_is_monotone_in_the_noise_scale():
     rng = np.random.default_rng(4)
     cond = Condition("c", SampledLaw(rng.normal(1.0, 0.3, (4000, 1))), SampledLaw(rng.normal(0.0, 0.3, (4000, 1))))
