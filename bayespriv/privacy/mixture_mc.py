@@ -509,17 +509,19 @@ def _hinge(la: np.ndarray, lb: np.ndarray, lq: np.ndarray, epsilon: float) -> np
 
 
 def _evaluate(prop: _Proposal, fr: _Frame, epsilon: float, *, halves: bool, masses: tuple[bool, bool],
-              log_mass: float = 0.0) -> _Evaluation:
+              log_mass: float = 0.0, cells: tuple[CellAtoms | None, CellAtoms | None] = (None, None)
+              ) -> _Evaluation:
     """Stage 3: one pass of the kernels over chunks of points, both laws together. ``log_mass``: log of the
-    mass of P_a's atoms kept (the rest counted in full elsewhere); q uses the normalised mixture."""
+    mass of P_a's atoms kept (the rest counted in full elsewhere); q uses the normalised mixture. ``cells``:
+    each law's cells for the expansions (:func:`_cells_for`), or None for the direct blocks."""
     y = prop.points
     m, (na, k), nb = len(y), fr.a.shape, fr.b.shape[0]
     lq, f = np.empty(m), np.empty(m)
     f_h = np.empty((2, m)) if halves else None
     mass_a = np.zeros(na) if masses[0] else None
     mass_b = np.zeros(nb) if masses[1] else None
-    sums_a = _LawSums.of(fr.a, _weight_columns(fr.wa, halves), fr.laplace)
-    sums_b = _LawSums.of(fr.b, _weight_columns(fr.wb, halves), fr.laplace)
+    sums_a = _LawSums.of(fr.a, _weight_columns(fr.wa, halves), fr.laplace, cells[0])
+    sums_b = _LawSums.of(fr.b, _weight_columns(fr.wb, halves), fr.laplace, cells[1])
     step = chunk_rows(max(na, nb), k, fr.laplace)
     for s in range(0, m, step):
         rows = slice(s, s + step)
@@ -545,6 +547,14 @@ def _evaluate(prop: _Proposal, fr: _Frame, epsilon: float, *, halves: bool, mass
 CELL_MIN_ATOMS = 2048
 
 
+def _cells_for(atoms: np.ndarray, laplace: bool) -> CellAtoms | None:
+    """The atoms' cells when the expansions apply and pay (:data:`CELL_MIN_ATOMS`), else None."""
+    if laplace or atoms.shape[1] != 2 or atoms.shape[0] < CELL_MIN_ATOMS:
+        return None
+    cells = CellAtoms.of(atoms)
+    return cells if cells.cost < atoms.shape[0] else None
+
+
 @dataclass(frozen=True)
 class _LawSums:
     """Kernel sums of one law's atoms and weight columns at chunks of points: by cell expansions where they
@@ -558,11 +568,8 @@ class _LawSums:
     moments: CellMoments | None
 
     @classmethod
-    def of(cls, atoms: np.ndarray, columns: np.ndarray, laplace: bool) -> "_LawSums":
-        cells = None
-        if not laplace and atoms.shape[1] == 2 and atoms.shape[0] >= CELL_MIN_ATOMS:
-            cells = CellAtoms.of(atoms)
-            cells = cells if cells.cost < atoms.shape[0] else None
+    def of(cls, atoms: np.ndarray, columns: np.ndarray, laplace: bool, cells: CellAtoms | None) -> "_LawSums":
+        """The sums of ``atoms`` weighted by ``columns``; through ``cells`` (the atoms' cells) unless None."""
         return cls(atoms, columns, laplace, _Scratch(), cells, None if cells is None else cells.moments(columns))
 
     def at(self, y: np.ndarray) -> "_ChunkSums":
@@ -617,12 +624,13 @@ def _weight_columns(w: np.ndarray, halves: bool) -> np.ndarray:
 FAR_SHARE = 1e-3
 
 
-def _peak_ratios(fr: _Frame, idx: np.ndarray, epsilon: float, n_a: int) -> np.ndarray:
-    """``n_a · e^ε p̂_b(x) / φ(0)`` at the atoms ``idx`` of P_a (:class:`DrawContributions`)."""
+def _peak_ratios(fr: _Frame, idx: np.ndarray, epsilon: float, n_a: int, cells_b: CellAtoms | None = None
+                 ) -> np.ndarray:
+    """``n_a · e^ε p̂_b(x) / φ(0)`` at the atoms ``idx`` of P_a (:class:`DrawContributions`); ``cells_b``: P_b's
+    cells for the expansions, or None."""
     if idx.size == 0:
         return np.zeros(0)
-    blk = Block.of(fr.a[idx], fr.b, fr.laplace)
-    log_pb = blk.log_mix(fr.wb[:, None])[:, 0]
+    log_pb = _LawSums.of(fr.b, fr.wb[:, None], fr.laplace, cells_b).at(fr.a[idx]).log_mix[:, 0]
     return n_a * np.exp(epsilon + log_pb - _log_norm(fr.a.shape[1], fr.laplace))
 
 
@@ -637,10 +645,10 @@ class _Split:
     ratios: np.ndarray  # peak ratio per atom of P_a (inf where not computed)
 
 
-def _split_far(fr: _Frame, epsilon: float, n_a: int) -> _Split:
+def _split_far(fr: _Frame, epsilon: float, n_a: int, cells_b: CellAtoms | None = None) -> _Split:
     """Stage 2: peak ratios of the outlying atoms; those far from P_b leave the mixture and count in full."""
     out = _outlying(fr)
-    ratio = _peak_ratios(fr, out, epsilon, n_a)
+    ratio = _peak_ratios(fr, out, epsilon, n_a, cells_b)
     ratios = np.full(fr.a.shape[0], np.inf)
     ratios[out] = ratio
     far = out[ratio < FAR_SHARE * fr.wa[out] * n_a]
@@ -739,7 +747,8 @@ def mixture_hockey(law_a: WeightedAtoms, law_b: WeightedAtoms, noise: Any, epsil
     drawn = sampled_pair(sampled)
     wa, wb = law_a.weights, law_b.weights
     full = _frame(law_a.atoms, wa, law_b.atoms, wb, noise)
-    split = _split_far(full, epsilon, full.a.shape[0])
+    cells = (_cells_for(full.a, full.laplace), _cells_for(full.b, full.laplace))  # the frames keep the atoms
+    split = _split_far(full, epsilon, full.a.shape[0], cells[1])
     fr, log_mass = split.frame, math.log(split.mass)
     noise_var = 2.0 if fr.laplace else 1.0
     fa, fb = _Fit.of(fr.a, fr.wa, noise_var), _Fit.of(fr.b, wb, noise_var)
@@ -748,7 +757,7 @@ def mixture_hockey(law_a: WeightedAtoms, law_b: WeightedAtoms, noise: Any, epsil
     prop = _draw_points(fr, q_fit, split.outliers, n_points, seed)
     y = prop.points
     halves = halves and any(drawn) and min(fr.a.shape[0], fr.b.shape[0]) >= 4
-    ev = _evaluate(prop, fr, epsilon, halves=halves, masses=drawn, log_mass=log_mass)
+    ev = _evaluate(prop, fr, epsilon, halves=halves, masses=drawn, log_mass=log_mass, cells=cells)
     if fr.laplace:  # no closed-form control variate
         base, fit, h = 0.0, math.nan, 0.0
     else:

@@ -130,11 +130,11 @@ def test_an_estimate_through_the_expansions_is_the_direct_estimate(monkeypatch, 
 
 def test_the_expansions_are_used_where_they_pay():
     law_a, _ = _laws(3, 4000)
-    columns = law_a.weights[:, None]
-    compact = MC._LawSums.of(np.asarray(law_a.atoms) / 3.0, columns, False)
-    wide = MC._LawSums.of(np.asarray(law_a.atoms) * 10.0, columns, False)
-    few = MC._LawSums.of(np.asarray(law_a.atoms)[:1000] / 3.0, columns[:1000], False)
-    assert compact.cells is not None and wide.cells is None and few.cells is None
+    atoms = np.asarray(law_a.atoms)
+    assert MC._cells_for(atoms / 3.0, False) is not None
+    assert MC._cells_for(atoms * 10.0, False) is None  # wide against the noise: more cells × terms than atoms
+    assert MC._cells_for(atoms[:1000] / 3.0, False) is None  # below CELL_MIN_ATOMS
+    assert MC._cells_for(atoms / 3.0, True) is None  # Laplace noise
 
 
 def test_points_and_atoms_beyond_the_reach_go_to_the_direct_blocks():
