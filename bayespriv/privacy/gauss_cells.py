@@ -25,9 +25,9 @@ By Taylor's theorem (Lagrange's remainder) ``|e^z − T_p(z)| ≤ R(|z|) = |z|^p
 remainder is at most ``ρ = R(u₀)e^{u₁} + e^{u₀}R(u₁)``. Each cell's part of S_j is therefore off by at
 most ``φ(e_jc)·G_c·ρ_jc``, with ``G_c = Σ_{i∈c} W_i e^{−|d_i|²/2}`` (W ≥ 0), and each atom's A_i by at
 most ``e^{−|d_i|²/2} Σ_j v_j φ(e_jc) ρ_jc``. Rounding is bounded the same way: the terms' absolute values
-sum to at most ``e^{u₀+u₁}`` times the cell's factor, and float64 adds at most ``(p² + n_c)·2⁻⁵²`` of that
-(n_c the cell's atoms: its moments are sums over them). A sum is kept only when its bound is at most :data:`TOLERANCE`
-times its value; the others are marked and the caller computes them directly. Checked against direct
+sum to at most ``e^{u₀+u₁}`` times the cell's factor, and float64 adds at most ``(p + p² + n_c + C)·2⁻⁵²`` of
+that (to first order: p products in each power, p² terms of the expansion, the n_c atoms of its moments, the C
+cells of the sum). A sum is kept only when its bound is at most :data:`TOLERANCE` times its value; the others are marked and the caller computes them directly. Checked against direct
 sums in ``tests/privacy/test_gauss_cells.py`` (and that the marks catch every sum the expansion misses).
 """
 
@@ -61,7 +61,7 @@ def _powers(x: np.ndarray, p: int, factorial: bool = False) -> np.ndarray:
 
 def _remainder(u0: np.ndarray, u1: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """ρ = R(u₀)e^{u₁} + e^{u₀}R(u₁), R(u) = u^p/p!·e^u (the expansion's remainder bound), plus the rounding
-    bound e^{u₀+u₁}·(p² + n_c)·2⁻⁵² of cells of ``counts`` atoms (broadcast against u)."""
+    bound e^{u₀+u₁}·(p² + counts)·2⁻⁵² (``counts``: the other operations per cell, broadcast against u)."""
     with np.errstate(divide="ignore"):
         r0 = np.exp(TERMS * np.log(u0) - gammaln(TERMS + 1.0))
         r1 = np.exp(TERMS * np.log(u1) - gammaln(TERMS + 1.0))
@@ -170,7 +170,7 @@ class CellAtoms:
     def _remainders(self, off: np.ndarray) -> np.ndarray:
         """The remainder bound ρ_jc (module docstring) per cell and point: (C, m)."""
         u = np.abs(off) * self.reach[:, None, :]
-        return _remainder(u[:, :, 0], u[:, :, 1], self.counts[:, None])
+        return _remainder(u[:, :, 0], u[:, :, 1], self.counts[:, None] + len(self.counts) + TERMS)
 
 
 def _powers_of(off: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
