@@ -89,7 +89,8 @@ def law_rows(law, n_draws: int, repeats: int) -> list[str]:
     return [f"| {name} | one account | {med(direct_t):.3f} | {med(cells_t):.3f} | {med(direct_t) / med(cells_t):.2f} | "
             f"{direct_acc.delta:.6g} / {cells_acc.delta:.6g} (relative difference {gap:.1e}) |",
             f"| {name} | APGM construction | {med(build_direct_t):.2f} | {med(build_cells_t):.2f} | "
-            f"{med(build_direct_t) / med(build_cells_t):.2f} | noise covariances differ by {variance_gap:.1e} (of the largest entry); "
+            f"{med(build_direct_t) / med(build_cells_t):.2f} | noise covariances differ by {variance_gap:.1e} "
+            "(of the largest entry); "
             f"established {build_direct.guarantee.established} / {build_cells.guarantee.established} |"]
 
 

@@ -27,8 +27,9 @@ most ``φ(e_jc)·G_c·ρ_jc``, with ``G_c = Σ_{i∈c} W_i e^{−|d_i|²/2}`` (W
 most ``e^{−|d_i|²/2} Σ_j v_j φ(e_jc) ρ_jc``. Rounding is bounded the same way: the terms' absolute values
 sum to at most ``e^{u₀+u₁}`` times the cell's factor, and float64 adds at most ``(p + p² + n_c + C)·2⁻⁵²`` of
 that (to first order: p products in each power, p² terms of the expansion, the n_c atoms of its moments, the C
-cells of the sum). A sum is kept only when its bound is at most :data:`TOLERANCE` times its value; the others are marked and the caller computes them directly. Checked against direct
-sums in ``tests/privacy/test_gauss_cells.py`` (and that the marks catch every sum the expansion misses).
+cells of the sum). A sum is kept only when its bound is at most :data:`TOLERANCE` times its value; the
+others are marked and the caller computes them directly. Checked against direct sums in
+``tests/privacy/test_gauss_cells.py`` (and that the marks catch every sum the expansion misses).
 """
 
 from __future__ import annotations
