@@ -239,7 +239,6 @@ def run(adult_dir: Path, out: Path, *, draws: int = 1000, repetitions: int = 50,
                              "ours (same setting)": l2_error(mech, rng_err)})
         t2 = pd.DataFrame(rows)
         t2["ratio"] = t2["ours (same setting)"] / t2["paper"]
-        table2 = t2.pivot(index="mechanism", columns="ε", values=["paper", "ours (same setting)"])
         rows = []
         for label, cal in (("exact moments", exact), (f"95% conservative bounds, {draws} draws", conservative),
                            (f"95% conservative bounds, {20 * draws} draws", conservative_big)):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import pytest

@@ -80,7 +80,7 @@ so a shorter list costs noise, never privacy.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 

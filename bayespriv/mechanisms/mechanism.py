@@ -24,7 +24,7 @@ from bayespriv._validation import all_finite, check_choice, check_delta, check_e
 from bayespriv.calibration import Calibration, CalibrationLike
 from bayespriv.calibration.contract import check_calibration
 from bayespriv.files.calibration_io import check_query
-from bayespriv.errors import ImmutableError, ParameterTypeError, ValidationError
+from bayespriv.errors import ImmutableError, ValidationError
 from bayespriv.random import RNGLike
 from bayespriv.noise import (
     BitSource,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import numpy as np
 from scipy.special import log_ndtr
 
 from bayespriv._validation import check_choice, check_delta, check_epsilon

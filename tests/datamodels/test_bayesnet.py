@@ -568,8 +568,6 @@ def test_parameter_names_are_all_accepted():
 # VariableElimination; the law of the count by the binomial formula in 30-digit mpmath, convolved by hand.
 # Agreement to 1e-12. Against the calibration's draws: Pearson χ² (tests/_law_checks.py), α = 1e-3; the
 # twin (a model that swaps the records in and out of the secret's state) is rejected, power > 1 − 1e-9.
-import math  # noqa: E402
-
 import mpmath  # noqa: E402
 
 from tests._bn_oracles import joint_table  # noqa: E402
