@@ -508,11 +508,11 @@ class JointGaussian:
         for e in eps:
             check_epsilon(float(e), "epsilons")
         if self._accounted:
-            from bayespriv.privacy.accountant import GaussianNoise, account
+            from bayespriv.privacy.accountant import GaussianNoise, PrivacyProfile
 
-            noise = GaussianNoise(self._laws.noise_cov)
-            return np.array([account(self._conditions(), noise, float(e), confidence=self._calibration.confidence).delta
-                             for e in eps])
+            profile = PrivacyProfile(self._conditions(), GaussianNoise(self._laws.noise_cov),
+                                     confidence=self._calibration.confidence)
+            return profile.curve(eps)
         return joint_delta(self._laws, eps)
 
     def delta_at(self, epsilon: float) -> float:

@@ -66,7 +66,7 @@ from scipy.linalg import block_diag
 
 from bayespriv.calibration.laws import Condition, FiniteLaw, GaussianLaw, SampledLaw, conditions_of
 from bayespriv.errors import BudgetExceededError, ValidationError
-from bayespriv.privacy.accountant import GaussianNoise, LaplaceNoise, account
+from bayespriv.privacy.accountant import GaussianNoise, LaplaceNoise, PrivacyProfile
 
 if TYPE_CHECKING:
     from bayespriv.calibration import Calibration
@@ -322,8 +322,10 @@ def smallest_epsilon(conds: tuple[Condition, ...], noise: Noise, delta: float, s
     the final bracket, where the bound was evaluated and met.
     """
 
+    profile = PrivacyProfile(conds, noise, confidence=confidence)  # what does not depend on ε, made once
+
     def f(eps: float) -> tuple[float, Any]:
-        acc = account(conds, noise, eps, confidence=confidence, target=delta)
+        acc = profile.at(eps, target=delta)
         return math.log(max(acc.delta, 1e-300) / delta), acc
 
     hi = min(max(start, 1e-3), MAX_JOINT_EPSILON)

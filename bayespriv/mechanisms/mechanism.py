@@ -616,13 +616,12 @@ class Mechanism(abc.ABC, metaclass=_FrozenOnConstruction):
     def _accounted_curve(self, epsilons: ArrayLike) -> np.ndarray:
         """δ(ε) of the released law for each ε, by the accountant (upper bounds)."""
         from bayespriv.calibration.laws import conditions_of
-        from bayespriv.privacy.accountant import account
+        from bayespriv.privacy.accountant import PrivacyProfile
         from bayespriv.privacy.privacy_loss import check_epsilons
 
-        conds = conditions_of(self.calibration)
-        noise = self._accounted.noise
-        return np.array([account(conds, noise, float(e), confidence=self.calibration.confidence).delta
-                         for e in check_epsilons(epsilons)])
+        profile = PrivacyProfile(conditions_of(self.calibration), self._accounted.noise,
+                                 confidence=self.calibration.confidence)
+        return profile.curve(check_epsilons(epsilons))
 
     @property
     def guarantee(self) -> Guarantee:

@@ -12,14 +12,15 @@ release and for the noise scale that meets a request.
   covariances (:mod:`.privacy_loss`, :mod:`.loss_reduction`, :mod:`.loss_inversion`,
   :mod:`.hockey_stick`).
 * :func:`account`, :func:`scale_to_delta` — the accountant: δ(ε) of the law actually released (sampled
-  draws of F plus the noise), with confidence bounds that cover what the draws cannot show
+  draws of F plus the noise), with confidence bounds that cover what the draws cannot show, and
+  :class:`PrivacyProfile` — the same at many ε for one noise, its ε-free work made once
   (:mod:`.accountant`; the estimators in :mod:`.mixture_1d`, :mod:`.mixture_mc`, :mod:`.finite_exact`,
   :mod:`.kernel_sums`, :mod:`.gauss_cells`, :mod:`.draw_bounds`, :mod:`.certified`); :class:`WeightedAtoms` — a finite law
   as weighted atoms, checked once, as the Monte-Carlo estimator takes it (:mod:`.mixture_mc`).
 """
 
 from . import privacy_loss
-from .accountant import PrivacyAccount, account, scale_to_delta
+from .accountant import PrivacyAccount, PrivacyProfile, account, scale_to_delta
 from .analytic_gaussian import (
     GAUSSIAN_CALIBRATIONS,
     analytic_gaussian_log_delta,
@@ -46,5 +47,6 @@ __all__ = [
     "WeightedAtoms",
     "PrivacyAccount",
     "account",
+    "PrivacyProfile",
     "scale_to_delta",
 ]

@@ -65,7 +65,7 @@ from bayespriv._validation import check_delta, check_epsilon, described, fail
 from bayespriv.calibration.laws import SAMPLED_LAW, Condition, SampledLaw
 from bayespriv.errors import DrawsNeededError, ValidationError
 from .finite_exact import finite_hockey
-from .mixture_1d import atoms_of, grid_hockey, grid_hockey_both
+from .mixture_1d import atoms_of, grid_densities, grid_hockey, hockey_on_grid
 from .certified import BLOCK_SIZES, certified_bound, coupling_plan, noise_transform, usable_block_sizes
 from .draw_bounds import draws_for_floor, mean_lower, mean_upper, upper_floor
 from .mixture_mc import WeightedAtoms, mixture_hockey
@@ -81,6 +81,7 @@ __all__ = [
     "DirectionBound",
     "PrivacyAccount",
     "account",
+    "PrivacyProfile",
     "scale_to_delta",
     "check_draws",
     "certified_account",
@@ -398,14 +399,22 @@ def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward:
 
 
 def _quadrature_pair(cond: Condition, noise: Noise | None, eps: float, index: int, levels: Levels | None,
-                     halves: bool) -> dict[tuple[int, bool], DirectionBound]:
+                     halves: bool, grids: dict | None = None) -> dict[tuple[int, bool], DirectionBound]:
     """Both directions of a one-dimensional condition known through draws or atoms, from one evaluation of
-    the two densities; empty when the condition takes another route (:func:`_row`)."""
+    the two densities (kept in ``grids``, when given, for the next ε); empty when the condition takes another
+    route (:func:`_row`)."""
     if cond.k != 1 or cond.kind != "sampled" or _is_noiseless(noise) or not noise.full_rank:
         return {}
     sampled = (isinstance(cond.law_a, SampledLaw), isinstance(cond.law_b, SampledLaw))
-    both = grid_hockey_both(_atoms_1d(cond.law_a), None, _atoms_1d(cond.law_b), None, noise, eps, sampled=sampled,
-                            halves=halves)
+    key = (index, halves)
+    if grids is None or key not in grids:
+        grid = grid_densities(_atoms_1d(cond.law_a), None, _atoms_1d(cond.law_b), None, noise, sampled=sampled,
+                              halves=halves)
+        if grids is not None:
+            grids[key] = grid
+    else:
+        grid = grids[key]
+    both = None if grid is None else hockey_on_grid(grid, eps, sampled=sampled)
     if both is None:
         return {}
     return {(index, fwd): _mixture_row(cond, noise, eps, cond.label, fwd, index, levels, halves, est)
@@ -495,11 +504,11 @@ def _notes(rows: tuple[DirectionBound, ...], target: float | None) -> tuple[str,
 
 
 def _rows(conds: tuple[Condition, ...], noise: Noise | None, eps: float, which: list[tuple[int, bool]],
-          levels: Levels | None, halves: bool) -> tuple[DirectionBound, ...]:
+          levels: Levels | None, halves: bool, grids: dict | None = None) -> tuple[DirectionBound, ...]:
     """The requested directions; a one-dimensional condition asked in both directions shares its densities."""
     shared: dict[tuple[int, bool], DirectionBound] = {}
     for i in sorted({i for i, fwd in which if (i, not fwd) in which}):
-        shared.update(_quadrature_pair(conds[i], noise, eps, i, levels, halves))
+        shared.update(_quadrature_pair(conds[i], noise, eps, i, levels, halves, grids))
     return tuple(shared.get((i, fwd)) or _row(conds[i], noise, eps, i, fwd, levels, halves=halves)
                  for i, fwd in which)
 
@@ -542,18 +551,65 @@ def account(conditions: Sequence[Condition], noise: Noise | None, epsilon: float
     (0.00683, ('gaussian_query',))
     """
     eps = check_epsilon(epsilon)
-    conds = tuple(conditions)
-    if not conds or not all(isinstance(c, Condition) for c in conds):
-        raise fail("conditions", "a non-empty sequence of Condition", described(f"{len(conds)} items"))
-    levels = _levels(conds, confidence)
-    which = [(i, fwd) for i in range(len(conds)) for fwd in (True, False)] if rows is None else list(rows)
-    final = rows is None and diagnostics
-    with _one_blas_thread():  # small products over many atoms are memory-bound: one thread is faster, and robust
-        out = _rows(conds, noise, eps, which, levels, final)
-    exact = all(r.exact for r in out)
-    conf = 1.0 if exact else confidence
-    return PrivacyAccount(eps, max(r.upper for r in out), max(r.value for r in out), conf,
-                          _assumptions(conds, out), out, _notes(out, target) if final else ())
+    return PrivacyProfile(conditions, noise, confidence=confidence).at(eps, target=target, rows=rows,
+                                                                      diagnostics=diagnostics)
+
+
+@dataclass(frozen=True, eq=False)
+class PrivacyProfile:
+    """:func:`account` at any number of ε for one released law: fixed conditions, noise and confidence.
+
+    What does not depend on ε is made at the first ε that needs it and kept: the densities of the
+    one-dimensional laws known through draws or atoms on their grid
+    (:func:`~bayespriv.privacy.mixture_1d.grid_densities`, read-only arrays). Every :meth:`at` returns what
+    :func:`account` returns at the same ε, bit for bit: the same arithmetic on the same arrays (the
+    Monte-Carlo rows of k > 1 dimensions draw their points for each ε, as :func:`account` does). Used where
+    the ε varies and the noise does not: the ledger's smallest joint ε, the privacy curves. What the kept
+    densities were made from cannot change: the profile is frozen, its conditions a tuple of immutable laws,
+    its noise a frozen value with read-only arrays.
+
+    Parameters
+    ----------
+    conditions, noise, confidence :
+        As :func:`account`.
+
+    Examples
+    --------
+    >>> from bayespriv.calibration.laws import Condition, GaussianLaw
+    >>> cond = Condition("a vs b", GaussianLaw([1.0], [[1.0]]), GaussianLaw([0.0], [[1.0]]))
+    >>> profile = PrivacyProfile([cond], GaussianNoise([[3.0]]), confidence=0.95)
+    >>> round(profile.at(1.0).delta, 6), profile.curve([1.0, 2.0]).round(6).tolist()
+    (0.00683, [0.00683, 9e-06])
+    """
+
+    conditions: tuple[Condition, ...]
+    noise: Noise | None
+    confidence: float | None = field(kw_only=True)
+    _levels: Levels | None = field(init=False, repr=False)
+    _grids: dict = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        conds = tuple(self.conditions)
+        if not conds or not all(isinstance(c, Condition) for c in conds):
+            raise fail("conditions", "a non-empty sequence of Condition", described(f"{len(conds)} items"))
+        object.__setattr__(self, "conditions", conds)
+        object.__setattr__(self, "_levels", _levels(conds, self.confidence))
+
+    def at(self, epsilon: float, *, target: float | None = None, rows: Sequence[tuple[int, bool]] | None = None,
+           diagnostics: bool = True) -> PrivacyAccount:
+        """The account at ``epsilon`` (arguments and result as :func:`account`)."""
+        eps, conds = check_epsilon(epsilon), self.conditions
+        which = [(i, fwd) for i in range(len(conds)) for fwd in (True, False)] if rows is None else list(rows)
+        final = rows is None and diagnostics
+        with _one_blas_thread():  # small products over many atoms are memory-bound: one thread is faster, and robust
+            out = _rows(conds, self.noise, eps, which, self._levels, final, self._grids)
+        conf = 1.0 if all(r.exact for r in out) else self.confidence
+        return PrivacyAccount(eps, max(r.upper for r in out), max(r.value for r in out), conf,
+                              _assumptions(conds, out), out, _notes(out, target) if final else ())
+
+    def curve(self, epsilons: Any) -> np.ndarray:
+        """The accounted δ (upper bounds) at each of ``epsilons``."""
+        return np.array([self.at(float(e)).delta for e in np.atleast_1d(np.asarray(epsilons, dtype=float))])
 
 
 # ---------------------------------------------------------------------------------------- scale

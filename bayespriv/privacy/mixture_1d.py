@@ -16,8 +16,9 @@ atoms: every distinct value of both laws enters every density evaluated.
   The densities and the per-atom sums are computed in O(G log G + n) by cell moments and FFT
   (:mod:`~bayespriv.privacy.kernel_sums`; Gaussian kernels within 12σ, e^{-72} of their peak beyond,
   with a Taylor remainder below 1e-13; Laplace kernels exactly).
-* Both directions share one evaluation of the two densities (:func:`grid_hockey_both`), and a law's
-  density is the weighted sum of its two halves' densities, so the split-half diagnostic is free.
+* Both directions share one evaluation of the two densities, and a law's density is the weighted sum of
+  its two halves' densities, so the split-half diagnostic is free. The densities do not depend on ε:
+  :func:`grid_densities` makes them once, :func:`hockey_on_grid` reads both directions at any ε.
 * Draws standing for the law: as in :mod:`~bayespriv.privacy.mixture_mc`, the estimate is of the
   divergence between the *empirical* mixtures; the per-atom probabilities P(z_u + Z ∈ A*) of its optimal
   set A* = {p_a > e^ε p_b} are computed on the same grid, with the atoms' draw counts and, for P_a, their
@@ -38,7 +39,7 @@ import numpy as np
 from .kernel_sums import Placed, place, sums_at
 from .mixture_mc import DrawContributions, MixtureEstimate, atom_counts, sampled_pair
 
-__all__ = ["grid_hockey", "grid_hockey_both", "MAX_GRID", "Atoms", "atoms_of"]
+__all__ = ["grid_hockey", "grid_densities", "hockey_on_grid", "MAX_GRID", "Atoms", "atoms_of"]
 
 #: Most grid points (beyond, the Monte-Carlo estimator is used).
 MAX_GRID = 400_000
@@ -228,10 +229,20 @@ def grid_hockey(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, nois
     return None if g is None else _estimate(g, epsilon, drawn)
 
 
-def grid_hockey_both(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, epsilon: float, *,
-                     sampled: bool = True, halves: bool = True) -> tuple[MixtureEstimate, MixtureEstimate] | None:
-    """(H_ε(P_a‖P_b), H_ε(P_b‖P_a)) from one evaluation of both densities (they are the same in both
-    directions); each equal to :func:`grid_hockey` of its direction."""
+def grid_densities(atoms_a: Any, weights_a: Any, atoms_b: Any, weights_b: Any, noise: Any, *, sampled: bool = True,
+                   halves: bool = True) -> _Grid | None:
+    """The common grid of two one-dimensional released mixtures and both densities on it, which do not
+    depend on ε: :func:`hockey_on_grid` reads them at any ε. Arguments as :func:`grid_hockey`; None when
+    the grid would be too fine. Its arrays are read-only."""
+    g = _grid(atoms_a, weights_a, atoms_b, weights_b, noise, halves and any(sampled_pair(sampled)))
+    if g is not None:
+        for array in (g.y, g.a.density, g.b.density, *(g.a.halves or ()), *(g.b.halves or ())):
+            array.setflags(write=False)
+    return g
+
+
+def hockey_on_grid(grid: _Grid, epsilon: float, *, sampled: bool = True) -> tuple[MixtureEstimate, MixtureEstimate]:
+    """(H_ε(P_a‖P_b), H_ε(P_b‖P_a)) on densities made by :func:`grid_densities` (the same in both
+    directions); each equal to :func:`grid_hockey` of its direction with the arguments that made them."""
     drawn = sampled_pair(sampled)
-    g = _grid(atoms_a, weights_a, atoms_b, weights_b, noise, halves and any(drawn))
-    return None if g is None else (_estimate(g, epsilon, drawn), _estimate(g.swapped(), epsilon, drawn[::-1]))
+    return _estimate(grid, epsilon, drawn), _estimate(grid.swapped(), epsilon, drawn[::-1])

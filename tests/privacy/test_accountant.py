@@ -21,6 +21,7 @@ half the variance): the accounted δ exceeds the target.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import mpmath
@@ -32,7 +33,7 @@ from scipy.stats import binom, hypergeom
 from bayespriv.calibration.laws import Condition, FiniteLaw, GaussianLaw, SampledLaw
 from bayespriv.errors import ValidationError
 from bayespriv.privacy import privacy_loss as pl
-from bayespriv.privacy.accountant import GaussianNoise, LaplaceNoise, account, scale_to_delta
+from bayespriv.privacy.accountant import GaussianNoise, LaplaceNoise, PrivacyProfile, account, scale_to_delta
 from bayespriv.privacy.finite_exact import finite_hockey
 from bayespriv.privacy.mixture_mc import WeightedAtoms, mixture_hockey
 
@@ -287,3 +288,79 @@ def test_garwood_bounds_are_the_chi_square_quantiles_of_each_count():
     assert _garwood(np.zeros(0), 0.01).shape == (0,)
     below = np.nextafter(counts, -np.inf)  # one ulp under each whole count: the same bounds, no draw lost
     np.testing.assert_allclose(_garwood(below, 0.01), expected, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- one law at many ε
+def _profile_cases():
+    """(label, conditions, noise): every route :class:`PrivacyProfile` may take, small enough to be fast."""
+    rng = np.random.default_rng(11)
+    one_a, one_b = rng.standard_t(3.0, (4_000, 1)) + 0.5, rng.normal(0.0, 1.0, (3_000, 1))
+    xa, wa, xb, wb = _binomial_pair(30, 0.4, 0.3)
+    two = Condition("2-D", SampledLaw(rng.normal(0.4, 1.0, (600, 2))), SampledLaw(rng.normal(0.0, 1.0, (500, 2))))
+    return [
+        ("1-D draws, Gaussian noise", [Condition("t", SampledLaw(one_a), SampledLaw(one_b))], GaussianNoise([[1.7]])),
+        ("1-D draws, Laplace noise", [Condition("t", SampledLaw(one_a), SampledLaw(one_b))],
+         LaplaceNoise([1.3], [[1.0]])),
+        ("1-D draws and a finite law", [Condition("mixed", SampledLaw(one_b), FiniteLaw(xa[:, None] / 10.0, wa))],
+         GaussianNoise([[2.0]])),
+        ("finite 1-D", [Condition("binomial", FiniteLaw(xa[:, None], wa), FiniteLaw(xb[:, None], wb))],
+         GaussianNoise([[4.0]])),
+        ("Gaussian moments", [Condition("g", GaussianLaw([1.0], [[1.0]]), GaussianLaw([0.0], [[1.5]]))],
+         GaussianNoise([[3.0]])),
+        ("2-D draws", [two], GaussianNoise(np.diag([1.2, 1.2]))),
+        ("two 1-D conditions", [Condition("t", SampledLaw(one_a), SampledLaw(one_b)),
+                                Condition("n", SampledLaw(one_b), SampledLaw(one_b[::-1] * 1.1))],
+         GaussianNoise([[1.5]])),
+    ]
+
+
+PROFILE_CASES = _profile_cases()
+
+
+@pytest.mark.parametrize("label,conds,noise", PROFILE_CASES, ids=[c[0] for c in PROFILE_CASES])
+def test_profile_at_any_epsilon_is_account_bit_for_bit(label, conds, noise):
+    profile = PrivacyProfile(conds, noise, confidence=0.95)
+    for eps in (2.0, 0.5, 1.0, 0.5, 3.0):  # not monotone, one ε twice
+        assert repr(profile.at(eps, target=1e-3)) == repr(account(conds, noise, eps, confidence=0.95, target=1e-3))
+    assert repr(profile.at(1.0, diagnostics=False)) == repr(account(conds, noise, 1.0, confidence=0.95,
+                                                                      diagnostics=False))
+    assert profile.curve([0.5, 2.0]).tolist() == [account(conds, noise, e, confidence=0.95).delta for e in (0.5, 2.0)]
+
+
+def test_profile_makes_a_one_dimensional_grid_once(monkeypatch):
+    import bayespriv.privacy.accountant as accountant
+
+    made = []
+    real = accountant.grid_densities
+    monkeypatch.setattr(accountant, "grid_densities", lambda *a, **kw: made.append(1) or real(*a, **kw))
+    conds, noise = PROFILE_CASES[0][1], PROFILE_CASES[0][2]
+    profile = PrivacyProfile(conds, noise, confidence=0.95)
+    for eps in (0.5, 1.0, 2.0, 4.0):
+        profile.at(eps)
+    assert len(made) == 1
+    for eps in (0.5, 1.0, 2.0, 4.0):
+        account(conds, noise, eps, confidence=0.95)
+    assert len(made) == 5
+    grid = next(iter(profile._grids.values()))
+    with pytest.raises(ValueError, match="read-only"):
+        grid.a.density[0] = 1.0
+
+
+def test_a_grid_kept_for_another_noise_is_caught():
+    """Twin: the comparison above sees a profile that reuses densities made for another noise."""
+    conds = PROFILE_CASES[0][1]
+    stale = PrivacyProfile(conds, GaussianNoise([[0.9]]), confidence=0.95)
+    stale.at(1.0)
+    broken = PrivacyProfile(conds, GaussianNoise([[1.7]]), confidence=0.95)
+    broken._grids.update(stale._grids)
+    assert repr(broken.at(1.0)) != repr(account(conds, GaussianNoise([[1.7]]), 1.0, confidence=0.95))
+
+
+def test_profile_checks_its_arguments():
+    with pytest.raises(ValidationError, match="conditions"):
+        PrivacyProfile([], GaussianNoise([[1.0]]), confidence=0.95)
+    profile = PrivacyProfile(PROFILE_CASES[4][1], GaussianNoise([[1.0]]), confidence=0.95)
+    with pytest.raises(ValidationError, match="epsilon"):
+        profile.at(-1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):  # kept densities cannot outlive their noise
+        profile.noise = GaussianNoise([[2.0]])
