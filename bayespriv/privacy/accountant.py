@@ -399,26 +399,22 @@ def _mixture_row(cond: Condition, noise: Noise, eps: float, label: str, forward:
 
 
 def _quadrature_pair(cond: Condition, noise: Noise | None, eps: float, index: int, levels: Levels | None,
-                     halves: bool, grids: dict | None = None) -> dict[tuple[int, bool], DirectionBound]:
+                     halves: bool, grids: dict) -> dict[tuple[int, bool], DirectionBound]:
     """Both directions of a one-dimensional condition known through draws or atoms, from one evaluation of
-    the two densities (kept in ``grids``, when given, for the next ε); empty when the condition takes another
-    route (:func:`_row`)."""
+    the two densities (kept in ``grids`` for the next ε); empty when the condition takes another route
+    (:func:`_row`)."""
     if cond.k != 1 or cond.kind != "sampled" or _is_noiseless(noise) or not noise.full_rank:
         return {}
     sampled = (isinstance(cond.law_a, SampledLaw), isinstance(cond.law_b, SampledLaw))
     key = (index, halves)
-    if grids is None or key not in grids:
-        grid = grid_densities(_atoms_1d(cond.law_a), None, _atoms_1d(cond.law_b), None, noise, sampled=sampled,
-                              halves=halves)
-        if grids is not None:
-            grids[key] = grid
-    else:
-        grid = grids[key]
-    both = None if grid is None else hockey_on_grid(grid, eps, sampled=sampled)
-    if both is None:
+    if key not in grids:
+        grids[key] = grid_densities(_atoms_1d(cond.law_a), None, _atoms_1d(cond.law_b), None, noise,
+                                    sampled=sampled, halves=halves)
+    grid = grids[key]
+    if grid is None:  # too fine for the atoms' spread: the Monte-Carlo route
         return {}
     return {(index, fwd): _mixture_row(cond, noise, eps, cond.label, fwd, index, levels, halves, est)
-            for fwd, est in zip((True, False), both)}
+            for fwd, est in zip((True, False), hockey_on_grid(grid, eps, sampled=sampled))}
 
 
 def _dir(forward: bool) -> str:
@@ -504,8 +500,9 @@ def _notes(rows: tuple[DirectionBound, ...], target: float | None) -> tuple[str,
 
 
 def _rows(conds: tuple[Condition, ...], noise: Noise | None, eps: float, which: list[tuple[int, bool]],
-          levels: Levels | None, halves: bool, grids: dict | None = None) -> tuple[DirectionBound, ...]:
-    """The requested directions; a one-dimensional condition asked in both directions shares its densities."""
+          levels: Levels | None, halves: bool, grids: dict) -> tuple[DirectionBound, ...]:
+    """The requested directions; a one-dimensional condition asked in both directions shares its densities
+    (``grids``: those densities by (condition, halves), kept by :class:`PrivacyProfile` across ε)."""
     shared: dict[tuple[int, bool], DirectionBound] = {}
     for i in sorted({i for i, fwd in which if (i, not fwd) in which}):
         shared.update(_quadrature_pair(conds[i], noise, eps, i, levels, halves, grids))
